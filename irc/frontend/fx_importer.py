@@ -1,0 +1,403 @@
+"""torch.fx → `irt`: one `func.func` per graph.
+
+Placeholders become the function's first arguments, then every parameter or buffer the graph
+reads (so weights never appear in IR text), and the graph's output becomes `func.return`.
+Shapes come from running the graph once on the example inputs (`ShapeProp`).
+
+Each FX target maps to a converter in one of three tables (`FUNCTIONS`, `METHODS`, `MODULES`).
+Unsupported nodes never stop the import: every one is recorded, the nodes that depend only on
+them are skipped, and one `UnsupportedOpError` names them all at the end.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import fx, nn
+from torch.fx.passes.shape_prop import ShapeProp
+from xdsl.builder import Builder
+from xdsl.rewriter import InsertPoint
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.ir import Block, Region, SSAValue
+
+from irc.dialects import irt
+from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
+
+
+class Unsupported(Exception):
+    """Raised by a converter: this node, with these arguments, cannot be imported."""
+
+
+@dataclass
+class ImportedGraph:
+    """The imported function and what the runtime needs to call it."""
+
+    module: ModuleOp
+    func_name: str
+    input_names: list[str]
+    input_shapes: list[tuple[int, ...]]
+    params: list[tuple[str, torch.Tensor]]  # qualified name, tensor; function args after the inputs
+    output_shapes: list[tuple[int, ...]]
+    return_tuple: bool
+
+
+def tensor_type(shape: Sequence[int]) -> TensorType:
+    return TensorType(f32, list(shape))
+
+
+def _ssa_name(name: str) -> str:
+    """A valid SSA name hint for an FX or parameter name (`0.weight` -> `p0_weight`, `_1` -> `p1`)."""
+    name = re.sub(r"[^A-Za-z0-9_]", "_", name).lstrip("_")
+    return name if name[:1].isalpha() else f"p{name}"
+
+
+def describe_target(node: fx.Node, gm: fx.GraphModule) -> str:
+    """A person-readable name for what a node calls: `torch.nn.Conv2d`, `torch.conv2d`, `Tensor.foo`."""
+    if node.op == "call_module":
+        cls = type(gm.get_submodule(str(node.target)))
+        module = re.sub(r"^torch\.nn\.modules\.\w+$", "torch.nn", cls.__module__)
+        return f"{module}.{cls.__qualname__}"
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    if node.op == "call_function":
+        t = node.target
+        mod = getattr(t, "__module__", None) or "torch"
+        name = getattr(t, "__name__", str(t))
+        if mod == "_operator":
+            mod = "operator"
+        return f"{mod}.{name}"
+    return f"{node.op} {node.target}"
+
+
+@dataclass
+class FxImporter:
+    gm: fx.GraphModule
+    builder: Builder = field(init=False)
+    values: dict[fx.Node, SSAValue | None] = field(default_factory=dict)
+    param_args: dict[int, SSAValue] = field(default_factory=dict)
+    unsupported: list[UnsupportedNode] = field(default_factory=list)
+
+    # -- helpers converters use -----------------------------------------------------------
+    def result_type(self, node: fx.Node) -> TensorType:
+        meta = node.meta.get("tensor_meta")
+        if meta is None or not hasattr(meta, "shape"):
+            raise Unsupported("it does not produce a single tensor")
+        if meta.dtype != torch.float32:
+            raise Unsupported(f"it produces {meta.dtype}; irc compiles float32 tensors")
+        return tensor_type(tuple(meta.shape))
+
+    def param(self, tensor: torch.Tensor) -> SSAValue:
+        return self.param_args[id(tensor)]
+
+    def tensor(self, value: Any) -> SSAValue:
+        """An SSA tensor for an argument that may be a Python number (a rank-0 constant)."""
+        if isinstance(value, SSAValue):
+            return value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return self.builder.insert(irt.ConstantOp.from_floats([float(value)])).result
+        raise Unsupported(f"argument {value!r} is not a tensor or a number")
+
+    def insert(self, op) -> SSAValue:
+        return self.builder.insert(op).results[0]
+
+    # -- the import -----------------------------------------------------------------------
+    def run(self, example_inputs: Sequence[torch.Tensor], func_name: str) -> ImportedGraph:
+        placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
+        if len(placeholders) != len(example_inputs):
+            raise IrcError(
+                f"the model takes {len(placeholders)} input(s) "
+                f"({', '.join(p.name for p in placeholders)}) but {len(example_inputs)} example input(s) were given"
+            )
+        for p, x in zip(placeholders, example_inputs):
+            if not isinstance(x, torch.Tensor):
+                raise IrcError(f"example input '{p.name}' is a {type(x).__name__}; irc compiles tensor inputs only")
+            if x.dtype != torch.float32:
+                raise IrcError(f"example input '{p.name}' is {x.dtype}; irc compiles float32 tensors only")
+            if x.device.type != "cpu":
+                raise IrcError(f"example input '{p.name}' is on {x.device}; irc compiles for the CPU")
+        _propagate_shapes(self.gm, example_inputs)
+
+        params = self._collect_params()
+        arg_types = [tensor_type(x.shape) for x in example_inputs] + [tensor_type(t.shape) for _, t in params]
+        block = Block(arg_types=arg_types)
+        for p, arg in zip(placeholders, block.args):
+            arg.name_hint = _ssa_name(p.name)
+            self.values[p] = arg
+        for (name, t), arg in zip(params, block.args[len(placeholders):]):
+            arg.name_hint = _ssa_name(name)
+            self.param_args[id(t)] = arg
+        self.builder = Builder(InsertPoint.at_end(block))
+
+        outputs: list[SSAValue] = []
+        return_tuple = False
+        for node in self.gm.graph.nodes:
+            if node.op == "placeholder":
+                continue
+            if node.op == "output":
+                outputs, return_tuple = self._outputs(node)
+                continue
+            self._import_node(node)
+
+        if self.unsupported:
+            raise UnsupportedOpError(self.unsupported)
+        self.builder.insert(func.ReturnOp(*outputs))
+        fn = func.FuncOp(func_name, (arg_types, [v.type for v in outputs]), Region(block))
+        module = ModuleOp([fn])
+        module.verify()
+        return ImportedGraph(
+            module=module,
+            func_name=func_name,
+            input_names=[p.name for p in placeholders],
+            input_shapes=[tuple(x.shape) for x in example_inputs],
+            params=params,
+            output_shapes=[irt.shape_of(v) for v in outputs],
+            return_tuple=return_tuple,
+        )
+
+    def _collect_params(self) -> list[tuple[str, torch.Tensor]]:
+        """Every tensor the graph reads from the module, once each, in first-use order."""
+        found: dict[int, tuple[str, torch.Tensor]] = {}
+        for node in self.gm.graph.nodes:
+            tensors: list[tuple[str, torch.Tensor | None]] = []
+            if node.op == "get_attr":
+                tensors = [(str(node.target), _fetch_attr(self.gm, str(node.target)))]
+            elif node.op == "call_module":
+                mod = self.gm.get_submodule(str(node.target))
+                if type(mod) in MODULES:
+                    tensors = [(f"{node.target}.{n}", p) for n, p in mod.named_parameters(recurse=False)]
+            for name, t in tensors:
+                if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and id(t) not in found:
+                    found[id(t)] = (name, t)
+        return list(found.values())
+
+    def _import_node(self, node: fx.Node) -> None:
+        """Convert one node; record it if unsupported. Nodes whose inputs failed are skipped,
+        but still checked for a converter, so one error lists every unsupported target."""
+        self.values[node] = None
+        try:
+            converter = self._converter(node)
+            if any(self.values.get(i) is None for i in node.all_input_nodes):
+                return  # depends on an unsupported node, which is reported
+            args = fx.node.map_arg(node.args, lambda n: self.values[n])
+            kwargs = fx.node.map_arg(node.kwargs, lambda n: self.values[n])
+            value = converter(self, node, *args, **kwargs)
+        except Unsupported as e:
+            self.unsupported.append(UnsupportedNode(node.name, describe_target(node, self.gm), str(e)))
+            return
+        except TypeError as e:  # a call form the converter does not take (extra args, unknown kwargs)
+            self.unsupported.append(
+                UnsupportedNode(node.name, describe_target(node, self.gm), f"unsupported arguments ({e})")
+            )
+            return
+        if value.name_hint is None:
+            value.name_hint = _ssa_name(node.name)
+        self.values[node] = value
+
+    def _converter(self, node: fx.Node) -> Converter:
+        """The converter for a node, as (importer, node, *args, **kwargs) -> SSAValue."""
+        if node.op == "get_attr":
+            return self._get_attr
+        if node.op == "call_module":
+            mod = self.gm.get_submodule(str(node.target))
+            module_converter = MODULES.get(type(mod))
+            if module_converter is None:
+                raise Unsupported("no converter for this module type")
+            return lambda imp, node, *args, **kwargs: module_converter(imp, node, mod, *args, **kwargs)
+        table, what = (METHODS, "tensor method") if node.op == "call_method" else (FUNCTIONS, "function")
+        converter = table.get(node.target)
+        if converter is None:
+            raise Unsupported(f"no converter for this {what}")
+        return converter
+
+    @staticmethod
+    def _get_attr(imp: FxImporter, node: fx.Node) -> SSAValue:
+        t = _fetch_attr(imp.gm, str(node.target))
+        if not isinstance(t, torch.Tensor) or id(t) not in imp.param_args:
+            raise Unsupported("the attribute is not a float32 tensor")
+        return imp.param_args[id(t)]
+
+    def _outputs(self, node: fx.Node) -> tuple[list[SSAValue], bool]:
+        out = node.args[0]
+        items = list(out) if isinstance(out, (tuple, list)) else [out]
+        values = []
+        for item in items:
+            if not isinstance(item, fx.Node):
+                self.unsupported.append(
+                    UnsupportedNode(node.name, "output", f"returns {type(item).__name__}; irc returns tensors")
+                )
+                continue
+            v = self.values.get(item)
+            if v is not None:
+                values.append(v)
+        return values, isinstance(out, (tuple, list))
+
+
+def _fetch_attr(gm: fx.GraphModule, target: str) -> Any:
+    obj: Any = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _propagate_shapes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> None:
+    try:
+        with torch.no_grad():
+            ShapeProp(gm).propagate(*example_inputs)
+    except Exception as e:  # the user's model failed on the user's inputs: say so plainly
+        raise IrcError(f"running the model on the example inputs failed: {type(e).__name__}: {e}") from e
+
+
+def import_fx(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor], func_name: str = "forward") -> ImportedGraph:
+    """Import a traced graph; raises UnsupportedOpError listing every node irc cannot compile."""
+    return FxImporter(gm).run(example_inputs, func_name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Converters: (importer, node, *args, **kwargs) -> SSAValue
+# ---------------------------------------------------------------------------------------------
+
+Converter = Callable[..., SSAValue]
+
+
+def _unary(op_cls) -> Converter:
+    def convert(imp: FxImporter, node: fx.Node, x, *rest, **kwargs) -> SSAValue:
+        return imp.insert(op_cls(imp.tensor(x)))
+
+    return convert
+
+
+def _binary(op_cls, swap: bool = False) -> Converter:
+    def convert(imp: FxImporter, node: fx.Node, a, b, *rest, alpha=1, **kwargs) -> SSAValue:
+        if rest or alpha != 1 or kwargs.get("rounding_mode") is not None:
+            raise Unsupported("only the plain two-operand form is supported (no alpha, out or rounding_mode)")
+        lhs, rhs = (b, a) if swap else (a, b)
+        return imp.insert(op_cls(imp.tensor(lhs), imp.tensor(rhs), imp.result_type(node)))
+
+    return convert
+
+
+def _gelu(imp: FxImporter, node: fx.Node, x, approximate: str = "none") -> SSAValue:
+    if approximate not in ("none", "tanh"):
+        raise Unsupported(f"approximate={approximate!r}")
+    return imp.insert(irt.GeluOp(x, approximate))
+
+
+def _reshape(imp: FxImporter, node: fx.Node, x, *shape, **kwargs) -> SSAValue:
+    x = imp.tensor(x)
+    t = imp.result_type(node)
+    if irt.shape_of(x) == tuple(t.get_shape()):
+        return x
+    return imp.insert(irt.ReshapeOp(x, t))
+
+
+def _identity(imp: FxImporter, node: fx.Node, x, *args, **kwargs) -> SSAValue:
+    return imp.tensor(x)
+
+
+def _dropout(imp: FxImporter, node: fx.Node, x, p=0.5, training=True, inplace=False) -> SSAValue:
+    if training:
+        raise Unsupported("dropout in training mode; compile the model in eval mode (model.eval())")
+    return imp.tensor(x)
+
+
+def _transpose(imp: FxImporter, node: fx.Node, x, dim0: int, dim1: int) -> SSAValue:
+    x = imp.tensor(x)
+    rank = len(irt.shape_of(x))
+    perm = list(range(rank))
+    d0, d1 = dim0 % rank, dim1 % rank
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return imp.insert(irt.TransposeOp(x, perm, imp.result_type(node)))
+
+
+def _t(imp: FxImporter, node: fx.Node, x) -> SSAValue:
+    x = imp.tensor(x)
+    if len(irt.shape_of(x)) < 2:
+        return x
+    return _transpose(imp, node, x, 0, 1)
+
+
+def _linear(imp: FxImporter, node: fx.Node, x, weight, bias=None) -> SSAValue:
+    return imp.insert(irt.LinearOp(imp.tensor(x), imp.tensor(weight), bias, imp.result_type(node)))
+
+
+def _matmul(imp: FxImporter, node: fx.Node, a, b) -> SSAValue:
+    a, b = imp.tensor(a), imp.tensor(b)
+    if len(irt.shape_of(a)) < 1 or len(irt.shape_of(b)) != 2:
+        raise Unsupported(
+            f"matmul of shapes {irt.shape_of(a)} and {irt.shape_of(b)}: irc supports [..., K] @ [K, N]"
+        )
+    return imp.insert(irt.MatmulOp(a, b, imp.result_type(node)))
+
+
+def _linear_module(imp: FxImporter, node: fx.Node, mod: nn.Linear, x) -> SSAValue:
+    bias = imp.param(mod.bias) if mod.bias is not None else None
+    return imp.insert(irt.LinearOp(imp.tensor(x), imp.param(mod.weight), bias, imp.result_type(node)))
+
+
+def _module(fn: Converter) -> Converter:
+    """Adapt a function converter to a stateless module: (imp, node, mod, *args)."""
+    return lambda imp, node, mod, *args, **kwargs: fn(imp, node, *args, **kwargs)
+
+
+FUNCTIONS: dict[Any, Converter] = {
+    torch.relu: _unary(irt.ReluOp),
+    F.relu: _unary(irt.ReluOp),
+    torch.sigmoid: _unary(irt.SigmoidOp),
+    F.sigmoid: _unary(irt.SigmoidOp),
+    torch.tanh: _unary(irt.TanhOp),
+    F.tanh: _unary(irt.TanhOp),
+    F.gelu: _gelu,
+    F.linear: _linear,
+    F.dropout: _dropout,
+    torch.matmul: _matmul,
+    torch.mm: _matmul,
+    operator.matmul: _matmul,
+    torch.add: _binary(irt.AddOp),
+    operator.add: _binary(irt.AddOp),
+    operator.iadd: _binary(irt.AddOp),
+    torch.sub: _binary(irt.SubOp),
+    operator.sub: _binary(irt.SubOp),
+    torch.mul: _binary(irt.MulOp),
+    operator.mul: _binary(irt.MulOp),
+    torch.div: _binary(irt.DivOp),
+    operator.truediv: _binary(irt.DivOp),
+    torch.flatten: _reshape,
+    torch.reshape: _reshape,
+    torch.transpose: _transpose,
+    torch.t: _t,
+}
+
+METHODS: dict[str, Converter] = {
+    "relu": _unary(irt.ReluOp),
+    "sigmoid": _unary(irt.SigmoidOp),
+    "tanh": _unary(irt.TanhOp),
+    "add": _binary(irt.AddOp),
+    "sub": _binary(irt.SubOp),
+    "mul": _binary(irt.MulOp),
+    "div": _binary(irt.DivOp),
+    "matmul": _matmul,
+    "view": _reshape,
+    "reshape": _reshape,
+    "flatten": _reshape,
+    "contiguous": _identity,
+    "t": _t,
+    "transpose": _transpose,
+}
+
+MODULES: dict[type, Converter] = {
+    nn.Linear: _linear_module,
+    nn.ReLU: _module(_unary(irt.ReluOp)),
+    nn.Sigmoid: _module(_unary(irt.SigmoidOp)),
+    nn.Tanh: _module(_unary(irt.TanhOp)),
+    nn.GELU: lambda imp, node, mod, x: _gelu(imp, node, x, mod.approximate),
+    nn.Flatten: _module(_reshape),
+    nn.Identity: _module(_identity),
+    nn.Dropout: lambda imp, node, mod, x: _dropout(imp, node, x, training=mod.training),
+}

@@ -1,0 +1,272 @@
+"""`irc-to-loops`: bufferize `irt` functions and lower every op to loop nests.
+
+After this pass a function takes one `memref` per input and parameter, then one per result
+(caller-provided output buffers), and returns nothing. Tensor values become buffers:
+
+* a value the function returns is computed straight into its output buffer;
+* other results get a `memref.alloc`, freed before the return;
+* `irt.reshape` is a view (`memref.reinterpret_cast`), never a copy.
+
+Every computing op becomes one loop nest whose independent output dimensions form one
+`scf.parallel`; contractions add an inner `scf.for` reduction carrying the accumulator. The
+scalar work per element comes from the op's own `build_scalar`/`build_epilogue`, so fused and
+unfused ops lower through the same code. Each nest carries an `irc.kernel` attribute naming the
+op it came from, which the C++ emitter prints as a comment.
+
+What is legal after it: func, arith, math, scf, memref; no irt op and no tensor value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
+
+from irc.dialects import irt
+
+KERNEL_ATTR = "irc.kernel"
+REDUCTION_ATTR = "irc.reduction"
+
+
+def memref_type(t: Attribute) -> MemRefType:
+    assert isinstance(t, TensorType), t
+    return MemRefType(t.element_type, t.get_shape())
+
+
+def describe(op: Operation) -> str:
+    """A one-line name of an irt op for kernel comments: `irt.contract linear (bias, relu)`."""
+    if isinstance(op, irt.ContractOp):
+        body = [o.name.split(".")[-1] for o in op.body.block.ops if not isinstance(o, (irt.YieldOp, arith.ConstantOp))]
+        return f"irt.contract {op.contraction_kind} [{', '.join(body)}] -> {_shape_str(op.result)}"
+    if isinstance(op, irt.ElementwiseFusedOp):
+        body = [o.name.split(".")[-1] for o in op.body.block.ops if not isinstance(o, (irt.YieldOp, arith.ConstantOp))]
+        return f"irt.elementwise [{', '.join(body)}] -> {_shape_str(op.result)}"
+    return f"{op.name} -> {_shape_str(op.results[0])}" if op.results else op.name
+
+
+def _shape_str(v: SSAValue) -> str:
+    return "x".join(map(str, irt.shape_of(v))) or "scalar"
+
+
+@dataclass
+class FunctionLowering:
+    """Lowers one `func.func` on tensors into one on buffers."""
+
+    fn: func.FuncOp
+    block: Block = field(init=False)
+    b: Builder = field(init=False)
+    buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    allocs: list[SSAValue] = field(default_factory=list)
+    index_consts: dict[int, SSAValue] = field(default_factory=dict)
+
+    # -- small builders -------------------------------------------------------------------
+    def index(self, value: int) -> SSAValue:
+        """An index constant, created once per function at its entry."""
+        if value not in self.index_consts:
+            op = arith.ConstantOp(IntegerAttr(value, IndexType()))
+            first = self.block.first_op
+            self.block.insert_op_before(op, first) if first else self.block.add_op(op)
+            op.result.name_hint = f"c{value}"
+            self.index_consts[value] = op.result
+        return self.index_consts[value]
+
+    def nest(self, shape: Sequence[int], label: str, body: Callable[[Builder, list[SSAValue]], None]) -> None:
+        """One parallel loop nest over `shape`; `body(builder, ivs)` builds the per-element work."""
+        if not shape:
+            body(self.b, [])
+            return
+        block = Block(arg_types=[IndexType()] * len(shape))
+        inner = Builder(InsertPoint.at_end(block))
+        body(inner, list(block.args))
+        inner.insert(scf.ReduceOp())
+        zeros, ones = [self.index(0)] * len(shape), [self.index(1)] * len(shape)
+        loop = scf.ParallelOp(zeros, [self.index(s) for s in shape], ones, Region(block))
+        loop.attributes[KERNEL_ATTR] = StringAttr(label)
+        self.b.insert(loop)
+
+    def load(self, b: Builder, tensor: SSAValue, ivs: Sequence[SSAValue], out_shape: Sequence[int]) -> SSAValue:
+        """The element of `tensor` that broadcasts to position `ivs` of an `out_shape` result."""
+        producer = tensor.owner
+        if isinstance(producer, irt.ConstantOp) and producer.value.is_splat():
+            value = float(next(iter(producer.value.iter_values())))
+            return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
+        shape = irt.shape_of(tensor)
+        lead = len(out_shape) - len(shape)
+        indices = [
+            self.index(0) if size == 1 and out_shape[lead + d] != 1 else ivs[lead + d] for d, size in enumerate(shape)
+        ]
+        return b.insert(memref.LoadOp.get(self.buffers[tensor], indices)).res
+
+    def result_buffer(self, value: SSAValue) -> SSAValue:
+        """The buffer an op writes `value` into: an output buffer if returned, else a new allocation."""
+        if value in self.buffers:
+            return self.buffers[value]
+        alloc = self.b.insert(memref.AllocOp.get(f32, 64, irt.shape_of(value)))
+        alloc.memref.name_hint = value.name_hint
+        self.allocs.append(alloc.memref)
+        self.buffers[value] = alloc.memref
+        return alloc.memref
+
+    # -- the lowering ---------------------------------------------------------------------
+    def run(self) -> func.FuncOp:
+        old = self.fn.body.block
+        ret = old.last_op
+        assert isinstance(ret, func.ReturnOp)
+        in_types = [memref_type(a.type) for a in old.args]
+        out_types = [memref_type(v.type) for v in ret.arguments]
+        self.block = Block(arg_types=in_types + out_types)
+        self.b = Builder(InsertPoint.at_end(self.block))
+        for a, new in zip(old.args, self.block.args):
+            new.name_hint = a.name_hint
+            self.buffers[a] = new
+        outs = list(self.block.args[len(old.args) :])
+        copies = self._assign_outputs(list(ret.arguments), outs)
+        for op in old.ops:
+            if op is not ret:
+                self.lower(op)
+        for src, dst in copies:
+            self._copy(src, dst)
+        for buf in self.allocs:
+            self.b.insert(memref.DeallocOp.get(buf))
+        self.b.insert(func.ReturnOp())
+        return func.FuncOp(self.fn.sym_name.data, (in_types + out_types, []), Region(self.block))
+
+    def _assign_outputs(self, results: list[SSAValue], outs: list[SSAValue]) -> list[tuple[SSAValue, SSAValue]]:
+        """Let each returned value be computed in place in its output buffer where possible;
+        the rest (arguments, views, constants, values returned twice) are copied at the end."""
+        copies = []
+        for i, (value, out) in enumerate(zip(results, outs)):
+            out.name_hint = f"out{i}"
+            computed = isinstance(value.owner, (irt.ElementwiseOp, irt.ContractionOp, irt.TransposeOp))
+            if computed and value not in self.buffers:
+                self.buffers[value] = out
+            else:
+                copies.append((value, out))
+        return copies
+
+    def _copy(self, src: SSAValue, dst: SSAValue) -> None:
+        shape = irt.shape_of(src)
+        self.nest(
+            shape,
+            f"copy to {dst.name_hint}",
+            lambda b, ivs: b.insert(memref.StoreOp.get(self.load(b, src, ivs, shape), dst, ivs)),
+        )
+
+    def lower(self, op: Operation) -> None:
+        if isinstance(op, irt.ContractionOp):
+            self._contraction(op)
+        elif isinstance(op, irt.ElementwiseOp):
+            self._elementwise(op)
+        elif isinstance(op, irt.TransposeOp):
+            self._transpose(op)
+        elif isinstance(op, irt.ReshapeOp):
+            self._reshape(op)
+        elif isinstance(op, irt.ConstantOp):
+            self._constant(op)
+        else:
+            raise NotImplementedError(f"irc-to-loops: cannot lower {op.name}")
+
+    def _elementwise(self, op: irt.ElementwiseOp) -> None:
+        out = self.result_buffer(op.results[0])
+        shape = irt.shape_of(op.results[0])
+
+        def body(b: Builder, ivs: list[SSAValue]) -> None:
+            args = [self.load(b, x, ivs, shape) for x in op.elementwise_inputs()]
+            b.insert(memref.StoreOp.get(op.build_scalar(b, args), out, ivs))
+
+        self.nest(shape, describe(op), body)
+
+    def _contraction(self, op: irt.ContractionOp) -> None:
+        out = self.result_buffer(op.results[0])
+        shape = irt.shape_of(op.results[0])
+        k_size = irt.shape_of(op.lhs)[-1]
+        linear = op.contraction_kind == irt.ContractionKind.LINEAR
+        lhs, rhs = self.buffers[op.lhs], self.buffers[op.rhs]
+
+        def body(b: Builder, ivs: list[SSAValue]) -> None:
+            lead, j = ivs[:-1], ivs[-1]
+            k_block = Block(arg_types=[IndexType(), f32])
+            k, acc = k_block.args
+            kb = Builder(InsertPoint.at_end(k_block))
+            x = kb.insert(memref.LoadOp.get(lhs, [*lead, k])).res
+            w = kb.insert(memref.LoadOp.get(rhs, [j, k] if linear else [k, j])).res
+            prod = kb.insert(arith.MulfOp(x, w)).result
+            kb.insert(scf.YieldOp(kb.insert(arith.AddfOp(acc, prod)).result))
+            zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
+            loop = b.insert(scf.ForOp(self.index(0), self.index(k_size), self.index(1), [zero], Region(k_block)))
+            loop.attributes[REDUCTION_ATTR] = StringAttr("add")
+            args = [self.load(b, e, ivs, shape) for e in op.epilogue_inputs]
+            value = op.build_epilogue(b, loop.results[0], args)
+            b.insert(memref.StoreOp.get(value, out, ivs))
+
+        self.nest(shape, describe(op), body)
+
+    def _transpose(self, op: irt.TransposeOp) -> None:
+        out = self.result_buffer(op.result)
+        src = self.buffers[op.input]
+        perm = op.permutation
+
+        def body(b: Builder, ivs: list[SSAValue]) -> None:
+            in_ivs: list[SSAValue] = [ivs[0]] * len(perm)
+            for i, p in enumerate(perm):
+                in_ivs[p] = ivs[i]
+            value = b.insert(memref.LoadOp.get(src, in_ivs)).res
+            b.insert(memref.StoreOp.get(value, out, ivs))
+
+        self.nest(irt.shape_of(op.result), describe(op), body)
+
+    def _reshape(self, op: irt.ReshapeOp) -> None:
+        shape = irt.shape_of(op.result)
+        strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+        view = self.b.insert(
+            memref.ReinterpretCastOp(
+                self.buffers[op.input], [], [], [], [0], list(shape), strides, MemRefType(f32, shape)
+            )
+        )
+        view.result.name_hint = op.result.name_hint
+        self.buffers[op.result] = view.result
+
+    def _constant(self, op: irt.ConstantOp) -> None:
+        read_per_element = all(
+            isinstance(use.operation, irt.ElementwiseOp)
+            or (isinstance(use.operation, irt.ContractionOp) and use.index >= 2)
+            for use in op.result.uses
+        )
+        if op.value.is_splat() and read_per_element and op.result not in self.buffers:
+            return  # every reader takes the value as a scalar constant (see `load`)
+        out = self.result_buffer(op.result)
+        shape = irt.shape_of(op.result)
+        for flat, value in enumerate(op.value.iter_values()):
+            idx = [self.index(flat // math.prod(shape[d + 1 :]) % shape[d]) for d in range(len(shape))]
+            c = self.b.insert(arith.ConstantOp(FloatAttr(float(value), f32))).result
+            self.b.insert(memref.StoreOp.get(c, out, idx))
+
+
+@dataclass(frozen=True)
+class IrcToLoopsPass(ModulePass):
+    name = "irc-to-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in list(op.ops):
+            if isinstance(fn, func.FuncOp) and not fn.is_declaration:
+                new = FunctionLowering(fn).run()
+                op.body.block.insert_op_before(new, fn)
+                fn.detach()
+                fn.erase()

@@ -1,0 +1,213 @@
+"""Compile generated C++ into a shared library, through a content-addressed on-disk cache.
+
+The cache key is a sha256 over the source, the full compiler command line (with placeholder
+paths) and the compiler's version line, so a change to any of them builds a new library.
+Entries live at ``<cache dir>/<key[:2]>/<key>.so`` with the source next to them as
+``<key>.cpp``. Every file is written under a unique temporary name in its final directory and
+then moved into place with ``os.replace``, so concurrent builds of the same source (threads or
+processes) never expose a half-written entry.
+
+Environment:
+  ``IRC_CXX``        compiler to use (default ``g++``)
+  ``IRC_CXXFLAGS``   flags, shell-split; replaces the defaults entirely
+  ``IRC_CACHE_DIR``  cache directory (default ``$XDG_CACHE_HOME/irc`` or ``~/.cache/irc``)
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from irc.errors import CompileError
+
+__all__ = [
+    "DEFAULT_CXXFLAGS",
+    "build_library",
+    "cache_dir",
+    "compiler_invocations",
+    "load_library",
+]
+
+DEFAULT_CXXFLAGS: tuple[str, ...] = (
+    "-O3",
+    "-march=native",
+    "-fopenmp",
+    "-std=c++17",
+    "-shared",
+    "-fPIC",
+)
+
+# Stand-ins for the real paths when hashing the command line.
+_SRC_PLACEHOLDER = "<source.cpp>"
+_OUT_PLACEHOLDER = "<output.so>"
+
+_lock = threading.Lock()
+_invocations = 0  # compiler runs (not counting `--version` probes)
+_versions: dict[str, str] = {}  # resolved compiler path -> first line of `--version`
+_loaded: dict[str, ctypes.CDLL] = {}  # resolved library path -> loaded library
+
+
+def compiler_invocations() -> int:
+    """How many times this process has run the compiler to build a library (cache misses)."""
+    return _invocations
+
+
+def cache_dir() -> Path:
+    """``$IRC_CACHE_DIR``, else ``$XDG_CACHE_HOME/irc``, else ``~/.cache/irc``."""
+    if env := os.environ.get("IRC_CACHE_DIR"):
+        return Path(env).expanduser()
+    if xdg := os.environ.get("XDG_CACHE_HOME"):
+        return Path(xdg).expanduser() / "irc"
+    return Path.home() / ".cache" / "irc"
+
+
+def build_library(
+    source: str, *, flags: Sequence[str] | None = None, cxx: str | None = None
+) -> Path:
+    """Compile C++ ``source`` into a shared library and return its path.
+
+    The compiler is ``cxx``, else ``$IRC_CXX``, else ``g++``; the flags are ``flags``, else
+    ``$IRC_CXXFLAGS`` (shell-split), else :data:`DEFAULT_CXXFLAGS`. A cached library for the
+    same source, command line and compiler version is returned without running the compiler.
+
+    Raises :class:`~irc.errors.CompileError` when the compiler is missing or fails; the
+    source is kept at ``error.source_path`` (``<key>.cpp`` in the cache) and
+    ``error.command`` is the exact command that was run.
+    """
+    cxx = cxx or os.environ.get("IRC_CXX") or "g++"
+    flags = list(_resolve_flags(flags))
+    version = _compiler_version(cxx)
+
+    key_material = "\0".join(
+        [source, shlex.join(_command(cxx, flags, _SRC_PLACEHOLDER, _OUT_PLACEHOLDER)), version]
+    )
+    key = hashlib.sha256(key_material.encode("utf-8")).hexdigest()
+
+    root = cache_dir()
+    shard = root / key[:2]
+    lib_path = shard / f"{key}.so"
+    if lib_path.exists():
+        return lib_path
+
+    _makedirs(root)  # makedirs applies the mode to the leaf only: create both levels
+    _makedirs(shard)
+    src_path = shard / f"{key}.cpp"
+    _write_atomic(src_path, source.encode("utf-8"))
+
+    fd, tmp_name = tempfile.mkstemp(dir=shard, prefix=f".{key}.{os.getpid()}.", suffix=".so")
+    os.close(fd)
+    tmp_lib = Path(tmp_name)
+    command = _command(cxx, flags, str(src_path), str(tmp_lib))
+    try:
+        returncode, output = _run_compiler(command)
+        if returncode == 0:
+            os.replace(tmp_lib, lib_path)
+            return lib_path
+    finally:
+        tmp_lib.unlink(missing_ok=True)
+    # The source stays at src_path, which the (copy-pastable) command refers to.
+    raise CompileError(command, output, src_path, _hint(cxx, flags, returncode, output))
+
+
+def load_library(path: str | os.PathLike[str]) -> ctypes.CDLL:
+    """Load a shared library with ctypes; each resolved path is loaded once per process."""
+    key = str(Path(path).resolve())
+    with _lock:
+        lib = _loaded.get(key)
+        if lib is None:
+            lib = _loaded[key] = ctypes.CDLL(key)
+        return lib
+
+
+def _resolve_flags(flags: Sequence[str] | None) -> Sequence[str]:
+    if flags is not None:
+        if isinstance(flags, str):
+            raise TypeError("flags must be a sequence of strings, not one string")
+        return flags
+    env = os.environ.get("IRC_CXXFLAGS")
+    if env is not None:
+        return shlex.split(env)
+    return DEFAULT_CXXFLAGS
+
+
+def _command(cxx: str, flags: Sequence[str], src: str, out: str) -> list[str]:
+    return [cxx, *flags, src, "-o", out]
+
+
+def _compiler_version(cxx: str) -> str:
+    """First line of ``cxx --version``, memoized per resolved compiler path.
+
+    A compiler that cannot be run yields "" (not memoized): the build then fails with a
+    proper CompileError when the real command is attempted.
+    """
+    resolved = shutil.which(cxx) or cxx
+    if (cached := _versions.get(resolved)) is not None:
+        return cached
+    try:
+        proc = subprocess.run(
+            [resolved, "--version"], capture_output=True, encoding="utf-8", errors="replace"
+        )
+    except OSError:
+        return ""
+    lines = (proc.stdout or proc.stderr).splitlines()
+    version = lines[0].strip() if lines else ""
+    _versions[resolved] = version
+    return version
+
+
+def _run_compiler(command: list[str]) -> tuple[int | None, str]:
+    """Run the compiler; return (exit code, or None if it could not be started; output)."""
+    global _invocations
+    with _lock:
+        _invocations += 1
+    try:
+        proc = subprocess.run(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            encoding="utf-8",
+            errors="replace",
+        )
+    except OSError as exc:  # missing binary, not executable, ...
+        return None, f"{type(exc).__name__}: {exc}"
+    return proc.returncode, proc.stdout or ""
+
+
+def _hint(cxx: str, flags: Sequence[str], returncode: int | None, output: str) -> str:
+    if returncode is None:
+        return (
+            f"could not run the C++ compiler {cxx!r}; install g++ or set IRC_CXX "
+            "to the name or path of a C++17 compiler"
+        )
+    if "omp.h" in output or "fopenmp" in output or "gomp" in output:
+        return (
+            "OpenMP seems unavailable: install it (e.g. libgomp, the compiler's OpenMP "
+            "package), or set IRC_CXXFLAGS to flags without -fopenmp"
+        )
+    if "-march=native" in flags and "march" in output:
+        return "the compiler rejected -march=native; set IRC_CXXFLAGS without it"
+    return ""
+
+
+def _makedirs(path: Path) -> None:
+    os.makedirs(path, mode=0o700, exist_ok=True)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a unique temp file in the same dir and ``os.replace``."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.{os.getpid()}.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

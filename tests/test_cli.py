@@ -1,0 +1,197 @@
+"""Tests of the `irc` command line: built-in models, `irc verify`, `irc visualize`."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import torch
+
+from irc.cli import main
+from irc.models import BUILTIN_MODELS, get_model, model_flops, UsageError
+from irc.verify import (
+    EAGER, INDUCTOR, IRC, IRC_UNFUSED, ModelResult, Timing, benchmark, plot_scaling,
+    plot_speedups, summary_rows,
+)
+from irc.visualize import NodeBox, assign_layers, parse_shapes
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+# name -> (input shape, output shape, linear layer sizes)
+EXPECTED_MLPS = {
+    "mlp-small": ((1, 784), (1, 10), [784, 128, 10]),
+    "mlp-medium": ((64, 512), (64, 10), [512, 1024, 1024, 10]),
+    "mlp-large": ((256, 4096), (256, 1024), [4096, 4096, 4096, 1024]),
+}
+
+
+def _is_png(path) -> bool:
+    return path.is_file() and path.read_bytes()[:8] == PNG_MAGIC
+
+
+# --- built-in models ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_MLPS))
+def test_builtin_mlp_shapes(name):
+    in_shape, out_shape, sizes = EXPECTED_MLPS[name]
+    model, inputs = get_model(name).build()
+    assert not model.training
+    assert [tuple(t.shape) for t in inputs] == [in_shape]
+    assert inputs[0].dtype == torch.float32
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    assert [lin.in_features for lin in linears] + [linears[-1].out_features] == sizes
+    relus = [m for m in model.modules() if isinstance(m, torch.nn.ReLU)]
+    assert len(relus) == len(linears) - 1
+    assert isinstance(list(model.children())[-1], torch.nn.Linear)  # last Linear is plain
+    batch = in_shape[0]
+    assert model_flops(get_model(name)) == sum(2 * batch * k * n for k, n in zip(sizes, sizes[1:]))
+    if name != "mlp-large":
+        with torch.no_grad():
+            assert tuple(model(*inputs).shape) == out_shape
+
+
+def test_build_is_deterministic():
+    m1, (x1,) = get_model("mlp-small").build()
+    m2, (x2,) = get_model("mlp-small").build()
+    assert torch.equal(x1, x2)
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        assert torch.equal(p1, p2)
+
+
+def test_mlp_large_is_about_19_gflop():
+    assert 19e9 < model_flops(BUILTIN_MODELS["mlp-large"]) < 20e9
+
+
+def test_unknown_model_lists_known_ones():
+    with pytest.raises(UsageError, match="mlp-small"):
+        get_model("resnet-9000")
+
+
+# --- pieces of verify / visualize that need no compiler ---------------------------------
+
+
+def test_benchmark_reports_every_runner():
+    calls = {"a": 0, "b": 0}
+
+    def bump(key):
+        calls[key] += 1
+
+    timings = benchmark({"a": lambda: bump("a"), "b": lambda: bump("b")}, budget=0.05, min_repeats=5)
+    assert set(timings) == {"a", "b"}
+    for t in timings.values():
+        assert t.samples >= 5 and t.p10 <= t.median <= t.p90
+    assert calls["a"] > 5 and calls["b"] > 5
+
+
+def _fake_result(name, flops, eager, irc, unfused, inductor):
+    r = ModelResult(name, "fake", flops, checks={IRC: None, IRC_UNFUSED: None})
+    for contender, seconds in ((EAGER, eager), (IRC, irc), (IRC_UNFUSED, unfused), (INDUCTOR, inductor)):
+        if seconds is None:
+            r.unavailable[contender] = "n/a: RuntimeError: boom"
+        else:
+            r.timings[contender] = Timing(seconds, seconds * 0.9, seconds * 1.1, 5, 1)
+    return r
+
+
+def test_charts_and_table_with_missing_inductor(tmp_path):
+    results = [_fake_result("a", 1e6, 1e-3, 5e-4, 2e-3, None),
+               _fake_result("b", 1e9, 1e-1, 5e-2, 2e-1, 8e-2)]
+    header, rows = summary_rows(results)
+    assert rows[0][header.index("inductor ms")] == "n/a"
+    assert rows[0][header.index("irc speedup")] == "2.00x"
+    assert rows[1][header.index("irc GFLOP/s")] == "20"
+    plot_speedups(results, tmp_path / "bars.png", threads=2)
+    plot_scaling(results, tmp_path / "scaling.png", threads=2)
+    assert _is_png(tmp_path / "bars.png") and _is_png(tmp_path / "scaling.png")
+
+
+def test_parse_shapes():
+    assert parse_shapes("1x784") == [(1, 784)]
+    assert parse_shapes("2x3x4, 5") == [(2, 3, 4), (5,)]
+    for bad in ("", "1x", "axb", "0x3"):
+        with pytest.raises(UsageError):
+            parse_shapes(bad)
+
+
+def test_layers_follow_longest_path_and_weights_sit_above_users():
+    boxes = [
+        NodeBox("x", "placeholder", "x", "", []),
+        NodeBox("w", "get_attr", "w", "", []),
+        NodeBox("a", "call_function", "relu", "", ["x"]),
+        NodeBox("b", "call_function", "mm", "", ["a", "w"]),
+        NodeBox("c", "call_function", "add", "", ["b", "x"]),
+        NodeBox("out", "output", "output", "", ["c"]),
+    ]
+    layer = assign_layers(boxes)
+    assert layer == {"x": 0, "a": 1, "w": 1, "b": 2, "c": 3, "out": 4}
+
+
+# --- the command line --------------------------------------------------------------------
+
+
+def test_verify_mlp_small(tmp_path, capsys):
+    rc = main(["verify", "--models", "mlp-small", "--no-inductor", "--budget", "0.3",
+               "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert _is_png(tmp_path / "final_performance_report.png")
+    assert _is_png(tmp_path / "scaling_comparison.png")
+    report = (tmp_path / "verify_report.md").read_text()
+    assert "mlp-small" in report and "PASS" in report and "FAIL" not in report
+    assert "threads:" in out and "verdict: PASS" in out
+
+
+def test_visualize_builtin(tmp_path, capsys):
+    assert main(["visualize", "mlp-small", "--out", str(tmp_path)]) == 0
+    assert _is_png(tmp_path / "figure1_graph_structure.png")
+    assert "irt." in (tmp_path / "fused_graph_structure.txt").read_text()
+    assert str(tmp_path / "figure1_graph_structure.png") in capsys.readouterr().out
+
+
+@pytest.fixture
+def user_models(tmp_path, monkeypatch):
+    """A module `irc_cli_user_models` on sys.path with a factory and a module instance."""
+    (tmp_path / "irc_cli_user_models.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        def make():
+            torch.manual_seed(1)
+            return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)), (torch.randn(2, 8),)
+
+        tiny = nn.Sequential(nn.Linear(6, 3), nn.ReLU())
+        number = 42
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+@pytest.mark.parametrize("args", [["irc_cli_user_models:make"],
+                                  ["irc_cli_user_models:tiny", "--input-shape", "3x6"]])
+def test_visualize_user_model(user_models, args):
+    out = user_models / "out"
+    assert main(["visualize", *args, "--out", str(out)]) == 0
+    assert _is_png(out / "figure1_graph_structure.png")
+    assert "irt." in (out / "fused_graph_structure.txt").read_text()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["visualize", "no-such-model"], "unknown model 'no-such-model'"),
+    (["verify", "--models", "mlp-small,bogus"], "unknown model 'bogus'"),
+    (["visualize", "irc_cli_user_models:tiny"], "--input-shape"),
+    (["visualize", "irc_cli_user_models:missing"], "no attribute"),
+    (["visualize", "irc_cli_user_models:number"], "not an nn.Module or a callable"),
+    (["visualize", "no_such_package_xyz:thing"], "cannot import module"),
+])
+def test_bad_model_gives_clear_error(user_models, capsys, argv, message):
+    assert main([*argv, "--out", str(user_models / "out")]) == 1
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_subcommand_is_required(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([])
+    assert exc.value.code == 2

@@ -1,0 +1,300 @@
+"""Tests of irc.runtime: the cached C++ build and the generated forward wrapper."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from irc.errors import CompileError, InputError
+from irc.runtime import (
+    TensorSpec,
+    build_library,
+    compiler_invocations,
+    load_library,
+    make_forward,
+)
+
+# Plain C++ (no OpenMP needed), so the tests pass with any working g++.
+FLAGS = ["-O1", "-std=c++17", "-shared", "-fPIC"]
+
+KERNELS = r"""
+extern "C" {
+static int g_threads = 0;
+void irc_set_num_threads(int n) { g_threads = n; }
+int irc_get_num_threads_for_test() { return g_threads; }
+
+// out = x + y + 1, elementwise over 6 floats
+void add1(float* x, float* y, float* out) {
+  for (int i = 0; i < 6; ++i) out[i] = x[i] + y[i] + 1.0f;
+}
+
+// out = x * w (elementwise, 4 floats, w is a parameter); out2 = x - w
+void mul_sub(float* x, float* w, float* out, float* out2) {
+  for (int i = 0; i < 4; ++i) { out[i] = x[i] * w[i]; out2[i] = x[i] - w[i]; }
+}
+}
+"""
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test builds into its own cache dir and ignores the user's compiler settings."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("IRC_CACHE_DIR", str(cache))
+    monkeypatch.delenv("IRC_CXX", raising=False)
+    monkeypatch.delenv("IRC_CXXFLAGS", raising=False)
+    return cache
+
+
+@pytest.fixture
+def lib():
+    return load_library(build_library(KERNELS, flags=FLAGS))
+
+
+def add1_forward(lib, **kw):
+    specs = [TensorSpec("x", (2, 3)), TensorSpec("y", (2, 3))]
+    return make_forward(lib.add1, specs, [], [TensorSpec("out", (2, 3))], False, **kw)
+
+
+# --- build ------------------------------------------------------------------------------------
+
+
+def test_build_respects_cache_dir_and_layout(isolated_cache: Path):
+    path = build_library(KERNELS, flags=FLAGS)
+    assert path.parent.parent == isolated_cache
+    assert path.parent.name == path.stem[:2]
+    assert path.suffix == ".so" and len(path.stem) == 64
+    assert path.with_suffix(".cpp").read_text() == KERNELS
+    assert stat.S_IMODE(os.stat(isolated_cache).st_mode) & 0o077 == 0
+    # no temp files left behind
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, path.stem + ".cpp"])
+
+
+def test_second_build_is_cache_hit():
+    first = build_library(KERNELS, flags=FLAGS)
+    count = compiler_invocations()
+    second = build_library(KERNELS, flags=FLAGS)
+    assert second == first
+    assert compiler_invocations() == count
+
+
+def test_flags_and_source_change_key():
+    a = build_library(KERNELS, flags=FLAGS)
+    count = compiler_invocations()
+    b = build_library(KERNELS, flags=[*FLAGS, "-DIRC_TEST_VARIANT=1"])
+    c = build_library(KERNELS + "\n// changed\n", flags=FLAGS)
+    assert len({a, b, c}) == 3
+    assert compiler_invocations() == count + 2
+
+
+def test_env_flags_and_compiler_are_used(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("IRC_CXXFLAGS", " ".join(FLAGS) + " -DFROM_ENV")
+    source = '#ifndef FROM_ENV\n#error "IRC_CXXFLAGS ignored"\n#endif\n' + KERNELS
+    assert build_library(source).exists()
+
+    monkeypatch.setenv("IRC_CXX", "definitely-not-a-compiler")
+    with pytest.raises(CompileError) as info:
+        build_library(source)
+    assert info.value.command[0] == "definitely-not-a-compiler"
+    assert "-DFROM_ENV" in info.value.command
+
+
+def test_concurrent_processes_share_one_valid_entry(isolated_cache: Path):
+    """Processes racing to build the same source all get the same loadable library."""
+    script = (
+        "import sys, ctypes; from irc.runtime import build_library; "
+        f"p = build_library(sys.stdin.read(), flags={FLAGS!r}); "
+        "ctypes.CDLL(str(p)).add1; print(p)"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=env,
+        )
+        for _ in range(4)
+    ]
+    results = [p.communicate(KERNELS) for p in procs]
+    assert all(p.returncode == 0 for p in procs), results
+    paths = {out.strip() for out, _ in results}
+    assert len(paths) == 1
+    (path,) = paths
+    files = sorted(p.name for p in Path(path).parent.iterdir())
+    assert files == sorted([Path(path).name, Path(path).stem + ".cpp"])  # no temp leftovers
+
+
+def test_loaded_once():
+    path = build_library(KERNELS, flags=FLAGS)
+    assert load_library(path) is load_library(str(path))
+
+
+def test_broken_source_raises_compile_error(isolated_cache: Path):
+    broken = 'extern "C" void f(float* x) { x[0] = undefined_name; }\n'
+    before = compiler_invocations()
+    with pytest.raises(CompileError) as info:
+        build_library(broken, flags=FLAGS)
+    err = info.value
+    assert compiler_invocations() == before + 1
+    assert err.command[0] == "g++" and "-shared" in err.command
+    assert str(err.source_path) in err.command  # the command compiles the kept file
+    assert "error" in err.output and "undefined_name" in err.output
+    assert err.source_path.exists() and err.source_path.read_text() == broken
+    assert isolated_cache in err.source_path.parents
+    assert not list(isolated_cache.rglob("*.so"))  # no library entry for a failed build
+    assert "undefined_name" in str(err)
+
+
+def test_missing_compiler_has_hint():
+    with pytest.raises(CompileError) as info:
+        build_library(KERNELS, flags=FLAGS, cxx="definitely-not-a-compiler")
+    err = info.value
+    assert err.command[0] == "definitely-not-a-compiler"
+    hint = str(err).split("hint:")[1]
+    assert "IRC_CXX" in hint and "definitely-not-a-compiler" in hint
+    assert err.source_path.exists()
+
+
+def test_openmp_failure_has_hint():
+    source = '#include <omp.h>\n#error "pretend omp.h is broken"\n'
+    with pytest.raises(CompileError) as info:
+        build_library(source, flags=FLAGS)
+    assert "hint:" in str(info.value) and "OpenMP" in str(info.value).split("hint:")[1]
+
+
+# --- wrapper ----------------------------------------------------------------------------------
+
+
+def test_forward_matches_torch(lib):
+    forward = add1_forward(lib)
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    out = forward(x, y)
+    assert isinstance(out, torch.Tensor) and out.shape == (2, 3)
+    torch.testing.assert_close(out, x + y + 1)
+    assert forward(x, y).data_ptr() != out.data_ptr()  # fresh output per call
+    assert "def forward" in forward.__irc_source__
+
+
+def test_forward_with_params_and_tuple(lib):
+    w = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    forward = make_forward(
+        lib.mul_sub,
+        [TensorSpec("x", (4,))],
+        [w],
+        [TensorSpec("prod", (4,)), TensorSpec("diff", (4,))],
+        True,
+    )
+    x = torch.randn(4)
+    result = forward(x)
+    assert isinstance(result, tuple) and len(result) == 2
+    torch.testing.assert_close(result[0], x * w)
+    torch.testing.assert_close(result[1], x - w)
+    w.add_(1.0)  # parameters are used by pointer: in-place updates are seen
+    torch.testing.assert_close(forward(x)[0], x * w)
+
+
+def test_forward_accepts_grad_leaf_under_grad_mode(lib):
+    forward = add1_forward(lib)
+    x = torch.randn(2, 3, requires_grad=True)
+    y = torch.randn(2, 3)
+    torch.testing.assert_close(forward(x, y), (x + y + 1).detach())
+
+
+def test_single_output_tuple(lib):
+    specs = [TensorSpec("x", (2, 3)), TensorSpec("y", (2, 3))]
+    forward = make_forward(lib.add1, specs, [], [TensorSpec("out", (2, 3))], True)
+    result = forward(torch.zeros(2, 3), torch.ones(2, 3))
+    assert isinstance(result, tuple) and len(result) == 1
+    torch.testing.assert_close(result[0], torch.full((2, 3), 2.0))
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ((torch.zeros(2, 3),), ["expected 2 input(s)", "x, y", "got 1"]),
+        ((torch.zeros(2, 3),) * 3, ["expected 2 input(s)", "got 3"]),
+        ((torch.zeros(2, 3), [1.0] * 6), ["input 1 ('y')", "torch.Tensor", "got list"]),
+        (
+            (torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.float64)),
+            ["input 1 ('y')", "expected dtype torch.float32", "got torch.float64"],
+        ),
+        (
+            (torch.zeros(3, 2), torch.zeros(2, 3)),
+            ["input 0 ('x')", "expected shape (2, 3), got (3, 2)"],
+        ),
+        ((torch.zeros(6), torch.zeros(2, 3)), ["input 0 ('x')", "expected shape (2, 3), got (6,)"]),
+        (
+            (torch.zeros(2, 3), torch.zeros(3, 2).t()),
+            ["input 1 ('y')", "contiguous", "(1, 2)", ".contiguous()"],
+        ),
+        (
+            (torch.zeros(2, 3, device="meta"), torch.zeros(2, 3)),
+            ["input 0 ('x')", "expected device cpu", "got meta"],
+        ),
+    ],
+    ids=["too-few", "too-many", "non-tensor", "dtype", "shape", "rank", "non-contiguous", "device"],
+)
+def test_bad_inputs_raise_input_error(lib, args, expected):
+    forward = add1_forward(lib)
+    with pytest.raises(InputError) as info:
+        forward(*args)
+    message = str(info.value)
+    for part in expected:
+        assert part in message, (part, message)
+
+
+def test_check_order_dtype_before_shape(lib):
+    forward = add1_forward(lib)
+    with pytest.raises(InputError, match="dtype"):
+        forward(torch.zeros(5, dtype=torch.int32), torch.zeros(2, 3))
+
+
+def test_set_threads_called_only_on_change(lib):
+    calls: list[int] = []
+    forward = add1_forward(lib, set_threads=FakeSetThreads(calls))
+    x = torch.zeros(2, 3)
+    old = torch.get_num_threads()
+    forward(x, x)
+    forward(x, x)
+    assert calls == [old]
+    new = old - 1 if old > 1 else 2
+    torch.set_num_threads(new)
+    try:
+        forward(x, x)
+        forward(x, x)
+    finally:
+        torch.set_num_threads(old)
+    assert calls == [old, new]
+
+
+class FakeSetThreads:
+    """Stands in for the ctypes function: records calls, accepts argtypes/restype."""
+
+    def __init__(self, calls: list[int]):
+        self.calls = calls
+
+    def __call__(self, n: int) -> None:
+        self.calls.append(n)
+
+
+def test_set_threads_reaches_native(lib):
+    forward = add1_forward(lib, set_threads=lib.irc_set_num_threads)
+    forward(torch.zeros(2, 3), torch.zeros(2, 3))
+    assert lib.irc_get_num_threads_for_test() == torch.get_num_threads()
+
+
+def test_bad_params_rejected(lib):
+    spec = [TensorSpec("x", (4,))]
+    outs = [TensorSpec("a", (4,)), TensorSpec("b", (4,))]
+    with pytest.raises(ValueError):
+        make_forward(lib.mul_sub, spec, [torch.zeros(4, dtype=torch.float64)], outs, True)
+    with pytest.raises(ValueError):
+        make_forward(lib.mul_sub, spec, [torch.zeros(2, 4).t()], outs, True)
+    with pytest.raises(ValueError):
+        make_forward(lib.mul_sub, spec, [torch.zeros(4)], outs, False)  # 2 outputs need a tuple

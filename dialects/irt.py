@@ -104,8 +104,9 @@ def _relu(b: Builder, x: SSAValue) -> SSAValue:
 
 
 def _sigmoid(b: Builder, x: SSAValue) -> SSAValue:
+    one = fconst(b, 1.0)
     e = b.insert(xmath.ExpOp(b.insert(arith.NegfOp(x)).result)).result
-    return b.insert(arith.DivfOp(fconst(b, 1.0), b.insert(arith.AddfOp(fconst(b, 1.0), e)).result)).result
+    return b.insert(arith.DivfOp(one, b.insert(arith.AddfOp(one, e)).result)).result
 
 
 def _tanh(b: Builder, x: SSAValue) -> SSAValue:
@@ -329,9 +330,11 @@ def _verify_scalar_region(op: Operation, region: Region, n_args: int) -> None:
         raise VerifyException(f"{op.name}: the scalar body must end with irt.yield")
 
 
-def scalar_region(n_args: int, body) -> Region:
-    """A one-block region of `n_args` f32 arguments; `body(builder, args)` returns the element."""
-    block = Block(arg_types=[f32] * n_args)
+def scalar_region(names: Sequence[str], body) -> Region:
+    """A one-block region of f32 arguments named `names`; `body(builder, args)` returns the element."""
+    block = Block(arg_types=[f32] * len(names))
+    for arg, name in zip(block.args, names):
+        arg.name_hint = name
     b = Builder(InsertPoint.at_end(block))
     b.insert(YieldOp(body(b, block.args)))
     return Region(block)
@@ -420,7 +423,10 @@ class ContractionOp(IRDLOperation):
         lhs, rhs, res = self.lhs, self.rhs, self.results[0]  # type: ignore[attr-defined]
         for what, v in (("lhs", lhs), ("rhs", rhs), ("the result", res)):
             _check_f32_tensor(self, v, what)
-        expected = contraction_shape(self.contraction_kind, shape_of(lhs), shape_of(rhs))
+        try:
+            expected = contraction_shape(self.contraction_kind, shape_of(lhs), shape_of(rhs))
+        except VerifyException as e:
+            raise VerifyException(f"{self.name}: {e}") from None
         if shape_of(res) != expected:
             raise VerifyException(
                 f"{self.name}: result shape {_fmt(shape_of(res))} should be {_fmt(expected)}"

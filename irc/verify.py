@@ -345,7 +345,20 @@ def verdict(results: list[ModelResult]) -> str:
     return f"{word} ({ok}/{len(results)} models match eager)"
 
 
-def write_markdown(results: list[ModelResult], path: Path, threads: int) -> None:
+def load_warning() -> str | None:
+    """A warning when other processes keep the CPUs busy (timings are then unreliable)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not available on this platform
+        return None
+    cpus = os.cpu_count() or 1
+    if load - 1 < 0.5 * cpus:  # this process itself accounts for about 1
+        return None
+    return (f"machine busy: 1-min load average {load:.1f} on {cpus} CPUs before timing; "
+            "other processes compete for the cores, so timings may be noisy")
+
+
+def write_markdown(results: list[ModelResult], path: Path, threads: int, warning: str | None = None) -> None:
     """Write the full report (summary, timing detail, notes, verdict) as markdown."""
     parts = [
         "# irc verify report",
@@ -353,6 +366,7 @@ def write_markdown(results: list[ModelResult], path: Path, threads: int) -> None
         f"- threads: {threads} (`torch.get_num_threads()`)",
         f"- verdict: **{verdict(results)}**",
         "- speedup = eager time / contender time; times are medians per forward call",
+        *([f"- warning: {warning}"] if warning else []),
         "",
         "## Summary",
         "",
@@ -374,10 +388,19 @@ def write_markdown(results: list[ModelResult], path: Path, threads: int) -> None
 COLOURS = {IRC: "#1f77b4", IRC_UNFUSED: "#9ecae1", INDUCTOR: "#ff7f0e"}
 
 
-def _use_log_scale(values: list[float]) -> bool:
-    """Speedups spanning more than 20x are easier to read on a log axis."""
-    values = [v for v in values if v]
-    return bool(values) and max(values) / min(values) > 20
+def _speedup_axis(ax, values: list[float]) -> None:
+    """Scale the y axis for speedups: log (ticks 0.1x 0.2x 0.5x 1x ...) when they span over 20x."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    values = [v for v in values if v] + [1.0]
+    if max(values) / min(values) > 20:
+        ax.set_yscale("log")
+        ax.set_ylim(min(values) / 1.5, max(values) * 1.5)
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    else:
+        ax.set_ylim(0, max(values) * 1.18)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
 
 
 def plot_speedups(results: list[ModelResult], path: Path, threads: int) -> None:
@@ -395,16 +418,14 @@ def plot_speedups(results: list[ModelResult], path: Path, threads: int) -> None:
             x = j + (i - (len(COMPARED) - 1) / 2) * width
             s = r.speedup(contender)
             if s is None:
-                ax.text(x, 1.0, "n/a", ha="center", va="bottom", fontsize=8, rotation=90)
+                ax.text(x, 0.02, "n/a", ha="center", va="bottom", fontsize=8, rotation=90,
+                        transform=ax.get_xaxis_transform())
                 continue
             values.append(s)
             ax.bar(x, s, width, color=COLOURS[contender], label=contender)
             ax.text(x, s, f"{s:.2f}x", ha="center", va="bottom", fontsize=8)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="eager (1.0x)")
-    if _use_log_scale(values):
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(0, max(values + [1.0]) * 1.18)
+    _speedup_axis(ax, values)
     ax.set_xticks(range(len(results)), [r.name for r in results])
     ax.set_ylabel("speedup vs eager PyTorch (higher is better)")
     ax.set_title(f"irc vs eager and Inductor ({threads} threads)")
@@ -434,14 +455,10 @@ def plot_scaling(results: list[ModelResult], path: Path, threads: int) -> None:
         ax.plot(xs, ys, marker="o", color=COLOURS[contender], label=contender)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="eager (1.0x)")
     ax.set_xscale("log")
-    if _use_log_scale(values):
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(0, max(values + [1.0]) * 1.18)
-    for r in ordered:
-        ax.annotate(r.name, (r.flops, 0), xycoords=("data", "axes fraction"),
-                    xytext=(0, 4), textcoords="offset points", ha="center", fontsize=8,
-                    color="dimgray")
+    _speedup_axis(ax, values)
+    names = ax.secondary_xaxis("top")
+    names.set_xticks([r.flops for r in ordered], [r.name for r in ordered], fontsize=8)
+    names.tick_params(which="minor", top=False)
     if len(ordered) == 1:
         f = ordered[0].flops
         ax.set_xlim(f / 10, f * 10)
@@ -449,7 +466,7 @@ def plot_scaling(results: list[ModelResult], path: Path, threads: int) -> None:
         ax.set_xlim(ordered[0].flops / 3, ordered[-1].flops * 3)
     ax.set_xlabel("FLOPs per forward call (log scale)")
     ax.set_ylabel("speedup vs eager PyTorch")
-    ax.set_title(f"Speedup as models grow ({threads} threads)")
+    ax.set_title(f"Speedup as models grow ({threads} threads)", pad=22)
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=4, frameon=False)
     ax.grid(True, which="major", alpha=0.3)
     fig.tight_layout()
@@ -477,7 +494,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timing seconds per model, shared by all contenders (default: 3)")
     parser.add_argument("--min-repeats", type=int, default=5,
                         help="timed repeats per contender at least (default: 5)")
-    parser.add_argument("--threads", type=int, help="torch.set_num_threads(N) (and OMP_NUM_THREADS)")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads(N); irc, eager and Inductor all use it")
     parser.add_argument("--no-inductor", dest="inductor", action="store_false",
                         help="do not time torch.compile (Inductor)")
 
@@ -489,11 +506,13 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     if args.threads:
-        os.environ["OMP_NUM_THREADS"] = str(args.threads)
-        torch.set_num_threads(args.threads)
+        torch.set_num_threads(args.threads)  # irc's OpenMP kernels follow torch's thread count
     threads = torch.get_num_threads()
     print(f"irc verify: {len(specs)} model(s), {threads} threads, "
           f"budget {args.budget:g}s per model, inductor {'on' if args.inductor else 'off'}")
+    warning = load_warning()
+    if warning:
+        print(f"warning: {warning}")
 
     results = []
     for spec in specs:
@@ -509,7 +528,7 @@ def run(args: argparse.Namespace) -> int:
         print("\n" + note)
 
     args.out.mkdir(parents=True, exist_ok=True)
-    write_markdown(results, args.out / REPORT_MD, threads)
+    write_markdown(results, args.out / REPORT_MD, threads, warning)
     plot_speedups(results, args.out / PERFORMANCE_PNG, threads)
     plot_scaling(results, args.out / SCALING_PNG, threads)
     print(f"\nthreads: {threads}")

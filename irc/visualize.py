@@ -39,6 +39,7 @@ BOX_W, BOX_H = 2.6, 0.72
 PITCH_X, PITCH_Y = 3.0, 1.25
 MARGIN, TOP_BAND = 0.4, 1.3
 MAX_LABEL = 34
+VIRTUAL_PITCH = 0.35  # horizontal slot of a long edge passing a layer
 MAX_PIXELS = 30000
 
 
@@ -140,12 +141,13 @@ def _shorten(text: str, limit: int = MAX_LABEL) -> str:
 
 
 def describe_value(value) -> str:
-    """'f32[1, 128]' for a tensor, '(f32[1, 10], ...)' for tuples, '' if unknown."""
+    """'f32[1, 128]' for a tensor (or FX tensor metadata), '(f32[1, 10], ...)' for tuples, '' if unknown."""
     import torch
 
-    if isinstance(value, torch.Tensor):
-        dtype = str(value.dtype).replace("torch.", "").replace("float", "f").replace("int", "i")
-        return f"{dtype}[{', '.join(map(str, value.shape))}]"
+    shape, dtype = getattr(value, "shape", None), getattr(value, "dtype", None)
+    if isinstance(shape, (torch.Size, tuple, list)) and isinstance(dtype, torch.dtype):
+        short = str(dtype).replace("torch.", "").replace("float", "f").replace("int", "i")
+        return f"{short}[{', '.join(map(str, shape))}]"
     if isinstance(value, (tuple, list)):
         parts = [describe_value(v) for v in value]
         return "(" + ", ".join(p for p in parts if p) + ")" if any(parts) else ""
@@ -154,14 +156,15 @@ def describe_value(value) -> str:
 
 def node_shapes(gm, inputs) -> dict[str, str]:
     """Output shape text per node name: from node.meta when present, else by running `gm`."""
+    import torch
     import torch.fx
 
     shapes: dict[str, str] = {}
     for node in gm.graph.nodes:
-        meta = node.meta.get("val", node.meta.get("tensor_meta"))
-        if meta is not None and hasattr(meta, "shape") and hasattr(meta, "dtype"):
-            shapes[node.name] = describe_value(_FakeShape(meta))
-    if len(shapes) >= len(gm.graph.nodes) - 1:
+        text = describe_value(node.meta.get("val", node.meta.get("tensor_meta")))
+        if text:
+            shapes[node.name] = text
+    if len(shapes) == len(gm.graph.nodes):
         return shapes
 
     class Recorder(torch.fx.Interpreter):
@@ -171,20 +174,11 @@ def node_shapes(gm, inputs) -> dict[str, str]:
             return result
 
     try:
-        import torch
-
         with torch.no_grad():
             Recorder(gm).run(*inputs)
     except Exception:  # noqa: BLE001 - shapes are a nicety; draw the graph without them
         pass
     return shapes
-
-
-class _FakeShape:
-    """Lets `describe_value` treat FakeTensor / TensorMetadata like a tensor."""
-
-    def __init__(self, meta):
-        self.shape, self.dtype = meta.shape, meta.dtype
 
 
 def _target_text(gm, node) -> str:
@@ -220,14 +214,12 @@ def _function_name(target) -> str:
 
 def describe_graph(gm, inputs) -> list[NodeBox]:
     """One `NodeBox` per FX node, in graph order."""
-    import torch.fx
-
     shapes = node_shapes(gm, inputs)
-    boxes = []
-    for node in gm.graph.nodes:
-        preds = [n.name for n in node.all_input_nodes] if isinstance(node, torch.fx.Node) else []
-        boxes.append(NodeBox(node.name, node.op, _target_text(gm, node), shapes.get(node.name, ""), preds))
-    return boxes
+    return [
+        NodeBox(node.name, node.op, _target_text(gm, node), shapes.get(node.name, ""),
+                [n.name for n in node.all_input_nodes])
+        for node in gm.graph.nodes
+    ]
 
 
 # --- layout ------------------------------------------------------------------------------
@@ -252,28 +244,115 @@ def assign_layers(boxes: list[NodeBox]) -> dict[str, int]:
     return layer
 
 
-def order_layers(boxes: list[NodeBox], layer: dict[str, int]) -> dict[str, float]:
-    """x position (in pitches, centred on 0) of each node.
+@dataclass
+class Layout:
+    """Where everything goes, in inches; y grows downwards from the top of layer 0.
 
-    Layers are filled top-down; within a layer nodes are sorted by the mean x of their
-    inputs (barycentre heuristic) to keep arrows short and crossings few.
+    Edges spanning several layers pass through one virtual node per intermediate layer,
+    which takes a narrow slot in that layer, so long edges run beside boxes, not through.
     """
-    by_layer: dict[int, list[NodeBox]] = {}
+
+    layer: dict[str, int]
+    x: dict[str, float]  # centre x of every real and virtual node
+    routes: list[tuple[str, list[str], str]]  # (source, virtual nodes top-down, target)
+    width: float  # horizontal extent of the whole drawing
+
+    def y(self, node: str) -> float:
+        """Centre y of `node`'s layer."""
+        return self.layer[node] * PITCH_Y + BOX_H / 2
+
+
+def layout(boxes: list[NodeBox], sweeps: int = 4) -> Layout:
+    """Layered layout: longest-path layers, virtual nodes, barycentre ordering sweeps."""
+    layer = assign_layers(boxes)
+    rows: dict[int, list[str]] = {}
     for box in boxes:
-        by_layer.setdefault(layer[box.name], []).append(box)
+        rows.setdefault(layer[box.name], []).append(box.name)
+    up: dict[str, list[str]] = {b.name: [] for b in boxes}  # neighbours one layer above
+    down: dict[str, list[str]] = {b.name: [] for b in boxes}  # ... and one layer below
+    routes = []
+    virtual: set[str] = set()
+    for box in boxes:
+        for pred in box.inputs:
+            chain = [f"{pred}->{box.name}@{d}" for d in range(layer[pred] + 1, layer[box.name])]
+            virtual.update(chain)
+            for d, v in zip(range(layer[pred] + 1, layer[box.name]), chain):
+                layer[v] = d
+                rows[d].append(v)
+                up[v], down[v] = [], []
+            hops = [pred, *chain, box.name]
+            for a, b in zip(hops, hops[1:]):
+                down[a].append(b)
+                up[b].append(a)
+            routes.append((pred, chain, box.name))
+
+    depths = sorted(rows)
+    for sweep in range(sweeps):  # alternate top-down (by inputs) and bottom-up (by users)
+        order, neighbours = (depths, up) if sweep % 2 == 0 else (depths[::-1], down)
+        for d in order:
+            _sort_by_barycentre(rows[d], neighbours, rows)
+
+    slot = {n: VIRTUAL_PITCH if n in virtual else PITCH_X for n in layer}
+    x = _place(rows, up, down, slot)
+    lo = min(x[n] - slot[n] / 2 for n in x)
+    hi = max(x[n] + slot[n] / 2 for n in x)
+    x = {n: v - (lo + hi) / 2 for n, v in x.items()}  # centre the drawing on 0
+    return Layout(layer, x, routes, hi - lo)
+
+
+def _place(rows, up, down, slot, sweeps: int = 6) -> dict[str, float]:
+    """x of every node: rows keep their order, nodes are pulled towards their neighbours.
+
+    Start from centred rows, then alternately pull each row towards the mean x of its
+    inputs (top-down) and of its users (bottom-up), never letting neighbours overlap.
+    """
     x: dict[str, float] = {}
-    for depth in sorted(by_layer):
-        row = by_layer[depth]
-        index = {b.name: i for i, b in enumerate(row)}
-
-        def key(b: NodeBox) -> tuple[float, int]:
-            placed = [x[p] for p in b.inputs if p in x]
-            return (sum(placed) / len(placed) if placed else 0.0, index[b.name])
-
-        row.sort(key=key)
-        for i, b in enumerate(row):
-            x[b.name] = i - (len(row) - 1) / 2
+    for row in rows.values():
+        left = -sum(slot[n] for n in row) / 2
+        for n in row:
+            x[n] = left + slot[n] / 2
+            left += slot[n]
+    depths = sorted(rows)
+    for sweep in range(sweeps + 1):  # odd count: the last sweep is top-down, by inputs
+        order, neighbours = (depths, up) if sweep % 2 == 0 else (depths[::-1], down)
+        for d in order:
+            row = rows[d]
+            desired = [sum(x[m] for m in neighbours[n]) / len(neighbours[n]) if neighbours[n] else x[n]
+                       for n in row]
+            for n, value in zip(row, _fit_in_order(desired, [slot[n] for n in row])):
+                x[n] = value
     return x
+
+
+def _fit_in_order(desired: list[float], widths: list[float]) -> list[float]:
+    """Positions close to `desired`, in the same order, with no two slots overlapping.
+
+    The mean of a left-to-right pass (push right) and a right-to-left pass (push left):
+    both respect the spacing, so their average does too.
+    """
+    n = len(desired)
+    gap = [(widths[i] + widths[i + 1]) / 2 for i in range(n - 1)]
+    fwd = list(desired)
+    for i in range(1, n):
+        fwd[i] = max(desired[i], fwd[i - 1] + gap[i - 1])
+    bwd = list(desired)
+    for i in range(n - 2, -1, -1):
+        bwd[i] = min(desired[i], bwd[i + 1] - gap[i])
+    return [(f + b) / 2 for f, b in zip(fwd, bwd)]
+
+
+def _sort_by_barycentre(row: list[str], neighbours: dict[str, list[str]], rows) -> None:
+    """Sort `row` in place by the mean slot index of each node's neighbours (stable for ties)."""
+    index: dict[str, int] = {}
+    for other in rows.values():
+        index.update({n: i - (len(other) - 1) / 2 for i, n in enumerate(other)})
+    current = {n: i - (len(row) - 1) / 2 for i, n in enumerate(row)}
+
+    def key(n: str) -> float:
+        near = [index[m] for m in neighbours[n] if m in index]
+        return sum(near) / len(near) if near else current[n]
+
+    row.sort(key=key)
 
 
 # --- drawing -----------------------------------------------------------------------------
@@ -287,32 +366,28 @@ def draw_graph(boxes: list[NodeBox], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.patches import FancyBboxPatch, Patch
 
-    layer = assign_layers(boxes)
-    xpos = order_layers(boxes, layer)
-    n_layers = max(layer.values()) + 1
-    widest = max(sum(1 for v in layer.values() if v == d) for d in range(n_layers))
-    fig_w = max(6.0, widest * PITCH_X + 2 * MARGIN)
+    lay = layout(boxes)
+    n_layers = max(lay.layer.values()) + 1
+    fig_w = max(6.0, lay.width + 2 * MARGIN)
     fig_h = (n_layers - 1) * PITCH_Y + BOX_H + TOP_BAND + MARGIN
     fig = plt.figure(figsize=(fig_w, fig_h))
     ax = fig.add_axes([0, 0, 1, 1])
     ax.set_xlim(-fig_w / 2, fig_w / 2)
-    ax.set_ylim(-fig_h + TOP_BAND, TOP_BAND)  # y = 0 is the top of the first layer
+    ax.set_ylim(fig_h - TOP_BAND, -TOP_BAND)  # inverted: y grows downwards
     ax.axis("off")
 
-    centre = {b.name: (xpos[b.name] * PITCH_X, -(layer[b.name] * PITCH_Y + BOX_H / 2)) for b in boxes}
+    for route in lay.routes:
+        _draw_route(ax, lay, *route)
     for box in boxes:
-        for pred in box.inputs:
-            _draw_edge(ax, centre[pred], centre[box.name], layer[box.name] - layer[pred])
-    for box in boxes:
-        cx, cy = centre[box.name]
+        cx, cy = lay.x[box.name], lay.y(box.name)
         ax.add_patch(FancyBboxPatch(
             (cx - BOX_W / 2, cy - BOX_H / 2), BOX_W, BOX_H, boxstyle="round,pad=0.02,rounding_size=0.08",
             facecolor=OP_COLOURS.get(box.op, "white"), edgecolor="#444444", linewidth=0.8, zorder=2))
-        ax.text(cx, cy + 0.2, box.op, ha="center", va="center", fontsize=7, color="#333333", zorder=3)
+        ax.text(cx, cy - 0.2, box.op, ha="center", va="center", fontsize=7, color="#333333", zorder=3)
         ax.text(cx, cy, _shorten(box.target), ha="center", va="center", fontsize=8.5,
                 fontweight="bold", zorder=3)
         if box.shape:
-            ax.text(cx, cy - 0.2, _shorten(box.shape), ha="center", va="center", fontsize=7.5,
+            ax.text(cx, cy + 0.2, _shorten(box.shape), ha="center", va="center", fontsize=7.5,
                     family="monospace", zorder=3)
 
     kinds = [k for k in OP_COLOURS if any(b.op == k for b in boxes)]
@@ -326,14 +401,27 @@ def draw_graph(boxes: list[NodeBox], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def _draw_edge(ax, src: tuple[float, float], dst: tuple[float, float], span: int) -> None:
-    """Arrow from the bottom of `src` to the top of `dst`; long edges bow to the side."""
-    start = (src[0], src[1] - BOX_H / 2)
-    end = (dst[0], dst[1] + BOX_H / 2)
-    bend = 0.0 if span <= 1 else (0.35 if src[0] <= dst[0] else -0.35)
-    ax.annotate("", xy=end, xytext=start, zorder=1, arrowprops=dict(
-        arrowstyle="-|>", color="#555555", linewidth=0.9, shrinkA=0, shrinkB=1,
-        connectionstyle=f"arc3,rad={bend}"))
+def _draw_route(ax, lay: Layout, source: str, chain: list[str], target: str) -> None:
+    """Arrow from the bottom of `source` through its virtual nodes to the top of `target`."""
+    from matplotlib.patches import FancyArrowPatch
+    from matplotlib.path import Path as MplPath
+
+    points = [(lay.x[source], lay.y(source) + BOX_H / 2)]
+    for v in chain:  # pass each intermediate layer vertically, beside its boxes
+        points += [(lay.x[v], lay.y(v) - BOX_H / 2), (lay.x[v], lay.y(v) + BOX_H / 2)]
+    points.append((lay.x[target], lay.y(target) - BOX_H / 2))
+    # Between layers: a cubic curve leaving and entering vertically; inside a layer: a line.
+    verts, codes = [points[0]], [MplPath.MOVETO]
+    for i, ((x0, y0), (x1, y1)) in enumerate(zip(points, points[1:])):
+        if i % 2 == 1:
+            verts.append((x1, y1))
+            codes.append(MplPath.LINETO)
+        else:
+            mid = (y1 - y0) / 2
+            verts += [(x0, y0 + mid), (x1, y1 - mid), (x1, y1)]
+            codes += [MplPath.CURVE4] * 3
+    ax.add_patch(FancyArrowPatch(path=MplPath(verts, codes), arrowstyle="-|>", mutation_scale=10,
+                                 color="#555555", linewidth=0.9, zorder=1, shrinkA=0, shrinkB=1))
 
 
 # --- command line ------------------------------------------------------------------------

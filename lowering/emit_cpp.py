@@ -90,11 +90,10 @@ class CppEmitter:
         self.out.write("  " * self.depth + text + "\n")
 
     def fresh(self, value: SSAValue, prefix: str = "v") -> str:
-        """Bind a new C++ variable name to an SSA value, from its name hint where it has one."""
-        base = value.name_hint or prefix
-        name = base if base not in self.used and not base[0].isdigit() else f"{base}_{len(self.used)}"
-        while name in self.used:
-            name = f"{base}_{len(self.used)}_"
+        """Bind a new C++ variable to an SSA value: its name hint where it has a free one, else prefix+N."""
+        name = value.name_hint
+        if not name or name in self.used:
+            name = f"{name or prefix}{'_' if name else ''}{len(self.used)}"
         self.used.add(name)
         self.names[value] = name
         return name
@@ -207,7 +206,7 @@ class CppEmitter:
     def _(self, op: memref.ReinterpretCastOp) -> None:
         (offset,) = op.static_offsets.get_values()
         name = self.fresh(op.result, "view")
-        self.line(f"float* __restrict__ {name} = {self.n(op.source)} + {offset};  // view as {op.result.type}")
+        self.line(f"[[maybe_unused]] float* __restrict__ {name} = {self.n(op.source)} + {offset};  // view as {op.result.type}")
 
     @emit.register
     def _(self, op: memref.LoadOp) -> None:
@@ -231,8 +230,8 @@ class CppEmitter:
         block = op.body.block
         carried = list(zip(op.iter_args, block.args[1:], op.results))
         for init, arg, res in carried:
-            name = self.fresh(res, "acc")
-            self.names[arg] = name
+            name = self.fresh(arg, "acc")
+            self.names[res] = name
             self.line(f"{ctype(res.type)} {name} = {self.n(init)};")
         if len(carried) == 1 and op.attributes.get(REDUCTION_ATTR) == StringAttr("add"):
             self.line(f"#pragma omp simd reduction(+:{self.n(op.results[0])})")

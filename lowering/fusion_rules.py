@@ -75,7 +75,7 @@ def absorb_into_epilogue(producer: irt.ContractionOp, consumer: irt.ElementwiseO
         producer.rhs,
         own + others,
         consumer.results[0].type,
-        irt.scalar_region(1 + len(own) + len(others), body),
+        irt.scalar_region(["acc"] + [f"e{i}" for i in range(len(own) + len(others))], body),
     )
 
 
@@ -89,7 +89,7 @@ def merge_elementwise(producer: irt.ElementwiseOp, consumer: irt.ElementwiseOp, 
         return consumer.build_scalar(b, _substitute(consumer.elementwise_inputs(), producer, value, list(args[len(own) :])))
 
     return irt.ElementwiseFusedOp(
-        own + others, consumer.results[0].type, irt.scalar_region(len(own) + len(others), body)
+        own + others, consumer.results[0].type, irt.scalar_region([f"x{i}" for i in range(len(own) + len(others))], body)
     )
 
 

@@ -1,5 +1,8 @@
 """`irc-fuse`: apply the fusion rule table (`fusion_rules.RULES`) to a fixpoint.
 
+Each fused op records the ops it replaced, in order, as `irc.fused = ["irt.linear", "irt.relu"]`,
+which kernel comments in the C++ and reports repeat.
+
     irc-opt model.mlir -p irc-fuse
     irc-opt model.mlir -p 'irc-fuse{disable="elementwise-chain"}'
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -23,6 +26,15 @@ from xdsl.pattern_rewriter import (
 )
 
 from irc.lowering.fusion_rules import RULES, RULES_BY_NAME, FusionRule
+
+
+FUSED_ATTR = "irc.fused"
+
+
+def fused_from(op: Operation) -> list[str]:
+    """The original ops a (possibly fused) op computes, in order: its provenance."""
+    attr = op.attributes.get(FUSED_ATTR)
+    return [s.data for s in attr.data] if isinstance(attr, ArrayAttr) else [op.name]
 
 
 @dataclass
@@ -41,6 +53,7 @@ class ApplyFusionRule(RewritePattern):
             if not all(check(producer, op, index) for check in self.rule.where):
                 continue
             fused = self.rule.combine(producer, op, index)
+            fused.attributes[FUSED_ATTR] = ArrayAttr([StringAttr(n) for n in fused_from(producer) + fused_from(op)])
             if op.results[0].name_hint:
                 fused.results[0].name_hint = op.results[0].name_hint
             rewriter.replace(op, fused)

@@ -26,6 +26,7 @@ from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -40,8 +41,10 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects import irt
+from irc.lowering.irc_fuse import FUSED_ATTR
 
 KERNEL_ATTR = "irc.kernel"
+COMPUTED = (irt.ElementwiseOp, irt.ContractionOp, irt.TransposeOp)  # ops that write a new buffer
 REDUCTION_ATTR = "irc.reduction"
 
 
@@ -51,14 +54,12 @@ def memref_type(t: Attribute) -> MemRefType:
 
 
 def describe(op: Operation) -> str:
-    """A one-line name of an irt op for kernel comments: `irt.contract linear (bias, relu)`."""
-    if isinstance(op, irt.ContractOp):
-        body = [o.name.split(".")[-1] for o in op.body.block.ops if not isinstance(o, (irt.YieldOp, arith.ConstantOp))]
-        return f"irt.contract {op.contraction_kind} [{', '.join(body)}] -> {_shape_str(op.result)}"
-    if isinstance(op, irt.ElementwiseFusedOp):
-        body = [o.name.split(".")[-1] for o in op.body.block.ops if not isinstance(o, (irt.YieldOp, arith.ConstantOp))]
-        return f"irt.elementwise [{', '.join(body)}] -> {_shape_str(op.result)}"
-    return f"{op.name} -> {_shape_str(op.results[0])}" if op.results else op.name
+    """A one-line name of an irt op for kernel comments: `irt.contract linear (irt.linear + irt.relu) -> 4x16`."""
+    head = f"{op.name} {op.contraction_kind}" if isinstance(op, irt.ContractOp) else op.name
+    fused = op.attributes.get(FUSED_ATTR)
+    if isinstance(fused, ArrayAttr):
+        head += f" ({' + '.join(s.data for s in fused.data)})"
+    return f"{head} -> {_shape_str(op.results[0])}"
 
 
 def _shape_str(v: SSAValue) -> str:
@@ -93,6 +94,8 @@ class FunctionLowering:
             body(self.b, [])
             return
         block = Block(arg_types=[IndexType()] * len(shape))
+        for d, iv in enumerate(block.args):
+            iv.name_hint = f"i{d}"
         inner = Builder(InsertPoint.at_end(block))
         body(inner, list(block.args))
         inner.insert(scf.ReduceOp())
@@ -149,14 +152,17 @@ class FunctionLowering:
         return func.FuncOp(self.fn.sym_name.data, (in_types + out_types, []), Region(self.block))
 
     def _assign_outputs(self, results: list[SSAValue], outs: list[SSAValue]) -> list[tuple[SSAValue, SSAValue]]:
-        """Let each returned value be computed in place in its output buffer where possible;
-        the rest (arguments, views, constants, values returned twice) are copied at the end."""
+        """Let each returned value be computed in place in its output buffer (a reshaped result:
+        its source, into a view of the buffer); the rest (arguments, constants, values returned
+        twice) are copied at the end. Returns the (value, buffer) pairs to copy."""
         copies = []
         for i, (value, out) in enumerate(zip(results, outs)):
             out.name_hint = f"out{i}"
-            computed = isinstance(value.owner, (irt.ElementwiseOp, irt.ContractionOp, irt.TransposeOp))
-            if computed and value not in self.buffers:
-                self.buffers[value] = out
+            root = value
+            while isinstance(root.owner, irt.ReshapeOp):
+                root = root.owner.input
+            if isinstance(root.owner, COMPUTED) and root not in self.buffers:
+                self.buffers[root] = out if root is value else self.view(out, irt.shape_of(root))
             else:
                 copies.append((value, out))
         return copies
@@ -204,6 +210,7 @@ class FunctionLowering:
             lead, j = ivs[:-1], ivs[-1]
             k_block = Block(arg_types=[IndexType(), f32])
             k, acc = k_block.args
+            k.name_hint, acc.name_hint = "k", "acc"
             kb = Builder(InsertPoint.at_end(k_block))
             x = kb.insert(memref.LoadOp.get(lhs, [*lead, k])).res
             w = kb.insert(memref.LoadOp.get(rhs, [j, k] if linear else [k, j])).res
@@ -233,15 +240,15 @@ class FunctionLowering:
         self.nest(irt.shape_of(op.result), describe(op), body)
 
     def _reshape(self, op: irt.ReshapeOp) -> None:
-        shape = irt.shape_of(op.result)
+        if op.result not in self.buffers:
+            self.buffers[op.result] = self.view(self.buffers[op.input], irt.shape_of(op.result), op.result.name_hint)
+
+    def view(self, buffer: SSAValue, shape: Sequence[int], name: str | None = None) -> SSAValue:
+        """The same contiguous elements seen with another shape; no copy."""
         strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
-        view = self.b.insert(
-            memref.ReinterpretCastOp(
-                self.buffers[op.input], [], [], [], [0], list(shape), strides, MemRefType(f32, shape)
-            )
-        )
-        view.result.name_hint = op.result.name_hint
-        self.buffers[op.result] = view.result
+        cast = memref.ReinterpretCastOp(buffer, [], [], [], [0], list(shape), strides, MemRefType(f32, shape))
+        cast.result.name_hint = name
+        return self.b.insert(cast).result
 
     def _constant(self, op: irt.ConstantOp) -> None:
         read_per_element = all(

@@ -13,7 +13,7 @@ from irc.verify import (
     EAGER, INDUCTOR, IRC, IRC_UNFUSED, ModelResult, Timing, benchmark, plot_scaling,
     plot_speedups, summary_rows,
 )
-from irc.visualize import NodeBox, assign_layers, parse_shapes
+from irc.visualize import BOX_W, NodeBox, assign_layers, layout, parse_shapes
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -126,6 +126,13 @@ def test_layers_follow_longest_path_and_weights_sit_above_users():
     layer = assign_layers(boxes)
     assert layer == {"x": 0, "a": 1, "w": 1, "b": 2, "c": 3, "out": 4}
 
+    lay = layout(boxes)
+    (route,) = [r for r in lay.routes if r[0] == "x" and r[2] == "c"]
+    assert len(route[1]) == 2  # x -> c skips layers 1 and 2: one virtual node in each
+    for depth in range(5):
+        xs = sorted(lay.x[n] for n, d in lay.layer.items() if d == depth and n in layer)
+        assert all(b - a >= BOX_W for a, b in zip(xs, xs[1:]))  # real boxes never overlap
+
 
 # --- the command line --------------------------------------------------------------------
 
@@ -140,6 +147,37 @@ def test_verify_mlp_small(tmp_path, capsys):
     report = (tmp_path / "verify_report.md").read_text()
     assert "mlp-small" in report and "PASS" in report and "FAIL" not in report
     assert "threads:" in out and "verdict: PASS" in out
+
+
+def test_verify_reports_failures_and_continues(tmp_path, capsys, monkeypatch):
+    """A wrong irc-unfused result and a crashing Inductor give FAIL / n/a, not a crash."""
+    import irc
+
+    class Wrong:
+        def __init__(self, model):
+            self.model = model
+
+        def __call__(self, *inputs):
+            return self.model(*inputs) + 1.0
+
+    def fake_compile(model, inputs, *, fuse=True):
+        if fuse:
+            return lambda *xs: model(*xs)
+        return Wrong(model)
+
+    def broken_inductor(model, **kwargs):
+        raise RuntimeError("no C++ compiler for Inductor")
+
+    monkeypatch.setattr(irc, "compile", fake_compile)
+    monkeypatch.setattr(torch, "compile", broken_inductor)
+    rc = main(["verify", "--models", "mlp-small,mlp-medium", "--budget", "0.1", "--out", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "mlp-small / irc-unfused: FAIL" in out and "mlp-medium / irc-unfused: FAIL" in out
+    assert "verdict: FAIL (0/2" in out
+    report = (tmp_path / "verify_report.md").read_text()
+    assert "no C++ compiler for Inductor" in report and "Mismatched elements" in report
+    assert _is_png(tmp_path / "final_performance_report.png")
 
 
 def test_visualize_builtin(tmp_path, capsys):
@@ -162,6 +200,13 @@ def user_models(tmp_path, monkeypatch):
 
         tiny = nn.Sequential(nn.Linear(6, 3), nn.ReLU())
         number = 42
+
+        class Odd(nn.Module):
+            def forward(self, x):
+                return torch.special.erfcx(x)
+
+        def odd():
+            return Odd(), (torch.randn(2, 3),)
     """))
     monkeypatch.syspath_prepend(str(tmp_path))
     return tmp_path
@@ -189,6 +234,15 @@ def test_bad_model_gives_clear_error(user_models, capsys, argv, message):
     err = capsys.readouterr().err
     assert message in err
     assert "Traceback" not in err
+
+
+def test_visualize_unsupported_model_still_draws_graph(user_models, capsys):
+    out = user_models / "out"
+    assert main(["visualize", "irc_cli_user_models:odd", "--out", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "irc cannot compile" in err and "Traceback" not in err
+    assert _is_png(out / "figure1_graph_structure.png")
+    assert not (out / "fused_graph_structure.txt").exists()
 
 
 def test_subcommand_is_required(capsys):

@@ -1,0 +1,61 @@
+// RUN: irc-opt %s -p irc-fuse,irc-to-loops -t cpp | filecheck %s
+// RUN: irc-opt %s -p irc-fuse,irc-to-loops -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
+
+// Both functions form one module (one translation unit, one prelude).
+
+// A two-layer MLP: one extern "C" entry, one fused kernel per Linear+ReLU, OpenMP on the
+// parallel dimensions, a SIMD reduction over K, the intermediate allocated and freed.
+
+// CHECK:       #include <cstdint>
+// CHECK-NOT:   #include <{{(vector|algorithm|cmath|iostream)}}>
+// CHECK-LABEL: extern "C" void mlp(float* __restrict__ x, float* __restrict__ w1, float* __restrict__ b1, float* __restrict__ w2, float* __restrict__ b2, float* __restrict__ out0)
+// CHECK:         float* __restrict__ h = static_cast<float*>(std::aligned_alloc(64, 128));
+// CHECK-NEXT:    // kernel 0: irt.contract linear (irt.linear + irt.relu) -> 2x16
+// CHECK-NEXT:    #pragma omp parallel for collapse(2) schedule(static)
+// CHECK-NEXT:    for (int64_t i0 = 0; i0 < 2; ++i0)
+// CHECK-NEXT:    for (int64_t i1 = 0; i1 < 16; ++i1)
+// CHECK-NEXT:    {
+// CHECK-NEXT:      float acc = 0.0f;
+// CHECK-NEXT:      #pragma omp simd reduction(+:acc)
+// CHECK-NEXT:      for (int64_t k = 0; k < 8; ++k)
+// CHECK-NEXT:      {
+// CHECK-NEXT:        const float [[X:v[0-9]+]] = x[i0*8 + k];
+// CHECK-NEXT:        const float [[W:v[0-9]+]] = w1[i1*8 + k];
+// CHECK-NEXT:        const float [[P:v[0-9]+]] = [[X]] * [[W]];
+// CHECK-NEXT:        const float [[S:v[0-9]+]] = acc + [[P]];
+// CHECK-NEXT:        acc = [[S]];
+// CHECK-NEXT:      }
+// CHECK-NEXT:      const float [[B:v[0-9]+]] = b1[i1];
+// CHECK-NEXT:      const float [[Y:v[0-9]+]] = acc + [[B]];
+// CHECK-NEXT:      const float [[R:v[0-9]+]] = irc_maxf([[Y]], 0.0f);
+// CHECK-NEXT:      h[i0*16 + i1] = [[R]];
+// CHECK-NEXT:    }
+// CHECK-NEXT:    // kernel 1: irt.contract linear (irt.linear + irt.relu) -> 2x4
+// CHECK-NEXT:    #pragma omp parallel for collapse(2) schedule(static)
+// CHECK:           out0[i0_{{[0-9]+}}*4 + i1_{{[0-9]+}}] =
+// CHECK:         std::free(h);
+// CHECK-NEXT:    return;
+// CHECK-NEXT:  }
+func.func @mlp(%x: tensor<2x8xf32>, %w1: tensor<16x8xf32>, %b1: tensor<16xf32>, %w2: tensor<4x16xf32>, %b2: tensor<4xf32>) -> tensor<2x4xf32> {
+  %l1 = irt.linear %x, %w1, %b1 : (tensor<2x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<2x16xf32>
+  %h = irt.relu %l1 : tensor<2x16xf32>
+  %l2 = irt.linear %h, %w2, %b2 : (tensor<2x16xf32>, tensor<4x16xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %y = irt.relu %l2 : tensor<2x4xf32>
+  func.return %y : tensor<2x4xf32>
+}
+
+// Elementwise math uses compiler builtins (no <cmath>); views are pointer aliases.
+
+// CHECK-LABEL: extern "C" void act(float* __restrict__ x, float* __restrict__ out0)
+// CHECK:         {{\[\[maybe_unused\]\]}} float* __restrict__ {{.*}} = out0 + 0;  // view as memref<4x4xf32>
+// CHECK:         // kernel 0: irt.elementwise (irt.gelu + irt.tanh + irt.sigmoid) -> 4x4
+// CHECK:         __builtin_erff(
+// CHECK:         __builtin_tanhf(
+// CHECK:         __builtin_expf(
+func.func @act(%x: tensor<4x4xf32>) -> tensor<16xf32> {
+  %g = irt.gelu %x : tensor<4x4xf32>
+  %t = irt.tanh %g : tensor<4x4xf32>
+  %s = irt.sigmoid %t : tensor<4x4xf32>
+  %f = irt.reshape %s : (tensor<4x4xf32>) -> tensor<16xf32>
+  func.return %f : tensor<16xf32>
+}

@@ -1,0 +1,255 @@
+"""irc.compile against eager PyTorch: every op, fused and unfused, MLPs of many shapes, errors."""
+
+from __future__ import annotations
+
+import operator
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import irc
+from irc.runtime import compiler_invocations
+
+torch.manual_seed(0)
+
+
+def check(model, *inputs, fuse=True, **tol):
+    """Compile, run, compare with eager; returns the compiled module."""
+    cm = irc.compile(model, inputs, fuse=fuse)
+    with torch.no_grad():
+        expected = model(*inputs)
+    torch.testing.assert_close(cm(*inputs), expected, **tol)
+    return cm
+
+
+def mlp(*sizes, act=nn.ReLU):
+    layers: list[nn.Module] = []
+    for a, b in zip(sizes, sizes[1:]):
+        layers += [nn.Linear(a, b), act()]
+    return nn.Sequential(*layers[:-1]).eval()
+
+
+# --- every op, fused and unfused ---------------------------------------------------------
+
+OPS = {
+    "relu": lambda x, y: torch.relu(x),
+    "F.relu": lambda x, y: F.relu(x),
+    "method relu": lambda x, y: x.relu(),
+    "sigmoid": lambda x, y: torch.sigmoid(x),
+    "tanh": lambda x, y: torch.tanh(x),
+    "gelu": lambda x, y: F.gelu(x),
+    "gelu tanh": lambda x, y: F.gelu(x, approximate="tanh"),
+    "add": lambda x, y: x + y,
+    "torch.add": lambda x, y: torch.add(x, y),
+    "sub": lambda x, y: x - y,
+    "mul": lambda x, y: x * y,
+    "div": lambda x, y: x / (y * y + 1),
+    "scalar ops": lambda x, y: (2.5 - x) * 3 / 4 + 1,
+    "matmul": lambda x, y: torch.matmul(x, y.t()),
+    "mm": lambda x, y: torch.mm(x, y.t()),
+    "@": lambda x, y: x @ y.t(),
+    "F.linear": lambda x, y: F.linear(x, y),
+    "transpose": lambda x, y: x.transpose(0, 1) * 2,
+    "t": lambda x, y: x.t(),
+    "reshape": lambda x, y: x.reshape(-1),
+    "view": lambda x, y: (x * y).view(-1, 1),
+    "flatten": lambda x, y: torch.flatten(x),
+    "contiguous": lambda x, y: x.contiguous() + 1,
+    "chain": lambda x, y: torch.tanh(torch.sigmoid(x * y + 1) - 0.5) / 2,
+    "returns input": lambda x, y: x,
+    "tuple": lambda x, y: (x + y, torch.relu(x), x),
+}
+
+
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+@pytest.mark.parametrize("name", sorted(OPS))
+@pytest.mark.parametrize("shape", [(3, 7), (1, 1), (16, 33)], ids=lambda s: "x".join(map(str, s)))
+def test_op_matches_eager(name, shape, fuse):
+    x, y = torch.randn(shape), torch.randn(shape)
+    check(OPS[name], x, y, fuse=fuse)
+
+
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+@pytest.mark.parametrize(
+    "shapes",
+    [((4, 1, 5), (3, 1), (5,)), ((2, 3), (3,), (1, 1)), ((1,), (6, 1), (1, 7)), ((), (2, 2), ())],
+    ids=lambda s: ",".join("x".join(map(str, t)) or "scalar" for t in s),
+)
+def test_broadcasting(shapes, fuse):
+    check(lambda a, b, c: torch.relu(a * b + c) - b / 3, *(torch.randn(s) for s in shapes), fuse=fuse)
+
+
+def test_linear_on_3d_input():
+    m = nn.Sequential(nn.Linear(6, 5), nn.GELU(), nn.Linear(5, 3)).eval()
+    check(m, torch.randn(2, 4, 6))
+
+
+def test_matmul_bias_activation_fuses_to_one_kernel():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w, self.b = nn.Parameter(torch.randn(9, 5)), nn.Parameter(torch.randn(5))
+
+        def forward(self, x):
+            return torch.sigmoid(torch.matmul(x, self.w) + self.b)
+
+    cm = check(M(), torch.randn(4, 9))
+    assert cm.cpp_source.count("// kernel") == 1
+    assert 'irc.fused = ["irt.matmul", "irt.add", "irt.sigmoid"]' in cm.ir("fused")
+
+
+# --- MLPs ---------------------------------------------------------------------------------
+
+MLPS = [((784, 128, 10), 1), ((3, 7, 5), 3), ((1, 1), 1), ((7, 3, 1), 1), ((64, 100, 33, 10), 17)]
+
+
+@pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+@pytest.mark.parametrize("sizes,batch", MLPS, ids=[f"{b}x{'-'.join(map(str, s))}" for s, b in MLPS])
+def test_mlp_matches_eager(sizes, batch, fuse):
+    check(mlp(*sizes), torch.randn(batch, sizes[0]), fuse=fuse)
+
+
+@pytest.mark.parametrize("act", [nn.GELU, nn.Sigmoid, nn.Tanh])
+def test_mlp_other_activations(act):
+    check(mlp(20, 30, 10, act=act), torch.randn(5, 20))
+
+
+def test_fused_cpp_has_one_kernel_per_linear_relu_pair():
+    cm = irc.compile(mlp(784, 128, 64, 10), (torch.randn(1, 784),))
+    kernels = re.findall(r"// kernel \d+: (.*)", cm.cpp_source)
+    assert kernels == [
+        "irt.contract linear (irt.linear + irt.relu) -> 1x128",
+        "irt.contract linear (irt.linear + irt.relu) -> 1x64",
+        "irt.linear -> 1x10",
+    ]
+    assert cm.cpp_source.count("#pragma omp parallel for") == 3
+    unfused = irc.compile(mlp(784, 128, 64, 10), (torch.randn(1, 784),), fuse=False)
+    assert len(re.findall(r"// kernel \d+", unfused.cpp_source)) == 5
+
+
+def test_ir_levels():
+    cm = irc.compile(mlp(8, 4), (torch.randn(2, 8),))
+    assert "irt.linear" in cm.ir("import") and "memref" not in cm.ir("import")
+    assert "irt." in cm.ir("fused")
+    assert "scf.parallel" in cm.ir("loops") and not re.search(r"= irt\.|^\s*irt\.", cm.ir("loops"), re.M)
+    assert "weight" not in re.sub(r"%\w*weight\w*", "", cm.ir("import")), "weights must be arguments"
+    with pytest.raises(ValueError, match="unknown IR level 'llvm'"):
+        cm.ir("llvm")
+
+
+def test_parameters_are_read_in_place():
+    m = mlp(4, 3)
+    x = torch.randn(2, 4)
+    cm = irc.compile(m, (x,))
+    with torch.no_grad():
+        m[0].weight.mul_(2)
+        torch.testing.assert_close(cm(x), m(x))
+
+
+def test_second_compile_runs_no_compiler():
+    m, x = mlp(13, 11, 3), torch.randn(2, 13)
+    irc.compile(m, (x,))
+    before = compiler_invocations()
+    cm = irc.compile(m, (x,))
+    assert compiler_invocations() == before
+    torch.testing.assert_close(cm(x), m(x))
+
+
+def test_nan_and_inf_propagate_like_eager():
+    x = torch.tensor([[float("nan"), float("inf"), -float("inf"), -1.0, 0.0, 2.0]])
+    check(lambda x: torch.relu(x) * 2, x, equal_nan=True)
+    check(lambda x: torch.sigmoid(x) + torch.tanh(x), x, equal_nan=True)
+
+
+def test_irc_opt_compiles_imported_ir(tmp_path):
+    cm = irc.compile(mlp(10, 7, 3), (torch.randn(2, 10),))
+    src = tmp_path / "model.mlir"
+    src.write_text(cm.ir("import"))
+    cpp = tmp_path / "model.cpp"
+    irc_opt = [sys.executable, "-c", "from irc.tools.irc_opt import main; main()"]
+    subprocess.run([*irc_opt, str(src), "-p", "irc-fuse,irc-to-loops", "-t", "cpp", "-o", str(cpp)], check=True)
+    assert cpp.read_text() == cm.cpp_source
+    subprocess.run(
+        ["g++", "-std=c++17", "-O1", "-fopenmp", "-shared", "-fPIC", str(cpp), "-o", str(tmp_path / "m.so")],
+        check=True,
+    )
+
+
+# --- errors -------------------------------------------------------------------------------
+
+
+class Unsupported(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.lin = nn.Linear(6, 2)
+
+    def forward(self, x):
+        y = torch.sin(self.conv(x))
+        return self.lin(torch.cumsum(y, 1)), x.abs()
+
+
+def test_unsupported_ops_are_all_listed():
+    with pytest.raises(irc.UnsupportedOpError) as err:
+        irc.compile(Unsupported(), (torch.randn(1, 3, 8, 8),))
+    nodes = {(n.node, n.target) for n in err.value.nodes}
+    assert nodes == {
+        ("conv", "torch.nn.Conv2d"),
+        ("sin", "torch.sin"),
+        ("cumsum", "torch.cumsum"),
+        ("abs_1", "Tensor.abs"),
+    }
+    assert "torch.cumsum" in str(err.value) and "Tensor.abs" in str(err.value)
+
+
+def test_dropout_in_training_mode_is_explained():
+    m = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5))
+    with pytest.raises(irc.UnsupportedOpError, match=r"model\.eval\(\)"):
+        irc.compile(m, (torch.randn(2, 4),))
+
+
+def test_alpha_and_non_float_inputs_are_refused():
+    with pytest.raises(irc.UnsupportedOpError, match="alpha"):
+        irc.compile(lambda x, y: torch.add(x, y, alpha=2), (torch.randn(2), torch.randn(2)))
+    with pytest.raises(irc.IrcError, match="int64"):
+        irc.compile(lambda x: x + 1, (torch.arange(4),))
+
+
+def test_untraceable_model_gives_irc_error():
+    def f(x):
+        if x.sum() > 0:
+            return x
+        return -x
+
+    with pytest.raises(irc.IrcError, match="torch.fx could not trace"):
+        irc.compile(f, (torch.randn(3),))
+
+
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        ((torch.randn(3, 8),), r"input 0 \('input_1'\): expected shape \(2, 8\), got \(3, 8\)"),
+        ((torch.randn(2, 8, dtype=torch.float64),), r"expected dtype torch.float32, got torch.float64"),
+        ((torch.randn(8, 2).t(),), r"contiguous"),
+        ((torch.randn(2, 8), torch.randn(2, 8)), r"expected 1 input"),
+        (([1.0] * 8,), r"expected a torch.Tensor, got list"),
+    ],
+)
+def test_call_time_input_errors(bad, message):
+    cm = irc.compile(mlp(8, 2), (torch.randn(2, 8),))
+    with pytest.raises(irc.InputError, match=message):
+        cm(*bad)
+
+
+def test_compiler_failure_raises_compile_error():
+    with pytest.raises(irc.CompileError) as err:
+        irc.compile(mlp(3, 2), (torch.randn(1, 3),), cxx_flags=["-shared", "-fPIC", "-DX=", "-include", "/nonexistent.h"])
+    e = err.value
+    assert e.command[0] == "g++" and "-include" in e.command
+    assert "nonexistent.h" in e.output
+    assert e.source_path.exists() and "extern \"C\"" in e.source_path.read_text()

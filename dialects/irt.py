@@ -403,7 +403,23 @@ def contraction_shape(kind: ContractionKind, lhs: tuple[int, ...], rhs: tuple[in
     return (*lhs[:-1], n)
 
 
-class ContractionOp(IRDLOperation):
+class EpilogueOp(IRDLOperation):
+    """Ops that accumulate each output element, then apply a per-element epilogue before storing it
+    (contractions, convolutions). Fusion grows the epilogue; `with_epilogue` rebuilds the op."""
+
+    @property
+    def epilogue_inputs(self) -> Sequence[SSAValue]:
+        return ()
+
+    def build_epilogue(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
+        return acc
+
+    def with_epilogue(self, inputs: Sequence[SSAValue], body: Region, result_type: Attribute) -> Operation:
+        """The same accumulation with epilogue `body` over (acc, *inputs) in place of the current one."""
+        raise NotImplementedError
+
+
+class ContractionOp(EpilogueOp):
     """Base of the contraction family: result[..., n] = epilogue(sum_k lhs[..., k] * rhs(n, k), ...)."""
 
     KIND: ClassVar[ContractionKind]
@@ -412,12 +428,8 @@ class ContractionOp(IRDLOperation):
     def contraction_kind(self) -> ContractionKind:
         return self.KIND
 
-    @property
-    def epilogue_inputs(self) -> Sequence[SSAValue]:
-        return ()
-
-    def build_epilogue(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
-        return acc
+    def with_epilogue(self, inputs: Sequence[SSAValue], body: Region, result_type: Attribute) -> Operation:
+        return ContractOp(self.contraction_kind, self.lhs, self.rhs, inputs, result_type, body)  # type: ignore[attr-defined]
 
     def verify_(self) -> None:
         lhs, rhs, res = self.lhs, self.rhs, self.results[0]  # type: ignore[attr-defined]
@@ -637,25 +649,22 @@ class ConstantOp(IRDLOperation):
         _check_f32_tensor(self, self.result, "the result")
 
 
-IRT = Dialect(
-    "irt",
-    [
-        ReluOp,
-        SigmoidOp,
-        TanhOp,
-        GeluOp,
-        AddOp,
-        SubOp,
-        MulOp,
-        DivOp,
-        ElementwiseFusedOp,
-        YieldOp,
-        LinearOp,
-        MatmulOp,
-        ContractOp,
-        ReshapeOp,
-        TransposeOp,
-        ConstantOp,
-    ],
-    [GeluApproxAttr, ContractionKindAttr],
-)
+CORE_OPS = [
+    ReluOp,
+    SigmoidOp,
+    TanhOp,
+    GeluOp,
+    AddOp,
+    SubOp,
+    MulOp,
+    DivOp,
+    ElementwiseFusedOp,
+    YieldOp,
+    LinearOp,
+    MatmulOp,
+    ContractOp,
+    ReshapeOp,
+    TransposeOp,
+    ConstantOp,
+]
+CORE_ATTRS = [GeluApproxAttr, ContractionKindAttr]

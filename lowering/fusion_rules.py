@@ -59,8 +59,8 @@ def _substitute(operands: Sequence[SSAValue], producer: Operation, value: SSAVal
     return args
 
 
-def absorb_into_epilogue(producer: irt.ContractionOp, consumer: irt.ElementwiseOp, index: int) -> Operation:
-    """contraction → elementwise  ⇒  one contraction whose epilogue also does the elementwise op."""
+def absorb_into_epilogue(producer: irt.EpilogueOp, consumer: irt.ElementwiseOp, index: int) -> Operation:
+    """contraction/convolution → elementwise  ⇒  the same op whose epilogue also does the elementwise op."""
     own = list(producer.epilogue_inputs)
     others = [v for v in consumer.elementwise_inputs() if v is not producer.results[0]]
 
@@ -69,14 +69,8 @@ def absorb_into_epilogue(producer: irt.ContractionOp, consumer: irt.ElementwiseO
         value = producer.build_epilogue(b, acc, mine)
         return consumer.build_scalar(b, _substitute(consumer.elementwise_inputs(), producer, value, theirs))
 
-    return irt.ContractOp(
-        producer.contraction_kind,
-        producer.lhs,
-        producer.rhs,
-        own + others,
-        consumer.results[0].type,
-        irt.scalar_region(["acc"] + [f"e{i}" for i in range(len(own) + len(others))], body),
-    )
+    names = ["acc"] + [f"e{i}" for i in range(len(own) + len(others))]
+    return producer.with_epilogue(own + others, irt.scalar_region(names, body), consumer.results[0].type)
 
 
 def merge_elementwise(producer: irt.ElementwiseOp, consumer: irt.ElementwiseOp, index: int) -> Operation:
@@ -114,7 +108,7 @@ class FusionRule:
 
 
 ELEMENTWISE = (irt.ElementwiseOp,)
-CONTRACTIONS = (irt.ContractionOp,)
+ACCUMULATORS = (irt.EpilogueOp,)  # contractions, convolutions
 
 RULES: tuple[FusionRule, ...] = (
     FusionRule(
@@ -128,7 +122,7 @@ RULES: tuple[FusionRule, ...] = (
     FusionRule(
         "contraction-epilogue",
         consumer=ELEMENTWISE,
-        producer=CONTRACTIONS,
+        producer=ACCUMULATORS,
         where=(single_user, same_shape),
         combine=absorb_into_epilogue,
         doc="act(linear(x, w, b)), matmul(x, w) + b, linear(...) + residual -> contract with epilogue",

@@ -44,7 +44,24 @@ from irc.dialects import irt
 from irc.lowering.irc_fuse import FUSED_ATTR
 
 KERNEL_ATTR = "irc.kernel"
-COMPUTED = (irt.ElementwiseOp, irt.ContractionOp, irt.TransposeOp)  # ops that write a new buffer
+
+LoweringFn = Callable[["FunctionLowering", Operation], None]
+LOWERINGS: dict[type[Operation], LoweringFn] = {}
+"""How each op (or op family base class) becomes loops; op families register with `@lowers`."""
+
+VIEW_OPS: set[type[Operation]] = {irt.ReshapeOp}
+"""Ops whose result aliases their input's buffer (no kernel of their own)."""
+
+
+def lowers(*op_types: type[Operation]) -> Callable[[LoweringFn], LoweringFn]:
+    """Register the lowering of `op_types` (a base class covers its whole family)."""
+
+    def register(fn: LoweringFn) -> LoweringFn:
+        for t in op_types:
+            LOWERINGS[t] = fn
+        return fn
+
+    return register
 REDUCTION_ATTR = "irc.reduction"
 
 
@@ -159,9 +176,12 @@ class FunctionLowering:
         for i, (value, out) in enumerate(zip(results, outs)):
             out.name_hint = f"out{i}"
             root = value
-            while isinstance(root.owner, irt.ReshapeOp):
+            while isinstance(root.owner, irt.ReshapeOp):  # a reshape's buffer is its input's
                 root = root.owner.input
-            if isinstance(root.owner, COMPUTED) and root not in self.buffers:
+            computed = isinstance(root.owner, Operation) and not isinstance(
+                root.owner, (*VIEW_OPS, irt.ConstantOp)
+            )
+            if computed and root not in self.buffers:
                 self.buffers[root] = out if root is value else self.view(out, irt.shape_of(root))
             else:
                 copies.append((value, out))
@@ -176,72 +196,11 @@ class FunctionLowering:
         )
 
     def lower(self, op: Operation) -> None:
-        if isinstance(op, irt.ContractionOp):
-            self._contraction(op)
-        elif isinstance(op, irt.ElementwiseOp):
-            self._elementwise(op)
-        elif isinstance(op, irt.TransposeOp):
-            self._transpose(op)
-        elif isinstance(op, irt.ReshapeOp):
-            self._reshape(op)
-        elif isinstance(op, irt.ConstantOp):
-            self._constant(op)
-        else:
-            raise NotImplementedError(f"irc-to-loops: cannot lower {op.name}")
-
-    def _elementwise(self, op: irt.ElementwiseOp) -> None:
-        out = self.result_buffer(op.results[0])
-        shape = irt.shape_of(op.results[0])
-
-        def body(b: Builder, ivs: list[SSAValue]) -> None:
-            args = [self.load(b, x, ivs, shape) for x in op.elementwise_inputs()]
-            b.insert(memref.StoreOp.get(op.build_scalar(b, args), out, ivs))
-
-        self.nest(shape, describe(op), body)
-
-    def _contraction(self, op: irt.ContractionOp) -> None:
-        out = self.result_buffer(op.results[0])
-        shape = irt.shape_of(op.results[0])
-        k_size = irt.shape_of(op.lhs)[-1]
-        linear = op.contraction_kind == irt.ContractionKind.LINEAR
-        lhs, rhs = self.buffers[op.lhs], self.buffers[op.rhs]
-
-        def body(b: Builder, ivs: list[SSAValue]) -> None:
-            lead, j = ivs[:-1], ivs[-1]
-            k_block = Block(arg_types=[IndexType(), f32])
-            k, acc = k_block.args
-            k.name_hint, acc.name_hint = "k", "acc"
-            kb = Builder(InsertPoint.at_end(k_block))
-            x = kb.insert(memref.LoadOp.get(lhs, [*lead, k])).res
-            w = kb.insert(memref.LoadOp.get(rhs, [j, k] if linear else [k, j])).res
-            prod = kb.insert(arith.MulfOp(x, w)).result
-            kb.insert(scf.YieldOp(kb.insert(arith.AddfOp(acc, prod)).result))
-            zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
-            loop = b.insert(scf.ForOp(self.index(0), self.index(k_size), self.index(1), [zero], Region(k_block)))
-            loop.attributes[REDUCTION_ATTR] = StringAttr("add")
-            args = [self.load(b, e, ivs, shape) for e in op.epilogue_inputs]
-            value = op.build_epilogue(b, loop.results[0], args)
-            b.insert(memref.StoreOp.get(value, out, ivs))
-
-        self.nest(shape, describe(op), body)
-
-    def _transpose(self, op: irt.TransposeOp) -> None:
-        out = self.result_buffer(op.result)
-        src = self.buffers[op.input]
-        perm = op.permutation
-
-        def body(b: Builder, ivs: list[SSAValue]) -> None:
-            in_ivs: list[SSAValue] = [ivs[0]] * len(perm)
-            for i, p in enumerate(perm):
-                in_ivs[p] = ivs[i]
-            value = b.insert(memref.LoadOp.get(src, in_ivs)).res
-            b.insert(memref.StoreOp.get(value, out, ivs))
-
-        self.nest(irt.shape_of(op.result), describe(op), body)
-
-    def _reshape(self, op: irt.ReshapeOp) -> None:
-        if op.result not in self.buffers:
-            self.buffers[op.result] = self.view(self.buffers[op.input], irt.shape_of(op.result), op.result.name_hint)
+        for cls in type(op).__mro__:
+            if cls in LOWERINGS:
+                LOWERINGS[cls](self, op)
+                return
+        raise NotImplementedError(f"irc-to-loops: no lowering for {op.name}")
 
     def view(self, buffer: SSAValue, shape: Sequence[int], name: str | None = None) -> SSAValue:
         """The same contiguous elements seen with another shape; no copy."""
@@ -250,20 +209,85 @@ class FunctionLowering:
         cast.result.name_hint = name
         return self.b.insert(cast).result
 
-    def _constant(self, op: irt.ConstantOp) -> None:
-        read_per_element = all(
-            isinstance(use.operation, irt.ElementwiseOp)
-            or (isinstance(use.operation, irt.ContractionOp) and use.index >= 2)
-            for use in op.result.uses
-        )
-        if op.value.is_splat() and read_per_element and op.result not in self.buffers:
-            return  # every reader takes the value as a scalar constant (see `load`)
-        out = self.result_buffer(op.result)
-        shape = irt.shape_of(op.result)
-        for flat, value in enumerate(op.value.iter_values()):
-            idx = [self.index(flat // math.prod(shape[d + 1 :]) % shape[d]) for d in range(len(shape))]
-            c = self.b.insert(arith.ConstantOp(FloatAttr(float(value), f32))).result
-            self.b.insert(memref.StoreOp.get(c, out, idx))
+
+# ---------------------------------------------------------------------------------------------
+# Lowerings of the core ops (op families in other modules register their own)
+# ---------------------------------------------------------------------------------------------
+
+
+@lowers(irt.ElementwiseOp)
+def lower_elementwise(fl: FunctionLowering, op: irt.ElementwiseOp) -> None:
+    out = fl.result_buffer(op.results[0])
+    shape = irt.shape_of(op.results[0])
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        args = [fl.load(b, x, ivs, shape) for x in op.elementwise_inputs()]
+        b.insert(memref.StoreOp.get(op.build_scalar(b, args), out, ivs))
+
+    fl.nest(shape, describe(op), body)
+
+@lowers(irt.ContractionOp)
+def lower_contraction(fl: FunctionLowering, op: irt.ContractionOp) -> None:
+    out = fl.result_buffer(op.results[0])
+    shape = irt.shape_of(op.results[0])
+    k_size = irt.shape_of(op.lhs)[-1]
+    linear = op.contraction_kind == irt.ContractionKind.LINEAR
+    lhs, rhs = fl.buffers[op.lhs], fl.buffers[op.rhs]
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        lead, j = ivs[:-1], ivs[-1]
+        k_block = Block(arg_types=[IndexType(), f32])
+        k, acc = k_block.args
+        k.name_hint, acc.name_hint = "k", "acc"
+        kb = Builder(InsertPoint.at_end(k_block))
+        x = kb.insert(memref.LoadOp.get(lhs, [*lead, k])).res
+        w = kb.insert(memref.LoadOp.get(rhs, [j, k] if linear else [k, j])).res
+        prod = kb.insert(arith.MulfOp(x, w)).result
+        kb.insert(scf.YieldOp(kb.insert(arith.AddfOp(acc, prod)).result))
+        zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
+        loop = b.insert(scf.ForOp(fl.index(0), fl.index(k_size), fl.index(1), [zero], Region(k_block)))
+        loop.attributes[REDUCTION_ATTR] = StringAttr("add")
+        args = [fl.load(b, e, ivs, shape) for e in op.epilogue_inputs]
+        value = op.build_epilogue(b, loop.results[0], args)
+        b.insert(memref.StoreOp.get(value, out, ivs))
+
+    fl.nest(shape, describe(op), body)
+
+@lowers(irt.TransposeOp)
+def lower_transpose(fl: FunctionLowering, op: irt.TransposeOp) -> None:
+    out = fl.result_buffer(op.result)
+    src = fl.buffers[op.input]
+    perm = op.permutation
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        in_ivs: list[SSAValue] = [ivs[0]] * len(perm)
+        for i, p in enumerate(perm):
+            in_ivs[p] = ivs[i]
+        value = b.insert(memref.LoadOp.get(src, in_ivs)).res
+        b.insert(memref.StoreOp.get(value, out, ivs))
+
+    fl.nest(irt.shape_of(op.result), describe(op), body)
+
+@lowers(irt.ReshapeOp)
+def lower_reshape(fl: FunctionLowering, op: irt.ReshapeOp) -> None:
+    if op.result not in fl.buffers:
+        fl.buffers[op.result] = fl.view(fl.buffers[op.input], irt.shape_of(op.result), op.result.name_hint)
+
+@lowers(irt.ConstantOp)
+def lower_constant(fl: FunctionLowering, op: irt.ConstantOp) -> None:
+    read_per_element = all(
+        isinstance(use.operation, irt.ElementwiseOp)
+        or (isinstance(use.operation, irt.ContractionOp) and use.index >= 2)
+        for use in op.result.uses
+    )
+    if op.value.is_splat() and read_per_element and op.result not in fl.buffers:
+        return  # every reader takes the value as a scalar constant (see `load`)
+    out = fl.result_buffer(op.result)
+    shape = irt.shape_of(op.result)
+    for flat, value in enumerate(op.value.iter_values()):
+        idx = [fl.index(flat // math.prod(shape[d + 1 :]) % shape[d]) for d in range(len(shape))]
+        c = fl.b.insert(arith.ConstantOp(FloatAttr(float(value), f32))).result
+        fl.b.insert(memref.StoreOp.get(c, out, idx))
 
 
 @dataclass(frozen=True)
@@ -277,3 +301,7 @@ class IrcToLoopsPass(ModulePass):
                 op.body.block.insert_op_before(new, fn)
                 fn.detach()
                 fn.erase()
+
+
+# Op families register their lowerings on import (they are only ever imported from here).
+from irc.lowering import loops_math, loops_nn, loops_reduce, loops_shape  # noqa: E402, F401

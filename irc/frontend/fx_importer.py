@@ -80,7 +80,8 @@ def describe_target(node: fx.Node, gm: fx.GraphModule) -> str:
 class FxImporter:
     gm: fx.GraphModule
     builder: Builder = field(init=False)
-    values: dict[fx.Node, SSAValue | None] = field(default_factory=dict)
+    values: dict[fx.Node, Any] = field(default_factory=dict)  # SSA tensors, or Python values folded at compile time
+    failed: set[fx.Node] = field(default_factory=set)  # unsupported nodes and those depending on them
     param_args: dict[int, SSAValue] = field(default_factory=dict)
     unsupported: list[UnsupportedNode] = field(default_factory=list)
 
@@ -180,25 +181,27 @@ class FxImporter:
     def _import_node(self, node: fx.Node) -> None:
         """Convert one node; record it if unsupported. Nodes whose inputs failed are skipped,
         but still checked for a converter, so one error lists every unsupported target."""
-        self.values[node] = None
         try:
             converter = self._converter(node)
-            if any(self.values.get(i) is None for i in node.all_input_nodes):
-                return  # depends on an unsupported node, which is reported
+            if any(i in self.failed for i in node.all_input_nodes):
+                self.failed.add(node)  # depends on an unsupported node, which is reported
+                return
             args = fx.node.map_arg(node.args, lambda n: self.values[n])
             kwargs = fx.node.map_arg(node.kwargs, lambda n: self.values[n])
             value = converter(self, node, *args, **kwargs)
         except Unsupported as e:
-            self.unsupported.append(UnsupportedNode(node.name, describe_target(node, self.gm), str(e)))
+            self._unsupported(node, str(e))
             return
         except TypeError as e:  # a call form the converter does not take (extra args, unknown kwargs)
-            self.unsupported.append(
-                UnsupportedNode(node.name, describe_target(node, self.gm), f"unsupported arguments ({e})")
-            )
+            self._unsupported(node, f"unsupported arguments ({e})")
             return
-        if value.name_hint is None:
+        if isinstance(value, SSAValue) and value.name_hint is None:
             value.name_hint = _ssa_name(node.name)
         self.values[node] = value
+
+    def _unsupported(self, node: fx.Node, reason: str) -> None:
+        self.failed.add(node)
+        self.unsupported.append(UnsupportedNode(node.name, describe_target(node, self.gm), reason))
 
     def _converter(self, node: fx.Node) -> Converter:
         """The converter for a node, as (importer, node, *args, **kwargs) -> SSAValue."""
@@ -233,9 +236,15 @@ class FxImporter:
                     UnsupportedNode(node.name, "output", f"returns {type(item).__name__}; irc returns tensors")
                 )
                 continue
-            v = self.values.get(item)
-            if v is not None:
+            if item in self.failed:
+                continue
+            v = self.values[item]
+            if isinstance(v, SSAValue):
                 values.append(v)
+            else:
+                self.unsupported.append(
+                    UnsupportedNode(node.name, "output", f"returns {type(v).__name__} {item.name}; irc returns tensors")
+                )
         return values, isinstance(out, (tuple, list))
 
 
@@ -401,3 +410,7 @@ MODULES: dict[type, Converter] = {
     nn.Identity: _module(_identity),
     nn.Dropout: lambda imp, node, mod, x: _dropout(imp, node, x, training=mod.training),
 }
+
+
+# Op families add their converters to the tables above on import.
+from irc.frontend import convert_math, convert_nn, convert_reduce, convert_shape  # noqa: E402, F401

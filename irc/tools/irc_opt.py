@@ -35,7 +35,7 @@ def _cpp():
 
 
 def _irt():
-    from irc.dialects.irt import IRT
+    from irc.dialects.dialect import IRT
 
     return IRT
 

@@ -136,5 +136,3 @@ RULES: tuple[FusionRule, ...] = (
         doc="f(g(x, ...), ...) -> one irt.elementwise",
     ),
 )
-
-RULES_BY_NAME = {rule.name: rule for rule in RULES}

@@ -1,4 +1,4 @@
-"""`irc-fuse`: apply the fusion rule table (`fusion_rules.RULES`) to a fixpoint.
+"""`irc-fuse`: apply the fusion rule tables (`fusion_rules*.py`) to a fixpoint.
 
 Each fused op records the ops it replaced, in order, as `irc.fused = ["irt.linear", "irt.relu"]`,
 which kernel comments in the C++ and reports repeat.
@@ -25,7 +25,12 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
-from irc.lowering.fusion_rules import RULES, RULES_BY_NAME, FusionRule
+from irc.lowering import fusion_rules, fusion_rules_nn, fusion_rules_reduce
+from irc.lowering.fusion_rules import FusionRule
+
+# Family rules go first: they are more specific than the generic core rules.
+RULES: tuple[FusionRule, ...] = (*fusion_rules_nn.RULES, *fusion_rules_reduce.RULES, *fusion_rules.RULES)
+RULES_BY_NAME = {rule.name: rule for rule in RULES}
 
 
 FUSED_ATTR = "irc.fused"

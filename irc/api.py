@@ -12,6 +12,7 @@ from torch import fx
 
 from irc.context import irc_context
 from irc.errors import IrcError
+from irc.fold_params import fold_parameters
 from irc.frontend.fx_importer import ImportedGraph, import_fx
 from irc.lowering.emit_cpp import emit_cpp
 from irc.lowering.irc_fuse import IrcFusePass
@@ -84,7 +85,8 @@ def compile(
     ir = {"import": str(module)}
     if fuse:
         IrcFusePass().apply(ctx, module)
-        module.verify()
+    fold_parameters(graph)  # parameter-only computations (also those rules create): once, now
+    module.verify()
     ir["fused"] = str(module)
     IrcToLoopsPass().apply(ctx, module)
     module.verify()

@@ -1,0 +1,83 @@
+"""Compile-time folding of what depends on parameters only.
+
+An `irt` op whose operands are all parameters (weights, buffers), constants, or results of other
+such ops computes the same value on every call. `fold_parameters` evaluates those ops once, with
+the reference evaluator, and replaces each folded value that run-time code still reads by a new
+parameter argument holding the result. Parameters left without users are dropped.
+
+This is how rules express weight transformations as ordinary IR (a batch norm folded into a
+convolution's weights, a transposed weight) and pay nothing for them at run time. A folded
+parameter is a snapshot: later in-place updates of the original weights do not reach it.
+"""
+
+from __future__ import annotations
+
+import torch
+from xdsl.dialects import func
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from irc.dialects import irt
+from irc.frontend.fx_importer import ImportedGraph
+from irc.reference import evaluate
+
+
+def fold_parameters(graph: ImportedGraph) -> int:
+    """Fold parameter-only computations of `graph` in place; returns how many ops were folded."""
+    fn = next(op for op in graph.module.ops if isinstance(op, func.FuncOp))
+    block = fn.body.block
+    n_inputs = len(graph.input_names)
+    values: dict[SSAValue, torch.Tensor] = {
+        arg: tensor for arg, (_, tensor) in zip(block.args[n_inputs:], graph.params, strict=True)
+    }
+    folded: list[Operation] = []
+    for op in block.ops:
+        if _foldable(op, values):
+            values[op.results[0]] = evaluate(op, [values[v] for v in op.operands])
+            folded.append(op)
+    if not folded:
+        return 0
+
+    for op in folded:
+        result = op.results[0]
+        if any(use.operation not in folded for use in result.uses):
+            arg = block.insert_arg(result.type, len(block.args))
+            arg.name_hint = result.name_hint or "folded"
+            result.replace_all_uses_with(arg)
+            graph.params.append((f"folded:{arg.name_hint}", values[result]))
+    for op in reversed(folded):
+        block.erase_op(op)
+    for op in list(block.ops):  # literals only folded ops read
+        if isinstance(op, irt.ConstantOp) and not op.result.uses:
+            block.erase_op(op)
+    _drop_unused_params(graph, block, n_inputs)
+    fn.function_type = func.FunctionType.from_lists(
+        [a.type for a in block.args], list(fn.function_type.outputs.data)
+    )
+    return len(folded)
+
+
+def _foldable(op: Operation, values: dict[SSAValue, torch.Tensor]) -> bool:
+    """A pure irt op with one result whose operands are all known at compile time."""
+    if op.dialect_name() != "irt" or len(op.results) != 1 or isinstance(op, irt.YieldOp):
+        return False
+    if isinstance(op, irt.ConstantOp):
+        return False  # small literals stay visible in IR; they fold as operands of other ops
+    known = [v in values or isinstance(v.owner, irt.ConstantOp) for v in op.operands]
+    if not op.operands or not all(known):
+        return False
+    for v in op.operands:
+        if v not in values:
+            values[v] = evaluate(v.owner, [])  # type: ignore[arg-type]
+    return True
+
+
+def _drop_unused_params(graph: ImportedGraph, block, n_inputs: int) -> None:
+    """Remove parameter arguments nobody reads any more, keeping graph.params aligned."""
+    kept = []
+    for arg, param in zip(list(block.args[n_inputs:]), graph.params, strict=True):
+        if arg.uses:
+            kept.append(param)
+        else:
+            assert isinstance(arg, BlockArgument)
+            block.erase_arg(arg)
+    graph.params[:] = kept

@@ -1,0 +1,56 @@
+"""Compile-time folding of parameter-only computations (irc/fold_params.py)."""
+
+from __future__ import annotations
+
+import re
+
+import torch
+from torch import nn
+
+import irc
+
+
+class Scaled(nn.Module):
+    """Weight and bias transformations that depend on parameters only, next to run-time work."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(6, 5))
+        self.b = nn.Parameter(torch.randn(6))
+        self.s = nn.Parameter(torch.randn(6))
+
+    def forward(self, x):
+        w2 = torch.sigmoid(self.w * 2 + 1)
+        return torch.relu(x @ w2.t() + self.b * self.s) + self.s, self.w.t()
+
+
+def test_parameter_only_ops_are_computed_once_at_compile_time():
+    m, x = Scaled(), torch.randn(3, 5)
+    cm = irc.compile(m, (x,))
+    with torch.no_grad():
+        expected = m(x)
+    for got, want in zip(cm(x), expected):
+        torch.testing.assert_close(got, want)
+    fused = cm.ir("fused")
+    ops = re.findall(r"= (irt\.\w+)", fused)
+    assert ops == ["irt.contract"], fused  # sigmoid(w*2+1), the transposes and b*s are gone
+    # %s is still read at run time (the residual add), the rest became folded parameters
+    names = [name for name, _ in cm._graph.params]
+    assert names.count("s") == 1 and "w" not in names and "b" not in names, names
+    assert sum(name.startswith("folded:") for name in names) == 3, names
+
+
+def test_ops_reading_inputs_are_not_folded():
+    m = nn.Sequential(nn.Linear(4, 3), nn.Tanh()).eval()
+    cm = irc.compile(m, (torch.randn(2, 4),), fuse=False)
+    assert re.findall(r"= (irt\.\w+)", cm.ir("fused")) == ["irt.linear", "irt.tanh"]
+    assert [name for name, _ in cm._graph.params] == ["0.weight", "0.bias"]
+
+
+def test_folding_without_fusion_matches_eager():
+    m, x = Scaled(), torch.randn(1, 5)
+    cm = irc.compile(m, (x,), fuse=False)
+    with torch.no_grad():
+        for got, want in zip(cm(x), m(x)):
+            torch.testing.assert_close(got, want)
+    assert "irt.sigmoid" not in cm.ir("fused")

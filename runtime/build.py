@@ -1,11 +1,17 @@
 """Compile generated C++ into a shared library, through a content-addressed on-disk cache.
 
 The cache key is a sha256 over the source, the full compiler command line (with placeholder
-paths) and the compiler's version line, so a change to any of them builds a new library.
+paths), the compiler's version line, the CPU's feature flags (libraries are built with
+``-march=native``) and irc's version, so a change to any of them builds a new library.
 Entries live at ``<cache dir>/<key[:2]>/<key>.so`` with the source next to them as
-``<key>.cpp``. Every file is written under a unique temporary name in its final directory and
-then moved into place with ``os.replace``, so concurrent builds of the same source (threads or
-processes) never expose a half-written entry.
+``<key>.cpp`` and the library's own sha256 as ``<key>.sha256``. Every file is written under a
+unique temporary name in its final directory and then moved into place with ``os.replace``
+(the checksum last), so concurrent builds of the same source (threads or processes), or a build
+interrupted at any point, never expose a half-written entry. A library whose checksum is
+missing or does not match (truncated, corrupted) is rebuilt.
+
+irc loads native code from the cache, so it refuses a cache directory that another user owns
+or that group or others can write to (they could plant a library).
 
 Environment:
   ``IRC_CXX``        compiler to use (default ``g++``)
@@ -26,7 +32,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-from irc.errors import CompileError
+from irc.errors import CompileError, IrcError
 
 __all__ = [
     "DEFAULT_CXXFLAGS",
@@ -53,6 +59,7 @@ _lock = threading.Lock()
 _invocations = 0  # compiler runs (not counting `--version` probes)
 _versions: dict[str, str] = {}  # resolved compiler path -> first line of `--version`
 _loaded: dict[str, ctypes.CDLL] = {}  # resolved library path -> loaded library
+_cpu_flags: str | None = None
 
 
 def compiler_invocations() -> int:
@@ -86,19 +93,21 @@ def build_library(
     flags = list(_resolve_flags(flags))
     version = _compiler_version(cxx)
 
-    key_material = "\0".join(
-        [source, shlex.join(_command(cxx, flags, _SRC_PLACEHOLDER, _OUT_PLACEHOLDER)), version]
-    )
+    command_line = shlex.join(_command(cxx, flags, _SRC_PLACEHOLDER, _OUT_PLACEHOLDER))
+    key_material = "\0".join([source, command_line, version, cpu_features(), _irc_version()])
     key = hashlib.sha256(key_material.encode("utf-8")).hexdigest()
 
     root = cache_dir()
     shard = root / key[:2]
     lib_path = shard / f"{key}.so"
-    if lib_path.exists():
-        return lib_path
-
+    sum_path = shard / f"{key}.sha256"
     _makedirs(root)  # makedirs applies the mode to the leaf only: create both levels
     _makedirs(shard)
+    check_private(root)
+    check_private(shard)
+    if lib_path.exists() and _intact(lib_path, sum_path):
+        return lib_path
+
     src_path = shard / f"{key}.cpp"
     _write_atomic(src_path, source.encode("utf-8"))
 
@@ -109,12 +118,62 @@ def build_library(
     try:
         returncode, output = _run_compiler(command)
         if returncode == 0:
+            digest = _sha256(tmp_lib)
             os.replace(tmp_lib, lib_path)
+            _write_atomic(sum_path, digest.encode("ascii"))  # last: marks the entry complete
             return lib_path
     finally:
         tmp_lib.unlink(missing_ok=True)
     # The source stays at src_path, which the (copy-pastable) command refers to.
     raise CompileError(command, output, src_path, _hint(cxx, flags, returncode, output))
+
+
+def cpu_features() -> str:
+    """The CPU's feature flags (Linux `/proc/cpuinfo`), so a cache shared between machines
+    never hands a library built with -march=native to a CPU lacking its instructions."""
+    global _cpu_flags
+    if _cpu_flags is None:
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            text = ""
+        flags = next((line for line in text.splitlines() if line.startswith(("flags", "Features"))), "")
+        _cpu_flags = " ".join(sorted(flags.partition(":")[2].split()))
+    return _cpu_flags
+
+
+def check_private(directory: Path) -> None:
+    """Raise IrcError unless `directory` is owned by this user and writable by nobody else."""
+    st = directory.stat()
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise IrcError(
+            f"refusing to use the irc cache {directory}: it is owned by uid {st.st_uid}, not by you; "
+            "set IRC_CACHE_DIR to a directory of your own"
+        )
+    if st.st_mode & 0o022:
+        raise IrcError(
+            f"refusing to load native code from the irc cache {directory}: group or others can write "
+            f"to it (mode {st.st_mode & 0o777:o}); run `chmod go-w {directory}` or set IRC_CACHE_DIR "
+            "to a private directory"
+        )
+
+
+def _intact(lib_path: Path, sum_path: Path) -> bool:
+    """True when the library's checksum file exists and matches (else the entry is rebuilt)."""
+    try:
+        return sum_path.read_text().strip() == _sha256(lib_path)
+    except OSError:
+        return False
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _irc_version() -> str:
+    from irc import __version__
+
+    return __version__
 
 
 def load_library(path: str | os.PathLike[str]) -> ctypes.CDLL:

@@ -73,7 +73,9 @@ def test_build_respects_cache_dir_and_layout(isolated_cache: Path):
     assert path.with_suffix(".cpp").read_text() == KERNELS
     assert stat.S_IMODE(os.stat(isolated_cache).st_mode) & 0o077 == 0
     # no temp files left behind
-    assert sorted(p.name for p in path.parent.iterdir()) == sorted([path.name, path.stem + ".cpp"])
+    assert sorted(p.name for p in path.parent.iterdir()) == sorted(
+        [path.name, path.stem + ".cpp", path.stem + ".sha256"]
+    )
 
 
 def test_second_build_is_cache_hit():
@@ -127,7 +129,8 @@ def test_concurrent_processes_share_one_valid_entry(isolated_cache: Path):
     assert len(paths) == 1
     (path,) = paths
     files = sorted(p.name for p in Path(path).parent.iterdir())
-    assert files == sorted([Path(path).name, Path(path).stem + ".cpp"])  # no temp leftovers
+    stem = Path(path).stem
+    assert files == sorted([Path(path).name, stem + ".cpp", stem + ".sha256"])  # no temp leftovers
 
 
 def test_loaded_once():

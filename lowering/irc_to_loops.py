@@ -66,7 +66,8 @@ REDUCTION_ATTR = "irc.reduction"
 
 
 def memref_type(t: Attribute) -> MemRefType:
-    assert isinstance(t, TensorType), t
+    if not isinstance(t, TensorType):
+        raise ValueError(f"irc-to-loops expects functions on tensors (irt level), got an argument or result of type {t}")
     return MemRefType(t.element_type, t.get_shape())
 
 

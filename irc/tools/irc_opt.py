@@ -9,10 +9,12 @@ input are reported as located diagnostics with a non-zero exit, never as a Pytho
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
-from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
 
@@ -40,6 +42,20 @@ def _irt():
     return IRT
 
 
+def _locate(module: ModuleOp, error: VerifyException) -> None:
+    """Re-raise a verifier error that names no op (a structural check of a region, say) with
+    the module annotated at the innermost op that fails to verify."""
+    failing = None
+    for op in module.walk():
+        try:
+            op.verify()
+        except VerifyException:
+            failing = op  # pre-order walk: the last failure is the innermost
+    if failing is None:
+        raise error
+    failing.emit_error(str(error), error)
+
+
 IRC_PASSES = {"irc-fuse": _fuse, "irc-to-loops": _to_loops}
 
 
@@ -54,6 +70,14 @@ class IrcOptMain(xDSLOptMain):
         super().register_all_passes()
         for name, factory in IRC_PASSES.items():
             self.register_pass(name, factory)
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        try:
+            super().apply_passes(prog)
+        except VerifyException as e:
+            if getattr(e, "__notes__", None):
+                raise
+            _locate(prog, e)
 
     def register_all_targets(self) -> None:
         super().register_all_targets()
@@ -71,6 +95,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     except (ValueError, NotImplementedError) as e:  # bad pass options, IR a pass or target cannot handle
         print(f"irc-opt: error: {type(e).__name__}: {e}", file=sys.stderr)
         sys.exit(1)
+    except Exception as e:  # a bug in irc: say so plainly; the traceback is one variable away
+        if os.environ.get("IRC_DEBUG"):
+            raise
+        print(
+            f"irc-opt: internal error: {type(e).__name__}: {e}\n"
+            "This is a bug in irc. Rerun with IRC_DEBUG=1 for the Python traceback and report it "
+            "with the input file.",
+            file=sys.stderr,
+        )
+        sys.exit(2)
 
 
 if __name__ == "__main__":

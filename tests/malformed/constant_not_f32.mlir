@@ -1,0 +1,4 @@
+func.func @f() -> tensor<2xi32> {
+  %0 = irt.constant dense<[1, 2]> : tensor<2xi32>
+  func.return %0 : tensor<2xi32>
+}

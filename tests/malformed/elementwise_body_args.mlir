@@ -1,0 +1,7 @@
+func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = irt.elementwise ins(%x : tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: f32, %b: f32):
+    irt.yield %a : f32
+  }
+  func.return %0 : tensor<4xf32>
+}

@@ -1,0 +1,4 @@
+func.func @f(%x: tensor<2x3xf32>, %w: tensor<1x3x4xf32>) -> tensor<2x4xf32> {
+  %0 = irt.matmul %x, %w : (tensor<2x3xf32>, tensor<1x3x4xf32>) -> tensor<2x4xf32>
+  func.return %0 : tensor<2x4xf32>
+}

@@ -1,0 +1,3 @@
+func.func @f(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  func.return %x : tensor<4xf32>
+}

@@ -1,0 +1,4 @@
+func.func @f(%x: tensor<2x3xf32>) -> tensor<3x2xf32> {
+  %0 = irt.transpose %x [0, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  func.return %0 : tensor<3x2xf32>
+}

@@ -46,6 +46,7 @@ def lit_results(tmp_path_factory) -> dict[str, tuple[bool, str]]:
     return results
 
 
+@pytest.mark.xdist_group("lit")  # one worker runs lit once for all goldens
 @pytest.mark.parametrize("golden", GOLDENS)
 def test_golden(golden: str, lit_results: dict[str, tuple[bool, str]]) -> None:
     assert golden in lit_results, f"lit did not run {golden}; it ran {sorted(lit_results)}"

@@ -1,0 +1,211 @@
+"""What irc did to a model, computed from its IR: which rules fired where, what stayed unfused and
+why, each kernel's FLOPs and bytes moved, and the intermediate traffic fusion removed.
+
+FLOPs count floating-point operations per forward: a multiply-add is 2, an elementwise op counts
+the scalar ops of its own body (so `gelu` costs what its formula costs). Bytes moved are the
+compulsory traffic of a kernel: every distinct tensor it reads plus the one it writes, once.
+Intermediate traffic is, for every tensor produced and consumed inside the function, one write
+plus one read per user; fusion removes exactly the tensors that stop existing.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from irc.dialects import irt
+
+BYTES = 4  # float32
+
+FlopsFn = Callable[[Operation], int]
+FLOPS: dict[type[Operation], FlopsFn] = {}
+"""How many FLOPs an op's accumulation costs (op families register theirs)."""
+
+VIEWS: tuple[type[Operation], ...] = (irt.ReshapeOp,)
+
+
+def flops(*op_types: type[Operation]) -> Callable[[FlopsFn], FlopsFn]:
+    def register(fn: FlopsFn) -> FlopsFn:
+        for t in op_types:
+            FLOPS[t] = fn
+        return fn
+
+    return register
+
+
+def numel(value: SSAValue) -> int:
+    return math.prod(irt.shape_of(value))
+
+
+def _scalar_ops(build: Callable[[Builder, list[SSAValue]], SSAValue], n_args: int) -> int:
+    """Floating-point ops in a scalar body (constants are free)."""
+    block = Block(arg_types=[irt.f32] * n_args)
+    build(Builder(InsertPoint.at_end(block)), list(block.args))
+    return sum(1 for op in block.ops if not isinstance(op, arith.ConstantOp))
+
+
+@flops(irt.ContractionOp)
+def _contraction_flops(op: irt.ContractionOp) -> int:
+    return 2 * numel(op.results[0]) * irt.shape_of(op.lhs)[-1]
+
+
+def op_flops(op: Operation) -> int | None:
+    """FLOPs of one irt op per forward, or None when irc does not know its cost."""
+    if isinstance(op, irt.ElementwiseOp):
+        return numel(op.results[0]) * _scalar_ops(op.build_scalar, len(op.elementwise_inputs()))
+    accumulate = next((FLOPS[c] for c in type(op).__mro__ if c in FLOPS), None)
+    if accumulate is None:
+        return 0 if isinstance(op, (*VIEWS, irt.ConstantOp, irt.TransposeOp)) else None
+    total = accumulate(op)
+    if isinstance(op, irt.EpilogueOp):
+        n = len(op.epilogue_inputs)
+        total += numel(op.results[0]) * _scalar_ops(lambda b, a: op.build_epilogue(b, a[0], a[1:]), n + 1)
+    return total
+
+
+def _storage(value: SSAValue) -> SSAValue:
+    """The tensor whose buffer `value` lives in (reshapes are views)."""
+    while isinstance(value.owner, VIEWS):
+        value = value.owner.operands[0]
+    return value
+
+
+@dataclass(frozen=True)
+class Kernel:
+    op: str
+    fused_from: tuple[str, ...]
+    shape: tuple[int, ...]
+    flops: int | None
+    bytes: int
+
+    @property
+    def intensity(self) -> float | None:
+        return self.flops / self.bytes if self.flops is not None and self.bytes else None
+
+
+def _function(module: ModuleOp) -> func.FuncOp:
+    return next(op for op in module.ops if isinstance(op, func.FuncOp))
+
+
+def kernels(module: ModuleOp) -> list[Kernel]:
+    """One entry per op that becomes a kernel (views and literals do not)."""
+    found = []
+    for op in _function(module).body.block.ops:
+        if isinstance(op, (*VIEWS, irt.ConstantOp, func.ReturnOp)):
+            continue
+        reads = {_storage(v) for v in op.operands if not isinstance(v.owner, irt.ConstantOp)}
+        moved = sum(numel(v) for v in reads) + sum(numel(r) for r in op.results)
+        fused = op.attributes.get("irc.fused")
+        names = tuple(s.data for s in fused.data) if isinstance(fused, ArrayAttr) else (op.name,)
+        shape = irt.shape_of(op.results[0]) if op.results else ()
+        found.append(Kernel(op.name, names, shape, op_flops(op), moved * BYTES))
+    return found
+
+
+def intermediate_bytes(module: ModuleOp) -> int:
+    """Bytes written and read back through memory for tensors produced and consumed inside the
+    function: one write plus one read per user (arguments and returned tensors excluded)."""
+    fn = _function(module)
+    returned = {_storage(v) for v in fn.body.block.last_op.operands}  # type: ignore[union-attr]
+    total = 0
+    for op in fn.body.block.ops:
+        if isinstance(op, (*VIEWS, irt.ConstantOp, func.ReturnOp)):
+            continue
+        for result in op.results:
+            if result in returned:
+                continue
+            readers = _readers(result)
+            total += numel(result) * BYTES * (1 + readers)
+    return total
+
+
+def _readers(value: SSAValue) -> int:
+    """Ops reading a tensor, looking through views."""
+    count = 0
+    for use in value.uses:
+        if isinstance(use.operation, VIEWS):
+            count += _readers(use.operation.results[0])
+        else:
+            count += 1
+    return count
+
+
+def unfused_reasons(module: ModuleOp) -> list[str]:
+    """For each elementwise op left on its own after fusion, why it did not fuse."""
+    reasons = []
+    for op in _function(module).body.block.ops:
+        if not isinstance(op, irt.ElementwiseOp) or "irc.fused" in op.attributes:
+            continue
+        for v in op.elementwise_inputs():
+            producer = v.owner
+            if not isinstance(producer, (irt.ElementwiseOp, irt.EpilogueOp)):
+                continue
+            users = {u.operation for u in v.uses}
+            if len(users) > 1:
+                reasons.append(f"{op.name} -> {_shape(op)}: its input from {producer.name} has {len(users)} users")
+            elif irt.shape_of(v) != irt.shape_of(op.results[0]):
+                reasons.append(f"{op.name} -> {_shape(op)}: it broadcasts {producer.name}'s result")
+        if not any(isinstance(v.owner, (irt.ElementwiseOp, irt.EpilogueOp)) for v in op.elementwise_inputs()):
+            reasons.append(f"{op.name} -> {_shape(op)}: its inputs come from no fusable producer")
+    return reasons
+
+
+def _shape(op: Operation) -> str:
+    return "x".join(map(str, irt.shape_of(op.results[0]))) or "scalar"
+
+
+def _fmt_count(n: float | None, unit: str) -> str:
+    if n is None:
+        return "?"
+    for scale, prefix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:.2f} {prefix}{unit}"
+    return f"{n:.0f} {unit}"
+
+
+def explain(imported: ModuleOp, fused: ModuleOp, timings: list[float] | None = None, peak_gflops: float | None = None) -> str:
+    """The report `cm.explain()` and `irc explain` print."""
+    ks = kernels(fused)
+    lines = ["irc explain", "", "Kernels (after irc-fuse):"]
+    header = f"  {'#':>2}  {'op':<16} {'computes':<44} {'shape':<14} {'FLOPs':>11} {'bytes':>11} {'FLOP/B':>7}"
+    if timings:
+        header += f" {'time':>10} {'GFLOP/s':>8}" + ("  % peak" if peak_gflops else "")
+    lines.append(header)
+    for i, k in enumerate(ks):
+        computes = " + ".join(k.fused_from)
+        row = (
+            f"  {i:>2}  {k.op:<16} {computes[:44]:<44} {'x'.join(map(str, k.shape)) or 'scalar':<14} "
+            f"{_fmt_count(k.flops, 'F'):>11} {_fmt_count(k.bytes, 'B'):>11} "
+            f"{(f'{k.intensity:.2f}' if k.intensity is not None else '?'):>7}"
+        )
+        if timings:
+            t = timings[i]
+            rate = k.flops / t / 1e9 if k.flops and t > 0 else None
+            row += f" {t * 1e6:>8.1f}us {(f'{rate:.1f}' if rate is not None else '?'):>8}"
+            if peak_gflops and rate is not None:
+                row += f"  {100 * rate / peak_gflops:5.1f}%"
+        lines.append(row)
+    total_flops = sum(k.flops or 0 for k in ks)
+    lines += ["", f"Total: {len(ks)} kernels, {_fmt_count(total_flops, 'FLOP')} per forward"]
+
+    fired = [k for k in ks if len(k.fused_from) > 1]
+    lines += ["", "Fusions:"]
+    lines += [f"  {' + '.join(k.fused_from)} -> one {k.op}" for k in fired] or ["  none"]
+    reasons = unfused_reasons(fused)
+    lines += ["", "Left unfused:"]
+    lines += [f"  {r}" for r in reasons] or ["  nothing fusable was left"]
+
+    before, after = intermediate_bytes(imported), intermediate_bytes(fused)
+    lines += [
+        "",
+        f"Intermediate traffic: {_fmt_count(before, 'B')} unfused -> {_fmt_count(after, 'B')} fused "
+        f"({_fmt_count(before - after, 'B')} removed per forward)",
+    ]
+    return "\n".join(lines) + "\n"

@@ -209,3 +209,71 @@ def explain(imported: ModuleOp, fused: ModuleOp, timings: list[float] | None = N
         f"({_fmt_count(before - after, 'B')} removed per forward)",
     ]
     return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# --profile: measured time per kernel, and the roofline plot
+# ---------------------------------------------------------------------------------------------
+
+
+def read_profile(lib) -> list[tuple[str, float]]:
+    """(kernel label, accumulated nanoseconds) from a library built with `emit_cpp(profile=True)`."""
+    import ctypes
+
+    lib.irc_profile_label.restype = ctypes.c_char_p
+    lib.irc_profile_label.argtypes = [ctypes.c_int]
+    lib.irc_profile_ns.restype = ctypes.c_double
+    lib.irc_profile_ns.argtypes = [ctypes.c_int]
+    return [(lib.irc_profile_label(i).decode(), lib.irc_profile_ns(i)) for i in range(lib.irc_profile_count())]
+
+
+def kernel_seconds(fused: ModuleOp, profile: list[tuple[str, float]], calls: int) -> list[float | None]:
+    """Seconds per call of each kernel of `kernels(fused)`, matched to the profile's labels in order
+    (consecutive loop nests with one label belong to one op; output copies are not kernels of
+    the IR and are skipped). None where the match fails."""
+    from irc.lowering.irc_to_loops import describe
+
+    groups: list[tuple[str, float]] = []
+    for label, ns in profile:
+        if groups and groups[-1][0] == label:
+            groups[-1] = (label, groups[-1][1] + ns)
+        elif not label.startswith("copy to "):
+            groups.append((label, ns))
+    ops = [op for op in _function(fused).body.block.ops if not isinstance(op, (*VIEWS, irt.ConstantOp, func.ReturnOp))]
+    times: list[float | None] = []
+    it = iter(groups)
+    for op in ops:
+        group = next(it, None)
+        times.append(group[1] / 1e9 / calls if group and group[0] == describe(op) else None)
+    return times
+
+
+def plot_roofline(ks: list[Kernel], seconds: list[float | None], roof, path) -> None:
+    """Each kernel at (FLOP/byte, achieved GFLOP/s) under the machine's measured roofs."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = [(k, t) for k, t in zip(ks, seconds) if t and k.flops and k.bytes]
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    xs = [k.intensity for k, _ in points] or [1.0]
+    lo, hi = min(min(xs) / 4, 0.05), max(max(xs) * 4, 2 * roof.peak_gflops / roof.bandwidth_gbs)
+    grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    ax.plot(grid, [roof.attainable(x) for x in grid], color="black", lw=2,
+            label=f"roofline: {roof.peak_gflops:.0f} GFLOP/s, {roof.bandwidth_gbs:.1f} GB/s ({roof.threads} threads)")
+    for i, (k, t) in enumerate(points):
+        rate = k.flops / t / 1e9
+        ax.scatter([k.intensity], [rate], s=40, zorder=3)
+        ax.annotate(f"{i}: {' + '.join(n.split('.')[-1] for n in k.fused_from)}", (k.intensity, rate),
+                    fontsize=7, xytext=(4, 4), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
+    ax.set_ylabel("achieved GFLOP/s")
+    ax.set_title("irc kernels against this machine's roofline")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,99 @@
+"""This machine's roofline: measured peak FP32 FLOP rate and memory bandwidth.
+
+Both come from two small kernels built with the same compiler and flags as irc's own code: a
+loop of independent 8-wide fused multiply-adds (the compute roof) and a sum over a 64 MiB array
+(the memory roof, streaming reads).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from dataclasses import dataclass
+
+from irc.runtime import build_library, load_library
+
+SOURCE = r"""
+#include <cstdint>
+#include <cstdlib>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+typedef float v8 __attribute__((vector_size(32)));
+
+// 12 independent FMA chains of 8 lanes per thread: 2 * 8 * 12 FLOPs per iteration.
+extern "C" float irc_peak(int64_t iters, int threads) {
+  float total = 0;
+  #pragma omp parallel num_threads(threads) reduction(+:total)
+  {
+    v8 a[12];
+    for (int i = 0; i < 12; ++i) a[i] = (v8){} + 1.0f + i * 1e-3f;
+    const v8 x = (v8){} + 0.999999f, y = (v8){} + 1e-7f;
+    for (int64_t n = 0; n < iters; ++n)
+      for (int i = 0; i < 12; ++i) a[i] = a[i] * x + y;
+    for (int i = 0; i < 12; ++i) for (int l = 0; l < 8; ++l) total += a[i][l];
+  }
+  return total;
+}
+
+extern "C" float irc_stream(const float* __restrict__ p, int64_t n, int threads) {
+  float total = 0;
+  #pragma omp parallel for simd num_threads(threads) reduction(+:total) schedule(static)
+  for (int64_t i = 0; i < n; ++i) total += p[i];
+  return total;
+}
+"""
+
+FLOPS_PER_ITER = 2 * 8 * 12
+
+
+@dataclass(frozen=True)
+class Roofline:
+    threads: int
+    peak_gflops: float
+    bandwidth_gbs: float
+
+    def attainable(self, intensity: float) -> float:
+        """GFLOP/s reachable at `intensity` FLOP/byte."""
+        return min(self.peak_gflops, self.bandwidth_gbs * intensity)
+
+
+def _best(fn, repeats: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def measure(threads: int) -> Roofline:
+    import torch
+
+    lib = load_library(build_library(SOURCE))
+    lib.irc_peak.argtypes = [ctypes.c_int64, ctypes.c_int]
+    lib.irc_peak.restype = ctypes.c_float
+    lib.irc_stream.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int]
+    lib.irc_stream.restype = ctypes.c_float
+    iters = 2_000_000
+    t = _best(lambda: lib.irc_peak(iters, threads))
+    peak = FLOPS_PER_ITER * iters * threads / t / 1e9
+    data = torch.ones(16 * 1024 * 1024)  # 64 MiB: beyond the last-level cache
+    t = _best(lambda: lib.irc_stream(data.data_ptr(), data.numel(), threads))
+    return Roofline(threads, peak, data.numel() * 4 / t / 1e9)
+
+
+def roofline(threads: int | None = None) -> Roofline:
+    """The roofline for `threads` (default: torch's thread count), measured now (about 2 s).
+
+    Not cached: a measurement taken while other processes hold the cores would stick. Set
+    IRC_PEAK_GFLOPS and IRC_BANDWIDTH_GBS to use known figures instead.
+    """
+    import torch
+
+    threads = threads or torch.get_num_threads()
+    peak, bandwidth = os.environ.get("IRC_PEAK_GFLOPS"), os.environ.get("IRC_BANDWIDTH_GBS")
+    if peak and bandwidth:
+        return Roofline(threads, float(peak), float(bandwidth))
+    return measure(threads)

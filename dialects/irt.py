@@ -313,8 +313,8 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[value])
 
     def verify_(self) -> None:
-        if not isinstance(self.parent_op(), (ElementwiseFusedOp, ContractOp)):
-            raise VerifyException("irt.yield must end the body of irt.elementwise or irt.contract")
+        if not isinstance(self.parent_op(), (ElementwiseFusedOp, EpilogueOp)):
+            raise VerifyException("irt.yield must end the body of irt.elementwise or of an op's epilogue")
 
 
 def _verify_scalar_region(op: Operation, region: Region, n_args: int) -> None:

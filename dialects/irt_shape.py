@@ -1,7 +1,163 @@
-"""`irt` ops: Layout and data movement beyond reshape/transpose: slice, concat, expand, gather (embedding).
+"""`irt` ops: layout and data movement beyond reshape/transpose: slice, concat, expand.
+
+    %s = irt.slice %x offsets [0, 2] strides [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
+    %c = irt.concat %a, %b dim 1 : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>
+    %e = irt.expand %x : (tensor<4x1xf32>) -> tensor<4x8xf32>
+
+All shapes are static. A slice takes, in each dimension d, `size_d` elements (the result's size)
+starting at `offsets[d]`, `strides[d]` apart (torch's `x[a:b:s]`; int indexing is a size-1 slice
+followed by an `irt.reshape`). `irt.expand` broadcasts numpy-style, as torch's `expand` does;
+the importer emits it only when no consumer broadcasts by itself (see convert_shape.py).
+Permutations use `irt.transpose`, and views (squeeze, unsqueeze, flatten, ...) `irt.reshape`.
 """
 
 from __future__ import annotations
 
-OPS: list = []
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import DenseArrayBase, I64, IntegerAttr, TensorType, i64
+from xdsl.ir import Attribute, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from irc.dialects.irt import _check_f32_tensor, _fmt, shape_of
+
+
+@irdl_op_definition
+class SliceOp(IRDLOperation):
+    """A strided box of the input: result[i...] = input[offsets + i * strides ...].
+
+        %s = irt.slice %x offsets [0, 2] strides [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
+    """
+
+    name = "irt.slice"
+    input = operand_def(TensorType)
+    offsets = prop_def(DenseArrayBase.constr(i64))
+    strides = prop_def(DenseArrayBase.constr(i64))
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input `offsets` $offsets `strides` $strides attr-dict `:` functional-type($input, $result)"
+
+    def __init__(self, input: SSAValue, offsets: Sequence[int], strides: Sequence[int], result_type: Attribute):
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={
+                "offsets": DenseArrayBase.from_list(i64, list(offsets)),
+                "strides": DenseArrayBase.from_list(i64, list(strides)),
+            },
+        )
+
+    @property
+    def static_offsets(self) -> tuple[int, ...]:
+        return tuple(self.offsets.get_values())
+
+    @property
+    def static_strides(self) -> tuple[int, ...]:
+        return tuple(self.strides.get_values())
+
+    def verify_(self) -> None:
+        _check_f32_tensor(self, self.input, "the input")
+        _check_f32_tensor(self, self.result, "the result")
+        a, r = shape_of(self.input), shape_of(self.result)
+        offs, strides = self.static_offsets, self.static_strides
+        if not (len(a) == len(r) == len(offs) == len(strides)):
+            raise VerifyException(
+                f"irt.slice: input {_fmt(a)}, result {_fmt(r)}, {len(offs)} offsets and {len(strides)} "
+                "strides must all have the same rank"
+            )
+        for d, (n, size, off, st) in enumerate(zip(a, r, offs, strides)):
+            if st < 1:
+                raise VerifyException(f"irt.slice: stride {st} in dimension {d} must be >= 1")
+            if size < 1 or off < 0 or off + (size - 1) * st >= n:
+                raise VerifyException(
+                    f"irt.slice: dimension {d} takes {size} element(s) from offset {off} with stride {st}, "
+                    f"outside the input's size {n} (input {_fmt(a)}, result {_fmt(r)})"
+                )
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """Inputs joined along `dim`; every other dimension agrees.
+
+        %c = irt.concat %a, %b dim 1 : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>
+    """
+
+    name = "irt.concat"
+    inputs = var_operand_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$inputs `dim` $dim attr-dict `:` functional-type($inputs, $result)"
+
+    def __init__(self, inputs: Sequence[SSAValue], dim: int, result_type: Attribute):
+        super().__init__(operands=[list(inputs)], result_types=[result_type], properties={"dim": IntegerAttr(dim, i64)})
+
+    @property
+    def axis(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        _check_f32_tensor(self, self.result, "the result")
+        r, d = shape_of(self.result), self.axis
+        shapes = [shape_of(v) for v in self.inputs]
+        for i, v in enumerate(self.inputs):
+            _check_f32_tensor(self, v, f"input {i}")
+        listed = ", ".join(map(_fmt, shapes))
+        if not shapes:
+            raise VerifyException("irt.concat: needs at least one input")
+        if not 0 <= d < len(r):
+            raise VerifyException(f"irt.concat: dim {d} is out of range for the result {_fmt(r)}")
+        for s in shapes:
+            if len(s) != len(r) or any(s[k] != r[k] for k in range(len(r)) if k != d):
+                raise VerifyException(
+                    f"irt.concat: inputs {listed} must match the result {_fmt(r)} in every dimension but {d}"
+                )
+        if sum(s[d] for s in shapes) != r[d]:
+            raise VerifyException(
+                f"irt.concat: inputs {listed} add up to {sum(s[d] for s in shapes)} in dimension {d}, "
+                f"the result {_fmt(r)} has {r[d]}"
+            )
+
+
+def broadcasts_to(shape: Sequence[int], target: Sequence[int]) -> bool:
+    """Whether `shape` broadcasts numpy-style to exactly `target`."""
+    lead = len(target) - len(shape)
+    return lead >= 0 and all(s in (1, target[lead + d]) for d, s in enumerate(shape))
+
+
+@irdl_op_definition
+class ExpandOp(IRDLOperation):
+    """The input broadcast numpy-style to the result shape (torch's expand/broadcast_to).
+
+        %e = irt.expand %x : (tensor<4x1xf32>) -> tensor<4x8xf32>
+    """
+
+    name = "irt.expand"
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input attr-dict `:` functional-type($input, $result)"
+
+    def __init__(self, input: SSAValue, result_type: Attribute):
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        _check_f32_tensor(self, self.input, "the input")
+        _check_f32_tensor(self, self.result, "the result")
+        a, r = shape_of(self.input), shape_of(self.result)
+        if not broadcasts_to(a, r):
+            raise VerifyException(f"irt.expand: input {_fmt(a)} does not broadcast to the result {_fmt(r)}")
+
+
+OPS = [SliceOp, ConcatOp, ExpandOp]
 ATTRS: list = []

@@ -3,11 +3,24 @@
     cm = irc.compile(model, example_inputs)
     y = cm(x)                      # one native call
     print(cm.ir("fused"))          # the IR after fusion; also "import", "loops"; cm.cpp_source
+    print(cm.explain())            # what fused, FLOPs and bytes per kernel
+    cm.save("model.irc"); irc.load("model.irc")   # AOT artifact: no compiler, no xDSL
+    torch.compile(model, backend="irc")   # irc as a Dynamo backend (entry point; no import needed)
+
+The compiler (and xDSL) is imported on first use of `compile`, so `irc.load` stays light.
 """
 
-from irc.api import CompiledModule, compile
+from irc.aot import load
 from irc.errors import CompileError, InputError, IrcError, UnsupportedOpError
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "CompiledModule", "InputError", "IrcError", "UnsupportedOpError", "compile"]
+__all__ = ["CompileError", "CompiledModule", "InputError", "IrcError", "UnsupportedOpError", "compile", "load"]
+
+
+def __getattr__(name: str):
+    if name in ("compile", "CompiledModule"):
+        from irc import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'irc' has no attribute {name!r}")

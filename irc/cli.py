@@ -1,4 +1,4 @@
-"""The `irc` command line: `irc verify`, `irc visualize`, `irc cache`.
+"""The `irc` command line: `irc verify`, `irc visualize`, `irc explain`, `irc cache`.
 
 Each subcommand lives in its own module exposing `add_arguments(parser)` and
 `run(args) -> exit code`; adding one (`bench`, `explain`, `cache`, ...) means adding a
@@ -18,6 +18,7 @@ from irc.errors import IrcError
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "verify": ("irc.verify", "check irc against eager PyTorch on the built-in models and time it"),
     "visualize": ("irc.visualize", "draw a model's captured graph and write its fused IR"),
+    "explain": ("irc.explain", "what irc fused, each kernel's FLOPs and bytes; --profile: timings and roofline"),
     "cache": ("irc.cache_cli", "show or clear the build cache"),
 }
 

@@ -187,8 +187,8 @@ def explain(imported: ModuleOp, fused: ModuleOp, timings: list[float] | None = N
         )
         if timings:
             t = timings[i]
-            rate = k.flops / t / 1e9 if k.flops and t > 0 else None
-            row += f" {t * 1e6:>8.1f}us {(f'{rate:.1f}' if rate is not None else '?'):>8}"
+            rate = k.flops / t / 1e9 if k.flops and t else None
+            row += f" {(f'{t * 1e6:.1f}us' if t is not None else '?'):>10} {(f'{rate:.1f}' if rate is not None else '?'):>8}"
             if peak_gflops and rate is not None:
                 row += f"  {100 * rate / peak_gflops:5.1f}%"
         lines.append(row)
@@ -228,23 +228,18 @@ def read_profile(lib) -> list[tuple[str, float]]:
 
 
 def kernel_seconds(fused: ModuleOp, profile: list[tuple[str, float]], calls: int) -> list[float | None]:
-    """Seconds per call of each kernel of `kernels(fused)`, matched to the profile's labels in order
-    (consecutive loop nests with one label belong to one op; output copies are not kernels of
-    the IR and are skipped). None where the match fails."""
-    from irc.lowering.irc_to_loops import describe
-
-    groups: list[tuple[str, float]] = []
+    """Seconds per call of each kernel of `kernels(fused)`. Profile labels are `index|label`, the
+    index being the op's position in its function (`irc-to-loops{tag-ops=true}`); an op's loop
+    nests add up, output copies (index -1) are not kernels of the IR."""
+    per_op: dict[int, float] = {}
     for label, ns in profile:
-        if groups and groups[-1][0] == label:
-            groups[-1] = (label, groups[-1][1] + ns)
-        elif not label.startswith("copy to "):
-            groups.append((label, ns))
-    ops = [op for op in _function(fused).body.block.ops if not isinstance(op, (*VIEWS, irt.ConstantOp, func.ReturnOp))]
+        index, _, _ = label.partition("|")
+        if index.lstrip("-").isdigit() and int(index) >= 0:
+            per_op[int(index)] = per_op.get(int(index), 0.0) + ns
     times: list[float | None] = []
-    it = iter(groups)
-    for op in ops:
-        group = next(it, None)
-        times.append(group[1] / 1e9 / calls if group and group[0] == describe(op) else None)
+    for i, op in enumerate(_function(fused).body.block.ops):
+        if not isinstance(op, (*VIEWS, irt.ConstantOp, func.ReturnOp)):
+            times.append(per_op[i] / 1e9 / calls if i in per_op else None)
     return times
 
 
@@ -277,3 +272,36 @@ def plot_roofline(ks: list[Kernel], seconds: list[float | None], roof, path) -> 
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+# ---------------------------------------------------------------------------------------------
+# `irc explain`
+# ---------------------------------------------------------------------------------------------
+
+
+def add_arguments(parser) -> None:
+    from pathlib import Path
+
+    parser.add_argument("model", nargs="?", default="mlp-small",
+                        help="built-in model name or package.module:attribute (default: mlp-small)")
+    parser.add_argument("--input-shape", help="input shape(s) for an nn.Module instance, e.g. 1x784")
+    parser.add_argument("--profile", action="store_true",
+                        help="time each kernel and draw roofline.png against this machine's measured peak")
+    parser.add_argument("--runs", type=int, default=20, help="calls to average over with --profile")
+    parser.add_argument("--out", type=Path, default=Path("."), help="where roofline.png goes (default: .)")
+
+
+def run(args) -> int:
+    import irc
+    from irc.visualize import load_model
+
+    model, inputs = load_model(args.model, args.input_shape)
+    cm = irc.compile(model, inputs)
+    png = None
+    if args.profile:
+        args.out.mkdir(parents=True, exist_ok=True)
+        png = args.out / "roofline.png"
+    print(cm.explain(profile=args.profile, runs=args.runs, roofline_png=png), end="")
+    if png is not None:
+        print(f"wrote {png}")
+    return 0

@@ -43,6 +43,8 @@ SCALAR_TORCH: dict[type[Operation], Callable[..., Tensor]] = {
     xmath.CosOp: torch.cos,
     xmath.SinOp: torch.sin,
     xmath.PowFOp: torch.pow,
+    arith.FPToUIOp: lambda c: c != 0,  # to i1, on 0.0/1.0 masks (irt.where)
+    arith.SelectOp: torch.where,
 }
 """Scalar op -> the torch function computing it on whole tensors (families may add entries)."""
 

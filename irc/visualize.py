@@ -446,7 +446,7 @@ def run(args: argparse.Namespace) -> int:
     graph_png = args.out / GRAPH_PNG
     try:
         with torch.no_grad():
-            cm = irc.compile(model, inputs)
+            cm = irc.compile(model, inputs, fallback=False)  # say what irc cannot compile
     except IrcError:
         _draw_traced_fallback(model, inputs, graph_png, args.model)
         raise

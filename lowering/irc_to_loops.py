@@ -44,6 +44,7 @@ from irc.dialects import irt
 from irc.lowering.irc_fuse import FUSED_ATTR
 
 KERNEL_ATTR = "irc.kernel"
+OP_INDEX_ATTR = "irc.op"
 
 LoweringFn = Callable[["FunctionLowering", Operation], None]
 LOWERINGS: dict[type[Operation], LoweringFn] = {}
@@ -94,6 +95,8 @@ class FunctionLowering:
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     allocs: list[SSAValue] = field(default_factory=list)
     index_consts: dict[int, SSAValue] = field(default_factory=dict)
+    tag_ops: bool = False  # mark each nest with the index of the irt op it lowers (profiling)
+    op_index: int = -1  # the irt op being lowered (-1: copies of the return)
 
     # -- small builders -------------------------------------------------------------------
     def index(self, value: int) -> SSAValue:
@@ -120,6 +123,8 @@ class FunctionLowering:
         zeros, ones = [self.index(0)] * len(shape), [self.index(1)] * len(shape)
         loop = scf.ParallelOp(zeros, [self.index(s) for s in shape], ones, Region(block))
         loop.attributes[KERNEL_ATTR] = StringAttr(label)
+        if self.tag_ops:
+            loop.attributes[OP_INDEX_ATTR] = IntegerAttr(self.op_index, 64)
         self.b.insert(loop)
 
     def load(self, b: Builder, tensor: SSAValue, ivs: Sequence[SSAValue], out_shape: Sequence[int]) -> SSAValue:
@@ -159,9 +164,10 @@ class FunctionLowering:
             self.buffers[a] = new
         outs = list(self.block.args[len(old.args) :])
         copies = self._assign_outputs(list(ret.arguments), outs)
-        for op in old.ops:
+        for self.op_index, op in enumerate(old.ops):
             if op is not ret:
                 self.lower(op)
+        self.op_index = -1
         for src, dst in copies:
             self._copy(src, dst)
         for buf in self.allocs:
@@ -293,12 +299,17 @@ def lower_constant(fl: FunctionLowering, op: irt.ConstantOp) -> None:
 
 @dataclass(frozen=True)
 class IrcToLoopsPass(ModulePass):
+    """Options:
+    tag-ops: mark every loop nest with `irc.op`, the index of the op it came from in its
+    function (used by profiling builds to attribute time to ops)."""
+
     name = "irc-to-loops"
+    tag_ops: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for fn in list(op.ops):
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:
-                new = FunctionLowering(fn).run()
+                new = FunctionLowering(fn, tag_ops=self.tag_ops).run()
                 op.body.block.insert_op_before(new, fn)
                 fn.detach()
                 fn.erase()

@@ -90,8 +90,8 @@ def build_library(
     ``error.command`` is the exact command that was run.
     """
     cxx = cxx or os.environ.get("IRC_CXX") or "g++"
-    flags = list(_resolve_flags(flags))
-    version = _compiler_version(cxx)
+    flags = list(resolve_flags(flags))
+    version = compiler_version(cxx)
 
     command_line = shlex.join(_command(cxx, flags, _SRC_PLACEHOLDER, _OUT_PLACEHOLDER))
     key_material = "\0".join([source, command_line, version, cpu_features(), _irc_version()])
@@ -186,7 +186,8 @@ def load_library(path: str | os.PathLike[str]) -> ctypes.CDLL:
         return lib
 
 
-def _resolve_flags(flags: Sequence[str] | None) -> Sequence[str]:
+def resolve_flags(flags: Sequence[str] | None = None) -> Sequence[str]:
+    """The flags a build uses: `flags`, else $IRC_CXXFLAGS (shell-split), else DEFAULT_CXXFLAGS."""
     if flags is not None:
         if isinstance(flags, str):
             raise TypeError("flags must be a sequence of strings, not one string")
@@ -201,12 +202,13 @@ def _command(cxx: str, flags: Sequence[str], src: str, out: str) -> list[str]:
     return [cxx, *flags, src, "-o", out]
 
 
-def _compiler_version(cxx: str) -> str:
-    """First line of ``cxx --version``, memoized per resolved compiler path.
+def compiler_version(cxx: str | None = None) -> str:
+    """First line of ``cxx --version`` (default: $IRC_CXX or g++), memoized per resolved path.
 
     A compiler that cannot be run yields "" (not memoized): the build then fails with a
     proper CompileError when the real command is attempted.
     """
+    cxx = cxx or os.environ.get("IRC_CXX") or "g++"
     resolved = shutil.which(cxx) or cxx
     if (cached := _versions.get(resolved)) is not None:
         return cached

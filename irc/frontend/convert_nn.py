@@ -1,3 +1,214 @@
-"""FX converters for the ops of `dialects/irt_nn.py` (added to the importer's tables)."""
+"""FX converters for the ops of `dialects/irt_nn.py` (added to the importer's tables).
+
+nn.Conv2d / F.conv2d / torch.conv2d, nn.BatchNorm1d/2d / F.batch_norm (eval), nn.MaxPool2d /
+F.max_pool2d, nn.AvgPool2d / F.avg_pool2d, nn.AdaptiveAvgPool2d / F.adaptive_avg_pool2d.
+Unbatched (3-D, C x H x W) inputs are viewed as a batch of one and the result viewed back.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import fx, nn
+from xdsl.ir import SSAValue
+
+from irc.dialects import irt, irt_nn
+from irc.frontend.fx_importer import FUNCTIONS, MODULES, FxImporter, Unsupported, tensor_type
+
+
+def _pair(value, what: str) -> tuple[int, int]:
+    if isinstance(value, int):
+        return (value, value)
+    if isinstance(value, (tuple, list)) and len(value) == 1:
+        return (int(value[0]), int(value[0]))
+    if isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return (int(value[0]), int(value[1]))
+    raise Unsupported(f"{what}={value!r}: irc takes an int or a pair of ints")
+
+
+def _tensor_arg(imp: FxImporter, value, what: str) -> SSAValue:
+    if not isinstance(value, SSAValue):
+        raise Unsupported(f"{what} must be a tensor, got {value!r}")
+    return value
+
+
+def _nchw(imp: FxImporter, node: fx.Node, x, build: Callable[[SSAValue, tuple[int, ...]], SSAValue]) -> SSAValue:
+    """Run `build(x4, result_shape4)` on a 4-D view of x (unbatched C x H x W gets N = 1)."""
+    x = _tensor_arg(imp, x, "the input")
+    shape = irt.shape_of(x)
+    out = tuple(imp.result_type(node).get_shape())
+    if len(shape) == 4:
+        return build(x, out)
+    if len(shape) != 3:
+        raise Unsupported(f"input of shape {list(shape)}: irc takes N x C x H x W or C x H x W")
+    y = build(imp.insert(irt.ReshapeOp(x, tensor_type((1, *shape)))), (1, *out))
+    return imp.insert(irt.ReshapeOp(y, tensor_type(out)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Convolution
+# ---------------------------------------------------------------------------------------------
+
+
+def _conv_padding(padding, weight_shape: Sequence[int], dilation: tuple[int, int], stride: tuple[int, int]) -> tuple[int, int]:
+    if padding == "valid":
+        return (0, 0)
+    if padding == "same":
+        totals = [d * (k - 1) for d, k in zip(dilation, weight_shape[2:])]
+        if any(t % 2 for t in totals):
+            raise Unsupported("padding='same' with an even dilated kernel pads asymmetrically; irc pads symmetrically")
+        return (totals[0] // 2, totals[1] // 2)
+    if isinstance(padding, str):
+        raise Unsupported(f"padding={padding!r}")
+    return _pair(padding, "padding")
+
+
+def _conv2d(imp: FxImporter, node: fx.Node, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> SSAValue:
+    weight = _tensor_arg(imp, weight, "the weight")
+    if bias is not None:
+        bias = _tensor_arg(imp, bias, "the bias")
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    pad = _conv_padding(padding, irt.shape_of(weight), dilation, stride)
+    if not isinstance(groups, int):
+        raise Unsupported(f"groups={groups!r}")
+
+    def build(x4: SSAValue, out: tuple[int, ...]) -> SSAValue:
+        op = irt_nn.Conv2dOp(
+            x4, weight, bias, tensor_type(out), stride=stride, padding=pad, dilation=dilation, groups=groups
+        )
+        return imp.insert(op)
+
+    return _nchw(imp, node, x, build)
+
+
+def _conv2d_module(imp: FxImporter, node: fx.Node, mod: nn.Conv2d, x) -> SSAValue:
+    if mod.padding_mode != "zeros":
+        raise Unsupported(f"padding_mode={mod.padding_mode!r}; irc pads with zeros only")
+    bias = imp.param(mod.bias) if mod.bias is not None else None
+    return _conv2d(imp, node, x, imp.param(mod.weight), bias, mod.stride, mod.padding, mod.dilation, mod.groups)
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch norm (inference)
+# ---------------------------------------------------------------------------------------------
+
+
+def _per_channel(imp: FxImporter, v, rank: int, channels: int, what: str, default: float) -> SSAValue:
+    """A [C] statistic or affine parameter reshaped to [C, 1, ...] so it broadcasts over dim 1."""
+    if v is None:
+        return imp.tensor(default)
+    v = _tensor_arg(imp, v, what)
+    if irt.shape_of(v) != (channels,):
+        raise Unsupported(f"{what} of shape {list(irt.shape_of(v))}; expected [{channels}]")
+    if rank <= 2:
+        return v
+    return imp.insert(irt.ReshapeOp(v, tensor_type((channels,) + (1,) * (rank - 2))))
+
+
+def _batch_norm(
+    imp: FxImporter, node: fx.Node, x, running_mean, running_var, weight=None, bias=None, training=False,
+    momentum=0.1, eps=1e-5,
+) -> SSAValue:
+    if training:
+        raise Unsupported("batch norm in training mode (batch statistics); call model.eval() before compiling")
+    if running_mean is None or running_var is None:
+        raise Unsupported("batch norm without running statistics (track_running_stats=False) uses batch statistics")
+    x = _tensor_arg(imp, x, "the input")
+    shape = irt.shape_of(x)
+    if len(shape) not in (2, 3, 4):
+        raise Unsupported(f"batch norm of a {len(shape)}-D input; irc takes 2-D, 3-D or 4-D (N, C, ...)")
+    c, rank = shape[1], len(shape)
+    mean = _per_channel(imp, running_mean, rank, c, "running_mean", 0.0)
+    var = _per_channel(imp, running_var, rank, c, "running_var", 1.0)
+    w = _per_channel(imp, weight, rank, c, "weight", 1.0)
+    b = _per_channel(imp, bias, rank, c, "bias", 0.0)
+    return imp.insert(irt_nn.BatchNormOp(x, mean, var, w, b, float(eps)))
+
+
+def _batch_norm_module(imp: FxImporter, node: fx.Node, mod: nn.modules.batchnorm._BatchNorm, x) -> SSAValue:
+    if mod.training:
+        raise Unsupported("batch norm in training mode (batch statistics); call model.eval() before compiling")
+    mean = imp.param(mod.running_mean) if mod.running_mean is not None else None
+    var = imp.param(mod.running_var) if mod.running_var is not None else None
+    weight = imp.param(mod.weight) if mod.weight is not None else None
+    bias = imp.param(mod.bias) if mod.bias is not None else None
+    return _batch_norm(imp, node, x, mean, var, weight, bias, False, mod.momentum, mod.eps)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pooling
+# ---------------------------------------------------------------------------------------------
+
+
+def _max_pool2d(
+    imp: FxImporter, node: fx.Node, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+    return_indices=False,
+) -> SSAValue:
+    if return_indices:
+        raise Unsupported("return_indices=True; irc returns the pooled values only")
+    kernel = _pair(kernel_size, "kernel_size")
+    strides = kernel if stride is None or stride == [] or stride == () else _pair(stride, "stride")
+    pad, dil = _pair(padding, "padding"), _pair(dilation, "dilation")
+    return _nchw(
+        imp, node, x,
+        lambda x4, out: imp.insert(
+            irt_nn.MaxPool2dOp(x4, tensor_type(out), kernel=kernel, stride=strides, padding=pad, dilation=dil,
+                               ceil_mode=bool(ceil_mode))
+        ),
+    )
+
+
+def _avg_pool2d(
+    imp: FxImporter, node: fx.Node, x, kernel_size, stride=None, padding=0, ceil_mode=False,
+    count_include_pad=True, divisor_override=None,
+) -> SSAValue:
+    if divisor_override is not None:
+        raise Unsupported("divisor_override; irc divides by the window size")
+    kernel = _pair(kernel_size, "kernel_size")
+    strides = kernel if stride is None or stride == [] or stride == () else _pair(stride, "stride")
+    pad = _pair(padding, "padding")
+    return _nchw(
+        imp, node, x,
+        lambda x4, out: imp.insert(
+            irt_nn.AvgPool2dOp(x4, tensor_type(out), kernel=kernel, stride=strides, padding=pad,
+                               ceil_mode=bool(ceil_mode), count_include_pad=bool(count_include_pad))
+        ),
+    )
+
+
+def _adaptive_avg_pool2d(imp: FxImporter, node: fx.Node, x, output_size) -> SSAValue:
+    """The output size (ints or None = keep the input's) is read from the traced result shape."""
+    return _nchw(imp, node, x, lambda x4, out: imp.insert(irt_nn.AdaptiveAvgPool2dOp(x4, tensor_type(out))))
+
+
+FUNCTIONS.update(
+    {
+        F.conv2d: _conv2d,
+        torch.conv2d: _conv2d,
+        F.batch_norm: _batch_norm,
+        F.max_pool2d: _max_pool2d,
+        torch.max_pool2d: _max_pool2d,
+        torch._C._nn.avg_pool2d: _avg_pool2d,  # F.avg_pool2d is this builtin
+        torch._C._nn.adaptive_avg_pool2d: _adaptive_avg_pool2d,
+        F.avg_pool2d: _avg_pool2d,
+        F.adaptive_avg_pool2d: _adaptive_avg_pool2d,
+    }
+)
+
+MODULES.update(
+    {
+        nn.Conv2d: _conv2d_module,
+        nn.BatchNorm1d: _batch_norm_module,
+        nn.BatchNorm2d: _batch_norm_module,
+        nn.MaxPool2d: lambda imp, node, mod, x: _max_pool2d(
+            imp, node, x, mod.kernel_size, mod.stride, mod.padding, mod.dilation, mod.ceil_mode, mod.return_indices
+        ),
+        nn.AvgPool2d: lambda imp, node, mod, x: _avg_pool2d(
+            imp, node, x, mod.kernel_size, mod.stride, mod.padding, mod.ceil_mode, mod.count_include_pad,
+            mod.divisor_override,
+        ),
+        nn.AdaptiveAvgPool2d: lambda imp, node, mod, x: _adaptive_avg_pool2d(imp, node, x, mod.output_size),
+    }
+)

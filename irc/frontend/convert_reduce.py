@@ -1,3 +1,528 @@
-"""FX converters for the ops of `dialects/irt_reduce.py` (added to the importer's tables)."""
+"""FX converters for the ops of `dialects/irt_reduce.py` (added to the importer's tables).
+
+* reductions: torch.sum / torch.mean / torch.amax and the Tensor methods, with `dim` an int or a
+  tuple (negative allowed), `keepdim`, or no dim (a full reduction);
+* torch.softmax / F.softmax / Tensor.softmax / nn.Softmax and the log_softmax forms: one
+  `irt.softmax` each, already a single fused row kernel;
+* F.layer_norm / nn.LayerNorm: one `irt.layer_norm` (no decomposition to recognize later);
+* torch.matmul / @ / torch.bmm on 3-D and 4-D tensors: `irt.batch_matmul` (2-D right-hand sides
+  still go to the core `irt.matmul`); torch.addmm: `irt.matmul` + `irt.add`;
+* F.scaled_dot_product_attention: `irt.attention` (a constant bool mask is folded: a causal one
+  becomes `causal`, others an additive 0/-inf constant);
+* nn.MultiheadAttention and nn.TransformerEncoderLayer, kept as leaf modules by FX, and
+  torch._transformer_encoder_layer_fwd (the layer's inference fast path, which TorchDynamo
+  traces under no_grad): linear, reshape, transpose, attention, layer_norm and elementwise irt
+  ops. Packed in-projection weights are split by row views bound as extra function parameters
+  (read in place, no copy); MultiheadAttention returns (out, NotComputed) so `result[0]` works
+  and using the weights is reported as unsupported.
+"""
 
 from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import fx, nn
+from xdsl.ir import SSAValue
+
+from irc.dialects import irt
+from irc.dialects.irt_reduce import (
+    AttentionOp,
+    BatchMatmulOp,
+    LayerNormOp,
+    LogSoftmaxOp,
+    ReduceOp,
+    SoftmaxOp,
+)
+from irc.frontend.fx_importer import FUNCTIONS, METHODS, MODULES, FxImporter, Unsupported, tensor_type
+
+# ---------------------------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------------------------
+
+
+def _dims(dim: Any, rank: int) -> list[int]:
+    """Normalized, sorted reduction dims; None or () means every dim."""
+    if dim is None:
+        return list(range(rank))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    if not dims:
+        return list(range(rank))
+    if any(not isinstance(d, int) for d in dims):
+        raise Unsupported(f"dim={dim!r}: reduction dims must be integers")
+    norm = sorted({d % max(rank, 1) for d in dims})
+    if len(norm) != len(dims):
+        raise Unsupported(f"dim={dim!r} names a dimension twice")
+    return norm
+
+
+def _check_dtype(dtype: Any) -> None:
+    if dtype not in (None, torch.float32):
+        raise Unsupported(f"dtype={dtype}: irc computes float32")
+
+
+def _reduce(kind: str):
+    def convert(imp: FxImporter, node: fx.Node, x, dim=None, keepdim=False, *, dtype=None, out=None) -> SSAValue:
+        _check_dtype(dtype)
+        if out is not None:
+            raise Unsupported("out= is not supported")
+        x = imp.tensor(x)
+        rank = len(irt.shape_of(x))
+        if rank == 0:
+            return x
+        return imp.insert(ReduceOp(kind, x, _dims(dim, rank), bool(keepdim), imp.result_type(node)))
+
+    return convert
+
+
+def _amax(imp: FxImporter, node: fx.Node, x, dim=(), keepdim=False, *, out=None) -> SSAValue:
+    return _reduce("max")(imp, node, x, dim, keepdim, out=out)
+
+
+def _max_full(previous):
+    """Tensor.max() / torch.max(x) with no dim: the maximum element. Other forms (a dim, which also
+    returns indices, or a second tensor) go to the converter registered before, if any."""
+
+    def convert(imp: FxImporter, node: fx.Node, x, *args, **kwargs) -> SSAValue:
+        if not args and not kwargs:
+            return _reduce("max")(imp, node, x)
+        if previous is not None:
+            return previous(imp, node, x, *args, **kwargs)
+        raise Unsupported("max with a dim or a second tensor; use torch.amax / torch.maximum")
+
+    return convert
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax, log_softmax, layer_norm
+# ---------------------------------------------------------------------------------------------
+
+
+def _softmax(op_cls):
+    def convert(imp: FxImporter, node: fx.Node, x, dim=None, _stacklevel=3, dtype=None) -> SSAValue:
+        _check_dtype(dtype)
+        if dim is None:
+            raise Unsupported("softmax without dim (implicit dim choice is deprecated); pass dim=")
+        x = imp.tensor(x)
+        if not irt.shape_of(x):
+            raise Unsupported("softmax of a 0-d tensor")
+        return imp.insert(op_cls(x, int(dim)))
+
+    return convert
+
+
+def _layer_norm(imp: FxImporter, node: fx.Node, x, normalized_shape, weight=None, bias=None, eps=1e-5) -> SSAValue:
+    x = imp.tensor(x)
+    shape = irt.shape_of(x)
+    norm = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not norm or tuple(shape[len(shape) - len(norm) :]) != norm or len(norm) > len(shape):
+        raise Unsupported(f"normalized_shape {list(norm)} is not the trailing shape of the input {list(shape)}")
+    w = imp.tensor(weight) if weight is not None else None
+    b = imp.tensor(bias) if bias is not None else None
+    return imp.insert(LayerNormOp(x, w, b, len(norm), float(eps)))
+
+
+def _layer_norm_module(imp: FxImporter, node: fx.Node, mod: nn.LayerNorm, x) -> SSAValue:
+    return _layer_norm_of(imp, mod, imp.tensor(x))
+
+
+def _layer_norm_of(imp: FxImporter, mod: nn.LayerNorm, x: SSAValue) -> SSAValue:
+    w = _module_tensor(imp, mod, "weight")
+    b = _module_tensor(imp, mod, "bias")
+    return _layer_norm(imp, None, x, mod.normalized_shape, w, b, mod.eps)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# Batched matmul
+# ---------------------------------------------------------------------------------------------
+
+_CORE_MATMUL = FUNCTIONS[torch.matmul]
+
+
+def _batch_matmul(imp: FxImporter, a: SSAValue, b: SSAValue, result_shape: Sequence[int]) -> SSAValue:
+    return imp.insert(BatchMatmulOp("matmul", a, b, tensor_type(result_shape)))
+
+
+def _matmul(imp: FxImporter, node: fx.Node, a, b, *, out=None) -> SSAValue:
+    """torch.matmul: [..., K] @ [K, N] is the core irt.matmul; both operands of rank >= 2 with at
+    least one of rank >= 3 is irt.batch_matmul (batch dims broadcast)."""
+    if out is not None:
+        raise Unsupported("out= is not supported")
+    a, b = imp.tensor(a), imp.tensor(b)
+    ra, rb = len(irt.shape_of(a)), len(irt.shape_of(b))
+    if ra >= 2 and rb >= 3:
+        return _batch_matmul(imp, a, b, imp.result_type(node).get_shape())
+    return _CORE_MATMUL(imp, node, a, b)
+
+
+def _bmm(imp: FxImporter, node: fx.Node, a, b, *, out=None) -> SSAValue:
+    a, b = imp.tensor(a), imp.tensor(b)
+    if len(irt.shape_of(a)) != 3 or len(irt.shape_of(b)) != 3:
+        raise Unsupported(f"bmm needs two 3-D tensors, got {irt.shape_of(a)} and {irt.shape_of(b)}")
+    return _matmul(imp, node, a, b, out=out)
+
+
+def _addmm(imp: FxImporter, node: fx.Node, bias, a, b, *, beta=1, alpha=1, out=None) -> SSAValue:
+    """bias + a @ b (beta = alpha = 1): irt.matmul + irt.add, which fusion turns into one kernel."""
+    if beta != 1 or alpha != 1 or out is not None:
+        raise Unsupported("addmm with beta/alpha other than 1 or out=")
+    a, b = imp.tensor(a), imp.tensor(b)
+    if len(irt.shape_of(a)) != 2 or len(irt.shape_of(b)) != 2:
+        raise Unsupported(f"addmm needs 2-D matrices, got {irt.shape_of(a)} and {irt.shape_of(b)}")
+    t = imp.result_type(node)
+    m = imp.insert(irt.MatmulOp(a, b, tensor_type((irt.shape_of(a)[0], irt.shape_of(b)[1]))))
+    return imp.insert(irt.AddOp(imp.tensor(bias), m, t))
+
+
+# ---------------------------------------------------------------------------------------------
+# Attention
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_causal_bool(allowed: torch.Tensor, lq: int, lk: int) -> bool:
+    """Whether a bool mask (True = attend) is exactly the top-left causal mask, broadcast."""
+    tril = torch.ones(lq, lk, dtype=torch.bool).tril()
+    try:
+        return bool((allowed.expand(*allowed.shape[:-2], lq, lk) == tril).all())
+    except RuntimeError:
+        return False
+
+
+def _attention_mask(
+    imp: FxImporter, mask: Any, lq: int, lk: int, true_means_masked: bool
+) -> tuple[SSAValue | None, bool]:
+    """(additive float mask operand or None, causal). Float masks pass through; a compile-time bool
+    mask becomes `causal` if it is the causal pattern, else a constant 0/-inf tensor."""
+    if mask is None:
+        return None, False
+    if isinstance(mask, SSAValue):
+        return mask, False
+    if isinstance(mask, torch.Tensor):
+        if mask.dtype == torch.bool:
+            allowed = ~mask if true_means_masked else mask
+            if _is_causal_bool(allowed, lq, lk):
+                return None, True
+            additive = torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))
+            return imp.constant(additive, "attn_mask"), False
+        if mask.is_floating_point():
+            return imp.constant(mask.to(torch.float32), "attn_mask"), False
+    raise Unsupported(f"attn_mask of type {getattr(mask, 'dtype', type(mask).__name__)}: irc takes float masks "
+                      "or compile-time bool masks")
+
+
+def _sdpa(
+    imp: FxImporter, node: fx.Node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+    enable_gqa=False,
+) -> SSAValue:
+    if dropout_p:
+        raise Unsupported(f"dropout_p={dropout_p}: irc compiles inference (dropout_p must be 0)")
+    if enable_gqa:
+        raise Unsupported("enable_gqa=True (grouped-query attention) is not supported")
+    q, k, v = imp.tensor(q), imp.tensor(k), imp.tensor(v)
+    lq, e = irt.shape_of(q)[-2:]
+    lk = irt.shape_of(k)[-2]
+    mask, causal = _attention_mask(imp, attn_mask, lq, lk, true_means_masked=False)
+    s = 1.0 / math.sqrt(e) if scale is None else float(scale)
+    return imp.insert(AttentionOp(q, k, v, mask, s, bool(is_causal) or causal, imp.result_type(node)))
+
+
+# ---------------------------------------------------------------------------------------------
+# nn.MultiheadAttention, nn.TransformerEncoderLayer (leaf modules)
+# ---------------------------------------------------------------------------------------------
+
+
+def _module_tensor(imp: FxImporter, mod: nn.Module, path: str, rows: slice | None = None) -> SSAValue | None:
+    """A module's parameter (or a row slice of it, e.g. q's third of in_proj_weight) as a function
+    argument read in place; nested modules' parameters are added on first use."""
+    t: Any = mod
+    for part in path.split("."):
+        t = getattr(t, part)
+    if t is None:
+        return None
+    if rows is None and id(t) in imp.param_args:
+        return imp.param(t)
+    cache: dict = imp.__dict__.setdefault("_reduce_params", {})
+    key = (id(t), None if rows is None else (rows.start, rows.stop))
+    if key not in cache:
+        view = t if rows is None else t[rows]
+        names = {id(m): n for n, m in imp.gm.named_modules()}
+        name = ".".join(filter(None, [names.get(id(mod), ""), path, "qkv"[rows.start // len(view)] if rows else ""]))
+        cache[key] = (view, imp.add_constant_param(name, view))  # keep the view alive
+    return cache[key][1]
+
+
+def _linear(imp: FxImporter, x: SSAValue, w: SSAValue, b: SSAValue | None) -> SSAValue:
+    shape = (*irt.shape_of(x)[:-1], irt.shape_of(w)[0])
+    return imp.insert(irt.LinearOp(x, w, b, tensor_type(shape)))
+
+
+def _reshape(imp: FxImporter, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+    return x if irt.shape_of(x) == tuple(shape) else imp.insert(irt.ReshapeOp(x, tensor_type(shape)))
+
+
+def _permute(imp: FxImporter, x: SSAValue, perm: Sequence[int]) -> SSAValue:
+    if list(perm) == list(range(len(perm))):
+        return x
+    shape = irt.shape_of(x)
+    return imp.insert(irt.TransposeOp(x, perm, tensor_type([shape[p] for p in perm])))
+
+
+def _heads_perm(rank: int, batch_first: bool) -> list[int]:
+    """[tokens..., H, D] -> [N, H, L, D] (or [H, L, D] for unbatched [L, H, D])."""
+    if rank == 2:
+        return [1, 0, 2]
+    return [0, 2, 1, 3] if batch_first else [1, 2, 0, 3]
+
+
+def multi_head_attention(
+    imp: FxImporter,
+    mod: nn.MultiheadAttention,
+    query: SSAValue,
+    key: SSAValue,
+    value: SSAValue,
+    attn_mask: Any,
+    causal: bool,
+) -> SSAValue:
+    """nn.MultiheadAttention's output (inference): in-projections, heads, irt.attention, out_proj."""
+    if mod.bias_k is not None or mod.add_zero_attn:
+        raise Unsupported("add_bias_kv / add_zero_attn are not supported")
+    if mod.training and mod.dropout > 0:
+        raise Unsupported("attention dropout in training mode; compile the model in eval mode (model.eval())")
+    e = mod.embed_dim
+    if mod._qkv_same_embed_dim:
+        weights = [_module_tensor(imp, mod, "in_proj_weight", slice(i * e, (i + 1) * e)) for i in range(3)]
+    else:
+        weights = [_module_tensor(imp, mod, f"{n}_proj_weight") for n in "qkv"]
+    if mod.in_proj_bias is not None:
+        biases = [_module_tensor(imp, mod, "in_proj_bias", slice(i * e, (i + 1) * e)) for i in range(3)]
+    else:
+        biases = [None] * 3
+    out_w, out_b = _module_tensor(imp, mod, "out_proj.weight"), _module_tensor(imp, mod, "out_proj.bias")
+    return attention_block(
+        imp, (query, key, value), weights, biases, (out_w, out_b), mod.num_heads, mod.batch_first, attn_mask, causal
+    )
+
+
+def attention_block(
+    imp: FxImporter,
+    qkv: Sequence[SSAValue],
+    weights: Sequence[SSAValue],
+    biases: Sequence[SSAValue | None],
+    out_proj: tuple[SSAValue, SSAValue | None],
+    num_heads: int,
+    batch_first: bool,
+    attn_mask: Any,
+    causal: bool,
+) -> SSAValue:
+    """Multi-head attention from its projections: q/k/v linears, split heads ([N, H, L, D]),
+    irt.attention (scale 1/sqrt(D)), merge heads, output linear. Inputs are [N, L, E]
+    (batch_first), [L, N, E], or unbatched [L, E]; masks follow MultiheadAttention (bool True =
+    masked; 2-D [L, S] or 3-D [N * H, L, S])."""
+    e = irt.shape_of(weights[0])[0]
+    d = e // num_heads
+    heads = []
+    for x, w, b in zip(qkv, weights, biases):
+        y = _linear(imp, x, w, b)
+        shape = irt.shape_of(y)
+        y = _reshape(imp, y, (*shape[:-1], num_heads, d))
+        heads.append(_permute(imp, y, _heads_perm(len(shape), batch_first)))
+    q, k, v = heads
+    lq, lk = irt.shape_of(q)[-2], irt.shape_of(k)[-2]
+    mask, mask_causal = _attention_mask(imp, attn_mask, lq, lk, true_means_masked=True)
+    if mask is not None and len(irt.shape_of(mask)) == 3:  # [N * H, L, S] -> [N, H, L, S]
+        mask = _reshape(imp, mask, (*irt.shape_of(q)[:-2], lq, lk))
+    out_shape = (*irt.shape_of(q)[:-1], d)
+    o = imp.insert(AttentionOp(q, k, v, mask, 1.0 / math.sqrt(d), causal or mask_causal, tensor_type(out_shape)))
+    perm = _heads_perm(len(irt.shape_of(qkv[0])), batch_first)
+    inverse = [perm.index(i) for i in range(len(perm))]
+    o = _permute(imp, o, inverse)
+    o = _reshape(imp, o, (*irt.shape_of(o)[:-2], e))
+    return _linear(imp, o, *out_proj)
+
+
+class NotComputed:
+    """Stands for a module result irc does not compute (MultiheadAttention's attention weights):
+    taking it with getitem is fine, using it as a tensor is reported as unsupported."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"<{self.what}, not computed by irc>"
+
+
+def _weights_used(node: fx.Node) -> bool:
+    """Whether anything reads the weights of the module's (out, weights) tuple: a user other than
+    `result[0]`, or a `result[1]` that has users itself (`out, _ = attn(...)` makes an unused one)."""
+    for u in node.users:
+        if not (u.op == "call_function" and u.target is operator.getitem):
+            return True
+        if u.args[1] != 0 and u.users:
+            return True
+    return False
+
+
+def _mha_module(
+    imp: FxImporter, node: fx.Node, mod: nn.MultiheadAttention, query, key, value, key_padding_mask=None,
+    need_weights=True, attn_mask=None, average_attn_weights=True, is_causal=False,
+) -> tuple[SSAValue, NotComputed]:
+    if key_padding_mask is not None:
+        raise Unsupported("key_padding_mask is not supported; pass an additive float attn_mask instead")
+    if need_weights and _weights_used(node):
+        raise Unsupported("the attention weights output is used (irc computes only the attention output; "
+                          "pass need_weights=False)")
+    query, key, value = imp.tensor(query), imp.tensor(key), imp.tensor(value)
+    causal = False
+    if is_causal:
+        if attn_mask is None:
+            raise Unsupported("is_causal=True needs attn_mask (as torch requires)")
+        if not need_weights:  # torch then ignores the mask and attends causally
+            attn_mask, causal = None, True
+    out = multi_head_attention(imp, mod, query, key, value, attn_mask, causal)
+    return out, NotComputed("the attention weights")
+
+
+def _activation(imp: FxImporter, act: Any, x: SSAValue) -> SSAValue:
+    if act is F.relu or isinstance(act, nn.ReLU):
+        return imp.insert(irt.ReluOp(x))
+    if act is F.gelu:
+        return imp.insert(irt.GeluOp(x))
+    if isinstance(act, nn.GELU):
+        return imp.insert(irt.GeluOp(x, act.approximate))
+    raise Unsupported(f"activation {act!r}: irc supports relu and gelu")
+
+
+def _encoder_layer(
+    imp: FxImporter, node: fx.Node, mod: nn.TransformerEncoderLayer, src, src_mask=None,
+    src_key_padding_mask=None, is_causal=False,
+) -> SSAValue:
+    """nn.TransformerEncoderLayer in eval mode (dropout is the identity), norm_first either way."""
+    if src_key_padding_mask is not None:
+        raise Unsupported("src_key_padding_mask is not supported")
+    if mod.training:
+        raise Unsupported("dropout in training mode; compile the model in eval mode (model.eval())")
+    causal = bool(is_causal) and src_mask is not None
+    mask = None if causal else src_mask
+
+    def norm(which: nn.LayerNorm):
+        return lambda y: _layer_norm_of(imp, which, y)
+
+    def ff(y: SSAValue) -> SSAValue:
+        h = _linear(imp, y, _module_tensor(imp, mod, "linear1.weight"), _module_tensor(imp, mod, "linear1.bias"))
+        h = _activation(imp, mod.activation, h)
+        return _linear(imp, h, _module_tensor(imp, mod, "linear2.weight"), _module_tensor(imp, mod, "linear2.bias"))
+
+    return encoder_block(
+        imp, imp.tensor(src), lambda y: multi_head_attention(imp, mod.self_attn, y, y, y, mask, causal),
+        ff, norm(mod.norm1), norm(mod.norm2), mod.norm_first,
+    )
+
+
+def encoder_block(imp: FxImporter, x: SSAValue, sa, ff, norm1, norm2, norm_first: bool) -> SSAValue:
+    """x + sa(norm1(x)), + ff(norm2(.)) (pre-norm), or norm1(x + sa(x)), norm2(. + ff(.)) (post-norm)."""
+
+    def add(a: SSAValue, b: SSAValue) -> SSAValue:
+        return imp.insert(irt.AddOp(a, b, x.type))
+
+    if norm_first:
+        x = add(x, sa(norm1(x)))
+        return add(x, ff(norm2(x)))
+    x = norm1(add(x, sa(x)))
+    return norm2(add(x, ff(x)))
+
+
+def _param_rows(imp: FxImporter, value: SSAValue, rows: slice) -> SSAValue:
+    """Rows of a parameter argument as a new argument (a view, read in place): slices a packed
+    weight at compile time without a slice op."""
+    n = len(imp.params)
+    args = list(imp.block.args[len(imp.block.args) - n :])
+    if value not in args:
+        raise Unsupported("the packed in-projection weight is not a parameter (it is computed)")
+    name, t = imp.params[args.index(value)]
+    cache: dict = imp.__dict__.setdefault("_reduce_params", {})
+    key = (id(t), (rows.start, rows.stop))
+    if key not in cache:
+        view = t[rows]
+        cache[key] = (view, imp.add_constant_param(f"{name}.{'qkv'[rows.start // len(view)]}", view))
+    return cache[key][1]
+
+
+def _encoder_layer_fwd(
+    imp: FxImporter, node: fx.Node, src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
+    use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
+    ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None, mask_type=None,
+) -> SSAValue:
+    """torch._transformer_encoder_layer_fwd: the fused fast path nn.TransformerEncoderLayer takes
+    in inference (TorchDynamo traces it under no_grad). batch_first; exact GELU when use_gelu;
+    norm1's eps for both norms (as the fast path does)."""
+    if mask is not None and mask_type != 0:
+        raise Unsupported(f"mask_type={mask_type} (a key padding mask) is not supported")
+    e = int(embed_dim)
+    weights = [_param_rows(imp, qkv_weight, slice(i * e, (i + 1) * e)) for i in range(3)]
+    biases = [_param_rows(imp, qkv_bias, slice(i * e, (i + 1) * e)) for i in range(3)]
+
+    def sa(y: SSAValue) -> SSAValue:
+        return attention_block(imp, (y, y, y), weights, biases, (proj_weight, proj_bias), int(num_heads), True, mask, False)
+
+    def ff(y: SSAValue) -> SSAValue:
+        h = _linear(imp, y, ffn_weight_1, ffn_bias_1)
+        h = imp.insert(irt.GeluOp(h) if use_gelu else irt.ReluOp(h))
+        return _linear(imp, h, ffn_weight_2, ffn_bias_2)
+
+    def norm(w, b):
+        return lambda y: imp.insert(LayerNormOp(y, w, b, 1, float(eps)))
+
+    x = imp.tensor(src)
+    return encoder_block(imp, x, sa, ff, norm(norm_weight_1, norm_bias_1), norm(norm_weight_2, norm_bias_2), bool(norm_first))
+
+
+# ---------------------------------------------------------------------------------------------
+# The tables
+# ---------------------------------------------------------------------------------------------
+
+FUNCTIONS.update(
+    {
+        torch.sum: _reduce("sum"),
+        torch.mean: _reduce("mean"),
+        torch.amax: _amax,
+        torch.max: _max_full(FUNCTIONS.get(torch.max)),
+        torch.softmax: _softmax(SoftmaxOp),
+        F.softmax: _softmax(SoftmaxOp),
+        torch.log_softmax: _softmax(LogSoftmaxOp),
+        F.log_softmax: _softmax(LogSoftmaxOp),
+        F.layer_norm: _layer_norm,
+        torch.matmul: _matmul,
+        operator.matmul: _matmul,
+        torch.bmm: _bmm,
+        torch.addmm: _addmm,
+        F.scaled_dot_product_attention: _sdpa,
+        torch._transformer_encoder_layer_fwd: _encoder_layer_fwd,
+    }
+)
+
+METHODS.update(
+    {
+        "sum": _reduce("sum"),
+        "mean": _reduce("mean"),
+        "amax": _amax,
+        "max": _max_full(METHODS.get("max")),
+        "softmax": _softmax(SoftmaxOp),
+        "log_softmax": _softmax(LogSoftmaxOp),
+        "matmul": _matmul,
+        "bmm": _bmm,
+    }
+)
+
+MODULES.update(
+    {
+        nn.Softmax: lambda imp, node, mod, x: _softmax(SoftmaxOp)(imp, node, x, mod.dim),
+        nn.LogSoftmax: lambda imp, node, mod, x: _softmax(LogSoftmaxOp)(imp, node, x, mod.dim),
+        nn.LayerNorm: _layer_norm_module,
+        nn.MultiheadAttention: _mha_module,
+        nn.TransformerEncoderLayer: _encoder_layer,
+    }
+)

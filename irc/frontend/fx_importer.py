@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.ir import Block, Region, SSAValue
 
 from irc.dialects import irt
+from irc.dialects.irt_shape import ExpandOp
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
 
 
@@ -84,6 +85,12 @@ class FxImporter:
     failed: set[fx.Node] = field(default_factory=set)  # unsupported nodes and those depending on them
     param_args: dict[int, SSAValue] = field(default_factory=dict)
     unsupported: list[UnsupportedNode] = field(default_factory=list)
+    params: list[tuple[str, torch.Tensor]] = field(default_factory=list)  # in function-argument order
+    block: Block = field(init=False)
+    constants: dict[int, tuple[torch.Tensor, SSAValue]] = field(default_factory=dict)  # by id(tensor)
+
+    SMALL_CONSTANT = 16
+    """Compile-time tensors up to this many elements print inline (irt.constant); bigger ones are arguments."""
 
     # -- helpers converters use -----------------------------------------------------------
     def result_type(self, node: fx.Node) -> TensorType:
@@ -103,10 +110,38 @@ class FxImporter:
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return self.builder.insert(irt.ConstantOp.from_floats([float(value)])).result
+        if isinstance(value, torch.Tensor):
+            return self.constant(value)
         raise Unsupported(f"argument {value!r} is not a tensor or a number")
 
     def insert(self, op) -> SSAValue:
         return self.builder.insert(op).results[0]
+
+    def constant(self, value: torch.Tensor, name: str = "cst") -> SSAValue:
+        """A tensor known at compile time (a factory's result, a folded mask) as f32: an irt.constant
+        if small, an expanded scalar if a splat, else a new function argument (`add_constant_param`).
+        Once per tensor."""
+        if id(value) not in self.constants:
+            t = value.detach().to(torch.float32).contiguous()
+            if t.numel() <= self.SMALL_CONSTANT:
+                v = self.insert(irt.ConstantOp.from_floats(t.flatten().tolist(), tuple(t.shape)))
+            elif bool((t == t.flatten()[0]).all()):  # a big splat: one number, broadcast
+                c = self.insert(irt.ConstantOp.from_floats([t.flatten()[0].item()]))
+                v = self.insert(ExpandOp(c, tensor_type(t.shape)))
+            else:
+                v = self.add_constant_param(name, t)
+            self.constants[id(value)] = (value, v)
+        return self.constants[id(value)][1]
+
+    def add_constant_param(self, name: str, tensor: torch.Tensor) -> SSAValue:
+        """A new function argument after all others, bound to `tensor` at every call (so the tensor
+        is never printed in IR text). Converters may call it while the function is being built."""
+        t = tensor.detach().to(torch.float32).contiguous()
+        arg = self.block.insert_arg(tensor_type(t.shape), len(self.block.args))
+        arg.name_hint = _ssa_name(name)
+        self.params.append((name, t))
+        self.param_args[id(t)] = arg
+        return arg
 
     # -- the import -----------------------------------------------------------------------
     def run(self, example_inputs: Sequence[torch.Tensor], func_name: str) -> ImportedGraph:
@@ -125,9 +160,9 @@ class FxImporter:
                 raise IrcError(f"example input '{p.name}' is on {x.device}; irc compiles for the CPU")
         _propagate_shapes(self.gm, example_inputs)
 
-        params = self._collect_params()
+        self.params = params = self._collect_params()
         arg_types = [tensor_type(x.shape) for x in example_inputs] + [tensor_type(t.shape) for _, t in params]
-        block = Block(arg_types=arg_types)
+        self.block = block = Block(arg_types=arg_types)
         for p, arg in zip(placeholders, block.args):
             arg.name_hint = _ssa_name(p.name)
             self.values[p] = arg
@@ -149,6 +184,7 @@ class FxImporter:
         if self.unsupported:
             raise UnsupportedOpError(self.unsupported)
         self.builder.insert(func.ReturnOp(*outputs))
+        arg_types = [a.type for a in block.args]  # converters may have added constant parameters
         fn = func.FuncOp(func_name, (arg_types, [v.type for v in outputs]), Region(block))
         module = ModuleOp([fn])
         module.verify()
@@ -173,6 +209,7 @@ class FxImporter:
                 mod = self.gm.get_submodule(str(node.target))
                 if type(mod) in MODULES:
                     tensors = [(f"{node.target}.{n}", p) for n, p in mod.named_parameters(recurse=False)]
+                    tensors += [(f"{node.target}.{n}", t) for n, t in mod.named_buffers(recurse=False)]
             for name, t in tensors:
                 if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and id(t) not in found:
                     found[id(t)] = (name, t)
@@ -222,6 +259,8 @@ class FxImporter:
     @staticmethod
     def _get_attr(imp: FxImporter, node: fx.Node) -> SSAValue:
         t = _fetch_attr(imp.gm, str(node.target))
+        if isinstance(t, torch.Tensor) and t.dtype in (torch.bool, torch.int64, torch.int32, torch.uint8):
+            return t  # a mask or index buffer: a compile-time value, folded where it is used
         if not isinstance(t, torch.Tensor) or id(t) not in imp.param_args:
             raise Unsupported("the attribute is not a float32 tensor")
         return imp.param_args[id(t)]
@@ -414,3 +453,4 @@ MODULES: dict[type, Converter] = {
 
 # Op families add their converters to the tables above on import.
 from irc.frontend import convert_math, convert_nn, convert_reduce, convert_shape  # noqa: E402, F401
+from irc.frontend import aten  # noqa: E402, F401  (ATen overloads as aliases; after the families)

@@ -48,7 +48,7 @@ func.func @mlp(%x: tensor<2x8xf32>, %w1: tensor<16x8xf32>, %b1: tensor<16xf32>, 
 
 // CHECK-LABEL: extern "C" void act(float* __restrict__ x, float* __restrict__ out0)
 // CHECK:         {{\[\[maybe_unused\]\]}} float* __restrict__ {{.*}} = out0 + 0;  // view as memref<4x4xf32>
-// CHECK:         // kernel 0: irt.elementwise (irt.gelu + irt.tanh + irt.sigmoid) -> 4x4
+// CHECK:         // kernel 2: irt.elementwise (irt.gelu + irt.tanh + irt.sigmoid) -> 4x4
 // CHECK:         __builtin_erff(
 // CHECK:         __builtin_tanhf(
 // CHECK:         __builtin_expf(

@@ -1,0 +1,426 @@
+"""ATen-level graphs (`torch.export`, decomposed graphs) → the importer's torch-level converters.
+
+An `ExportedProgram`'s graph calls ATen overloads (`torch.ops.aten.linear.default`,
+`aten.addmm.default`, `aten._native_batch_norm_legit_no_training.default` ...) instead of the
+Python-level functions the converters are keyed by (`F.linear`, `torch.mm`, `F.batch_norm`).
+This module registers one converter per overload into `FUNCTIONS`; each is an *alias*: it
+normalizes the ATen arguments to a torch-level call and hands it to whatever converter is
+registered for that torch function **when the node is converted** (not when this module is
+imported). So an alias whose target has no converter behaves as absent (`Unsupported`, naming
+the torch function it maps onto), and converters other families add later work automatically.
+
+Overloads with several results (`native_layer_norm`, `max_pool2d_with_indices`, ...) convert to
+a Python tuple `(out, None, ...)`: irc computes only the main result, and `operator.getitem`
+picks it (taking a secondary result — indices, saved statistics, a dropout mask — is unsupported).
+
+`exported_program_module(ep)` turns an `ExportedProgram` into a plain GraphModule irc can import:
+parameters, buffers and constants are `get_attr` nodes (function parameters, not inputs), the
+export guards are dropped, and inputs/outputs are flat tensors.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import fx
+from xdsl.ir import SSAValue
+
+from irc.dialects import irt
+from irc.errors import IrcError
+from irc.frontend.fx_importer import FUNCTIONS, METHODS, FxImporter, Unsupported
+
+aten = torch.ops.aten
+
+# A normalizer maps the ATen call's (args, kwargs) to the torch-level call's (args, kwargs).
+Normalizer = Callable[..., tuple[tuple, dict]]
+# A target is a torch-level callable (a FUNCTIONS key) or "Tensor.<name>" (a METHODS key).
+Target = Any
+
+
+def _same(*args, **kwargs) -> tuple[tuple, dict]:
+    return args, kwargs
+
+
+def _lookup(target: Target):
+    """The converter registered for `target` right now, or None."""
+    if isinstance(target, str) and target.startswith("Tensor."):
+        return METHODS.get(target[len("Tensor."):])
+    try:
+        return FUNCTIONS.get(target)
+    except TypeError:  # unhashable
+        return None
+
+
+def _name(target: Target) -> str:
+    if isinstance(target, str):
+        return target
+    mod = getattr(target, "__module__", None) or "torch"
+    mod = {"torch._C._nn": "torch.nn.functional", "torch._C._VariableFunctions": "torch"}.get(mod, mod)
+    return f"{mod}.{getattr(target, '__name__', target)}"
+
+
+def call(imp: FxImporter, node: fx.Node, target: Target, *args, **kwargs) -> Any:
+    """Convert `target(*args, **kwargs)` with its registered converter (result shape: `node`'s)."""
+    converter = _lookup(target)
+    if converter is None:
+        raise Unsupported(f"no converter for {_name(target)}")
+    return converter(imp, node, *args, **kwargs)
+
+
+def alias(*candidates: Target | tuple[Target, Normalizer]) -> Callable[..., Any]:
+    """A converter trying each (torch-level target, normalizer) in order; the first registered wins."""
+    pairs = [c if isinstance(c, tuple) else (c, _same) for c in candidates]
+
+    def convert(imp: FxImporter, node: fx.Node, *args, **kwargs):
+        for target, normalize in pairs:
+            converter = _lookup(target)
+            if converter is not None:
+                a, kw = normalize(*args, **kwargs)
+                return converter(imp, node, *a, **kw)
+        names = " or ".join(_name(t) for t, _ in pairs)
+        raise Unsupported(f"no converter for {names}, which this ATen op maps onto")
+
+    convert.__irc_alias_of__ = [t for t, _ in pairs]
+    return convert
+
+
+class NodeView:
+    """A node seen with another result: converters ask it for `result_type` and `meta` only."""
+
+    def __init__(self, node: fx.Node, shape: Sequence[int] | None = None, index: int | None = None):
+        self._node = node
+        meta = node.meta.get("tensor_meta")
+        if index is not None and isinstance(meta, (tuple, list)):
+            meta = meta[index]
+        if shape is not None:
+            meta = SimpleNamespace(shape=torch.Size(shape), dtype=torch.float32)
+        self.meta = {**node.meta, "tensor_meta": meta}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._node, name)
+
+
+def multi(converter: Callable[..., Any], n_results: int) -> Callable[..., Any]:
+    """An overload with `n_results` results of which irc computes the first: (out, None, ...)."""
+
+    def convert(imp: FxImporter, node: fx.Node, *args, **kwargs):
+        out = converter(imp, NodeView(node, index=0), *args, **kwargs)
+        return (out,) + (None,) * (n_results - 1)
+
+    return convert
+
+
+def _shape(node: fx.Node) -> tuple[int, ...]:
+    return tuple(node.meta["tensor_meta"].shape)
+
+
+# -- converters composed of several torch-level calls ----------------------------------------
+
+
+def _scaled(imp: FxImporter, node: fx.Node, b, alpha) -> Any:
+    """alpha * b, for the `alpha=` of add/sub (a number is folded)."""
+    if alpha == 1:
+        return b
+    if isinstance(b, (int, float)):
+        return b * alpha
+    return call(imp, NodeView(node, shape=irt.shape_of(b)), torch.mul, b, alpha)
+
+
+def _add(target: Target) -> Callable[..., Any]:
+    def convert(imp: FxImporter, node: fx.Node, a, b, alpha=1):
+        return call(imp, node, target, a, _scaled(imp, node, b, alpha))
+
+    return convert
+
+
+def _rsub(imp: FxImporter, node: fx.Node, a, b, alpha=1):
+    return call(imp, node, torch.sub, b, _scaled(imp, node, a, alpha))
+
+
+def _addmm(imp: FxImporter, node: fx.Node, bias, a, b, *, beta=1, alpha=1):
+    if beta != 1 or alpha != 1:
+        raise Unsupported(f"addmm with beta={beta}, alpha={alpha}; irc supports beta=alpha=1")
+    return call(imp, node, torch.add, call(imp, node, torch.mm, a, b), bias)
+
+
+def _permute(imp: FxImporter, node: fx.Node, x, dims):
+    if _lookup(torch.permute) is not None:
+        return call(imp, node, torch.permute, x, dims)
+    moved = [i for i, d in enumerate(dims) if i != d % len(dims)]
+    if not moved:
+        return call(imp, node, "Tensor.contiguous", x)
+    if len(moved) == 2:
+        return call(imp, node, torch.transpose, x, *moved)
+    raise Unsupported(f"permute {list(dims)} (irc has no general permute converter)")
+
+
+def _reshape_to_result(target: Target) -> Callable[..., Any]:
+    """squeeze/unsqueeze/view-likes: `target` if registered, else a reshape to the result shape."""
+
+    def convert(imp: FxImporter, node: fx.Node, x, *args, **kwargs):
+        if target is not torch.reshape and _lookup(target) is not None:
+            return call(imp, node, target, x, *args, **kwargs)
+        return call(imp, node, torch.reshape, x, _shape(node))
+
+    return convert
+
+
+def _dropout(imp: FxImporter, node: fx.Node, x, p, train):
+    return call(imp, node, F.dropout, x, p, training=bool(train))
+
+
+def _sym_size(imp: FxImporter, node: fx.Node, x, dim: int) -> int:
+    return irt.shape_of(imp.tensor(x))[dim]
+
+
+def _conv2d_norm(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    return (x, w, b, stride, padding, dilation, groups), {}
+
+
+def _convolution(imp: FxImporter, node: fx.Node, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
+    rank = len(irt.shape_of(imp.tensor(x)))
+    if transposed:
+        target = {4: torch.conv_transpose2d, 3: torch.conv_transpose1d}.get(rank)
+        if target is None:
+            raise Unsupported(f"transposed convolution of a rank-{rank} input")
+        return call(imp, node, target, x, w, b, stride, padding, output_padding, groups, dilation)
+    target = {4: torch.conv2d, 3: torch.conv1d}.get(rank)
+    if target is None:
+        raise Unsupported(f"convolution of a rank-{rank} input")
+    return alias(target, (F.conv2d if rank == 4 else F.conv1d))(imp, node, x, w, b, stride, padding, dilation, groups)
+
+
+def _bn_functional(x, w, b, rm, rv, training, momentum, eps, cudnn_enabled=True):
+    """aten.batch_norm's order → F.batch_norm(input, running_mean, running_var, weight, bias, ...)."""
+    return (x, rm, rv, w, b, training, momentum, eps), {}
+
+
+def _bn_torch(x, w, b, rm, rv, training, momentum, eps, cudnn_enabled=True):
+    return (x, w, b, rm, rv, training, momentum, eps, cudnn_enabled), {}
+
+
+_batch_norm = alias((torch.batch_norm, _bn_torch), (F.batch_norm, _bn_functional))
+
+
+def _bn_no_training(imp: FxImporter, node: fx.Node, x, w, b, rm, rv, momentum, eps):
+    return _batch_norm(imp, node, x, w, b, rm, rv, False, momentum, eps)
+
+
+def _native_bn(imp: FxImporter, node: fx.Node, x, w, b, rm, rv, training, momentum, eps):
+    if training:
+        raise Unsupported("batch norm in training mode; compile the model in eval mode (model.eval())")
+    return _batch_norm(imp, node, x, w, b, rm, rv, False, momentum, eps)
+
+
+def _pool_functional(x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
+    return (x, kernel, list(stride) or None, padding, dilation), {"ceil_mode": ceil_mode}
+
+
+def _avg_pool_functional(x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True, divisor=None):
+    return (x, kernel, list(stride) or None, padding, ceil_mode, count_include_pad, divisor), {}
+
+
+_max_pool2d = alias(torch.max_pool2d, (F.max_pool2d, _pool_functional))
+
+
+def _softmax_norm(x, dim, half_to_float_or_dtype=None):
+    return (x, dim), {}
+
+
+def _layer_norm_norm(x, shape, w=None, b=None, eps=1e-5, cudnn_enable=True):
+    return (x, list(shape), w, b, eps), {}
+
+
+_layer_norm = alias((F.layer_norm, _layer_norm_norm), (torch.layer_norm, _layer_norm_norm))
+
+
+def _reduce_norm(x, dims=None, keepdim=False, *, dtype=None):
+    if dtype not in (None, torch.float32):
+        raise Unsupported(f"reduction to {dtype}")
+    return ((x,) if dims is None else (x, list(dims), keepdim)), {}
+
+
+def _sdpa_norm(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
+    kwargs = {"scale": scale} if scale is not None else {}
+    if enable_gqa:
+        kwargs["enable_gqa"] = True
+    return (q, k, v, attn_mask, dropout_p, is_causal), kwargs
+
+
+def _getitem_wrapper(previous: Callable[..., Any] | None) -> Callable[..., Any]:
+    """`operator.getitem` on a multi-result ATen op; anything else goes to `previous`."""
+
+    def convert(imp: FxImporter, node: fx.Node, value, index, *args, **kwargs):
+        if isinstance(value, tuple) and not isinstance(value, SSAValue):
+            item = value[index]
+            if item is None:
+                raise Unsupported(
+                    f"result {index} of {getattr(node.args[0], 'target', '?')} (irc computes only result 0)"
+                )
+            return item
+        if previous is None:
+            raise Unsupported("no converter for indexing this value")
+        return previous(imp, node, value, index, *args, **kwargs)
+
+    return convert
+
+
+def _unary_names() -> dict[Any, Callable[..., Any]]:
+    """aten.<f>.default → torch.<f> / F.<f> for the elementwise functions of the same name."""
+    table = {}
+    for name in (
+        "relu", "sigmoid", "tanh", "exp", "exp2", "expm1", "log", "log2", "log1p", "sqrt", "rsqrt",
+        "neg", "abs", "sin", "cos", "tan", "erf", "reciprocal", "sign", "floor", "ceil", "round",
+        "silu", "mish", "hardswish", "hardsigmoid", "selu", "logit", "square",
+    ):
+        overload = getattr(getattr(aten, name, None), "default", None)
+        if overload is None:
+            continue
+        targets = [f for f in (getattr(torch, name, None), getattr(F, name, None)) if f is not None]
+        if targets:
+            table[overload] = alias(*targets)
+    return table
+
+
+def _aliases() -> dict[Any, Callable[..., Any]]:
+    identity = alias("Tensor.contiguous")
+    reshape = _reshape_to_result(torch.reshape)
+    binary = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}
+    table: dict[Any, Callable[..., Any]] = {
+        **_unary_names(),
+        # contractions
+        aten.linear.default: alias(F.linear),
+        aten.addmm.default: _addmm,
+        aten.mm.default: alias(torch.mm, torch.matmul),
+        aten.matmul.default: alias(torch.matmul),
+        aten.bmm.default: alias(torch.bmm, torch.matmul),
+        # layout
+        aten.t.default: alias(torch.t),
+        aten.transpose.int: alias(torch.transpose),
+        aten.permute.default: _permute,
+        aten.view.default: reshape,
+        aten._unsafe_view.default: reshape,
+        aten.reshape.default: reshape,
+        aten.flatten.using_ints: reshape,
+        aten.unsqueeze.default: _reshape_to_result(torch.unsqueeze),
+        aten.squeeze.dim: _reshape_to_result(torch.squeeze),
+        aten.squeeze.dims: _reshape_to_result(torch.squeeze),
+        aten.squeeze.default: _reshape_to_result(torch.squeeze),
+        aten.expand.default: alias("Tensor.expand"),
+        aten.cat.default: alias(torch.cat),
+        aten.clone.default: identity,
+        aten.alias.default: identity,
+        aten.detach.default: identity,
+        aten.contiguous.default: identity,
+        aten.lift_fresh_copy.default: identity,
+        # elementwise
+        aten.gelu.default: alias(F.gelu),
+        aten.hardtanh.default: alias(F.hardtanh),
+        aten.leaky_relu.default: alias(F.leaky_relu),
+        aten.elu.default: alias(F.elu),
+        aten.softplus.default: alias(F.softplus),
+        aten.clamp.default: alias(torch.clamp),
+        aten.clamp_min.default: alias((torch.clamp, lambda x, lo: ((x, lo, None), {}))),
+        aten.clamp_max.default: alias((torch.clamp, lambda x, hi: ((x, None, hi), {}))),
+        aten.pow.Tensor_Scalar: alias(torch.pow),
+        aten.pow.Tensor_Tensor: alias(torch.pow),
+        aten.maximum.default: alias(torch.maximum),
+        aten.minimum.default: alias(torch.minimum),
+        aten.where.self: alias(torch.where),
+        aten.rsub.Scalar: _rsub,
+        aten.rsub.Tensor: _rsub,
+        aten.div.Tensor_mode: alias(torch.div),
+        aten.dropout.default: _dropout,
+        aten.native_dropout.default: multi(_dropout, 2),
+        # nn
+        aten.conv2d.default: alias((torch.conv2d, _conv2d_norm), (F.conv2d, _conv2d_norm)),
+        aten.conv1d.default: alias((torch.conv1d, _conv2d_norm), (F.conv1d, _conv2d_norm)),
+        aten.convolution.default: _convolution,
+        aten.batch_norm.default: _batch_norm,
+        aten._native_batch_norm_legit_no_training.default: multi(_bn_no_training, 3),
+        aten.native_batch_norm.default: multi(_native_bn, 3),
+        aten.max_pool2d.default: _max_pool2d,
+        aten.max_pool2d_with_indices.default: multi(_max_pool2d, 2),
+        aten.avg_pool2d.default: alias((F.avg_pool2d, _avg_pool_functional)),
+        aten.adaptive_avg_pool2d.default: alias(F.adaptive_avg_pool2d),
+        aten._adaptive_avg_pool2d.default: alias(F.adaptive_avg_pool2d),
+        aten.softmax.int: alias((torch.softmax, _softmax_norm), (F.softmax, _softmax_norm)),
+        aten._softmax.default: alias((torch.softmax, _softmax_norm), (F.softmax, _softmax_norm)),
+        aten.log_softmax.int: alias((torch.log_softmax, _softmax_norm), (F.log_softmax, _softmax_norm)),
+        aten._log_softmax.default: alias((torch.log_softmax, _softmax_norm), (F.log_softmax, _softmax_norm)),
+        aten.layer_norm.default: _layer_norm,
+        aten.native_layer_norm.default: multi(_layer_norm, 3),
+        aten.scaled_dot_product_attention.default: alias((F.scaled_dot_product_attention, _sdpa_norm)),
+        # reductions
+        aten.mean.dim: alias((torch.mean, _reduce_norm)),
+        aten.mean.default: alias((torch.mean, _reduce_norm)),
+        aten.sum.dim_IntList: alias((torch.sum, _reduce_norm)),
+        aten.sum.default: alias((torch.sum, _reduce_norm)),
+        aten.amax.default: alias((torch.amax, lambda x, dim=(), keepdim=False: ((x, list(dim), keepdim), {}))),
+        # shape queries (dynamic-shape graphs)
+        aten.sym_size.int: _sym_size,
+    }
+    for name, target in binary.items():
+        packet = getattr(aten, name)
+        if name in ("add", "sub"):
+            table[packet.Tensor] = table[packet.Scalar] = _add(target)
+        else:
+            table[packet.Tensor] = table[packet.Scalar] = alias(target)
+    return table
+
+
+ALIASES: dict[Any, Callable[..., Any]] = _aliases()
+FUNCTIONS.update(ALIASES)
+FUNCTIONS[operator.getitem] = _getitem_wrapper(FUNCTIONS.get(operator.getitem))
+
+# Ops an exported graph uses for run-time checks only: dropped when they have no users.
+_CHECKS = {
+    getattr(aten, name).default
+    for name in ("_assert_tensor_metadata", "_assert_async", "sym_constrain_range_for_size", "sym_constrain_range")
+    if hasattr(aten, name) and hasattr(getattr(aten, name), "default")
+} | {getattr(aten._assert_scalar, "default", None)} - {None}
+
+
+def _children(spec) -> list:
+    """A pytree spec's children (`children()` in new torch, `children_specs` in old)."""
+    return list(spec.children()) if callable(getattr(spec, "children", None)) else list(spec.children_specs)
+
+
+def exported_program_module(ep: torch.export.ExportedProgram) -> fx.GraphModule:
+    """A plain GraphModule for `ep`: flat tensor inputs, a tensor or tuple output, weights as get_attr.
+
+    `ep.module()` already turns the parameters, buffers and constants the graph signature names
+    into attributes read by `get_attr` (so irc makes them function parameters). This drops the
+    export guards and check ops, and replaces the pytree calling convention by flat arguments.
+    """
+    in_spec, out_spec = ep.call_spec.in_spec, ep.call_spec.out_spec
+    if in_spec is not None:
+        args_spec, kwargs_spec = _children(in_spec) if in_spec.num_children == 2 else (in_spec, None)
+        if (kwargs_spec is not None and kwargs_spec.num_children) or any(not c.is_leaf() for c in _children(args_spec)):
+            raise IrcError(
+                "irc compiles ExportedPrograms whose inputs are tensors passed positionally; "
+                f"this one takes {in_spec}"
+            )
+    gm = ep.module()
+    graph = gm.graph
+    for node in reversed(list(graph.nodes)):
+        is_guard = node.op == "call_module" and str(node.target).startswith("_guards_fn")
+        if (is_guard or (node.op == "call_function" and node.target in _CHECKS)) and not node.users:
+            graph.erase_node(node)
+    output = next(n for n in graph.nodes if n.op == "output")
+    flat = output.args[0]
+    if out_spec is None or out_spec.is_leaf():
+        if isinstance(flat, (tuple, list)):
+            output.args = (flat[0],)
+    elif out_spec.type not in (tuple, list) or any(not c.is_leaf() for c in _children(out_spec)):
+        raise IrcError(f"irc compiles ExportedPrograms returning a tensor or a tuple of tensors; this one returns {out_spec}")
+    else:
+        output.args = (tuple(flat),)
+    graph._codegen = fx.graph.CodeGen()
+    gm.recompile()
+    return gm

@@ -1,0 +1,149 @@
+"""Eager fallback: compile the supported parts of a graph, run the rest in PyTorch.
+
+`partition(gm, inputs, compile_graph)` asks the importer which nodes it cannot convert (a probe
+import, see `unsupported_nodes`), splits the graph into maximal subgraphs of supported nodes
+(torch.fx's `CapabilityBasedPartitioner`), compiles each with `compile_graph` (irc without
+fallback) and leaves everything else to eager PyTorch. The result is a GraphModule whose
+`fused_<i>` submodules are native partitions, called in between the eager nodes.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import fx, nn
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch.fx.passes.operator_support import OperatorSupportBase
+
+from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
+from irc.frontend.fx_importer import FxImporter, Unsupported
+
+log = logging.getLogger("irc")
+
+CALLABLE = ("call_function", "call_method", "call_module")
+
+
+class _Probe(FxImporter):
+    """An import that goes on past unsupported nodes: a node that depends on one gets a stand-in
+    function argument of the right type instead, so its own converter is tried as well."""
+
+    def _import_node(self, node: fx.Node) -> None:
+        for producer in node.all_input_nodes:
+            if producer in self.failed:
+                self._stand_in(producer)
+        super()._import_node(node)
+
+    def _stand_in(self, node: fx.Node) -> None:
+        try:
+            t = self.result_type(node)
+        except Unsupported:
+            return  # not a float32 tensor: its users stay skipped (they run eagerly)
+        block = self.builder.insertion_point.block
+        self.values[node] = block.insert_arg(t, len(block.args))
+        self.failed.discard(node)
+
+
+def unsupported_nodes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> list[UnsupportedNode]:
+    """Every node of `gm` irc cannot convert even when its inputs are available (no side effects
+    on `gm` beyond the shape metadata ShapeProp writes)."""
+    try:
+        _Probe(gm).run(example_inputs, "probe")
+    except UnsupportedOpError as e:
+        return e.nodes
+    return []
+
+
+class _Supported(OperatorSupportBase):
+    def __init__(self, unsupported: set[str]):
+        self.unsupported = unsupported
+
+    def is_node_supported(self, submodules, node: fx.Node) -> bool:
+        return node.op in (*CALLABLE, "get_attr") and node.name not in self.unsupported
+
+
+class NativePartition(nn.Module):
+    """A compiled partition inside the split GraphModule (inputs made contiguous for it)."""
+
+    def __init__(self, forward: Callable[..., Any], source: Any):
+        super().__init__()
+        self._native = forward
+        self.compiled = source  # what compile_graph returned (IR, C++ source, library)
+
+    def forward(self, *args: Any) -> Any:
+        return self._native(*(a if a.is_contiguous() else a.contiguous() for a in args))
+
+
+@dataclass
+class Partitioned:
+    """A graph split into native partitions and eager nodes."""
+
+    module: fx.GraphModule  # call it like the model
+    native: dict[str, Any] = field(default_factory=dict)  # partition name -> compile_graph's result
+    eager: list[UnsupportedNode] = field(default_factory=list)  # nodes run by PyTorch
+    failed_partitions: dict[str, str] = field(default_factory=dict)  # supported, but compiling failed
+
+
+def partition(
+    gm: fx.GraphModule,
+    example_inputs: Sequence[torch.Tensor],
+    compile_graph: Callable[[fx.GraphModule, Sequence[torch.Tensor]], tuple[Callable[..., Any], Any]],
+    unsupported: list[UnsupportedNode] | None = None,
+) -> Partitioned:
+    """Split `gm` into native partitions (compiled by `compile_graph(sub_gm, inputs) -> (forward,
+    info)`) and eager nodes. `unsupported` (default: probe the importer) names the eager nodes."""
+    if unsupported is None:
+        unsupported = unsupported_nodes(gm, example_inputs)
+    names = {n.node for n in unsupported}
+    work = fx.GraphModule(gm, copy.deepcopy(gm.graph))  # the partitioner rewrites its graph
+    partitioner = CapabilityBasedPartitioner(work, _Supported(names), allows_single_node_partition=True)
+    parts = [p for p in partitioner.propose_partitions() if any(n.op in CALLABLE for n in p.nodes)]
+    split = partitioner.fuse_partitions(parts)
+    fused = [str(n.target) for n in split.graph.nodes if n.op == "call_module" and str(n.target).startswith("fused_")]
+    part_inputs = _partition_inputs(split, example_inputs, set(fused))
+
+    result = Partitioned(split, eager=list(unsupported))
+    for name in fused:
+        sub = getattr(split, name)
+        try:
+            forward, info = compile_graph(sub, part_inputs[name])
+        except IrcError as e:  # e.g. a partition taking or returning a Python number: stays eager
+            result.failed_partitions[name] = str(e).splitlines()[0]
+            continue
+        setattr(split, name, NativePartition(forward, info))
+        result.native[name] = info
+    return result
+
+
+def _partition_inputs(split: fx.GraphModule, example_inputs: Sequence[torch.Tensor], names: set[str]) -> dict[str, tuple]:
+    """The arguments each partition receives when `split` runs on the example inputs."""
+    seen: dict[str, tuple] = {}
+
+    class Recorder(fx.Interpreter):
+        def call_module(self, target, args, kwargs):
+            if target in names:
+                seen[target] = tuple(args)
+            return super().call_module(target, args, kwargs)
+
+    with torch.no_grad():
+        Recorder(split).run(*example_inputs)
+    return seen
+
+
+def describe_fallback(p: Partitioned) -> str:
+    """One line for the log: which ops run eagerly and how many native partitions there are."""
+    targets = sorted({n.target for n in p.eager})
+    nodes = ", ".join(f"{n.node} ({n.target}: {n.reason})" for n in p.eager)
+    msg = (
+        f"irc runs {len(p.eager)} node(s) in eager PyTorch ({', '.join(targets)}) and the rest as "
+        f"{len(p.native)} native partition(s): {nodes}"
+    )
+    if p.failed_partitions:
+        msg += "; partitions left eager because compiling them failed: " + "; ".join(
+            f"{k}: {v}" for k, v in p.failed_partitions.items()
+        )
+    return msg + ". Pass fallback=False to get an error instead."

@@ -1,0 +1,75 @@
+"""Dumps, reproducers and explain: seeing what the compiler did."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from torch import nn
+
+import irc
+from irc.cli import main as irc_main
+from irc.debugging import PassFailure
+from irc.lowering import irc_to_loops
+from irc.tools.irc_opt import main as irc_opt
+
+
+def _mlp():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4), nn.Sigmoid()).eval()
+
+
+def test_dump_dir_has_every_stage_numbered(tmp_path):
+    irc.compile(_mlp(), (torch.randn(2, 16),), dump_dir=tmp_path)
+    (run,) = tmp_path.iterdir()
+    names = sorted(p.name for p in run.iterdir())
+    assert names == [
+        "01-fx-graph.py", "02-import.mlir", "03-irc-fuse.mlir", "04-fold-parameters.mlir",
+        "05-irc-to-loops.mlir", "06-model.cpp", "07-build.log",
+    ]
+    assert "irt.linear" in (run / "02-import.mlir").read_text()
+    assert "irt.contract" in (run / "03-irc-fuse.mlir").read_text()
+    assert "scf.parallel" in (run / "05-irc-to-loops.mlir").read_text()
+    assert 'extern "C"' in (run / "06-model.cpp").read_text()
+
+
+def test_irc_dump_dir_environment_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("IRC_DUMP_DIR", str(tmp_path))
+    irc.compile(_mlp(), (torch.randn(1, 16),), fuse=False)
+    (run,) = tmp_path.iterdir()
+    assert (run / "03-fold-parameters.mlir").exists()  # no irc-fuse stage without fusion
+
+
+def test_failing_pass_leaves_a_reproducer_that_fails_the_same_way(tmp_path, monkeypatch, capsys):
+    monkeypatch.delitem(irc_to_loops.LOWERINGS, irc_to_loops.irt.ElementwiseOp)  # a broken compiler
+    with pytest.raises(PassFailure) as err:
+        irc.compile(_mlp(), (torch.randn(2, 16),), fuse=False, dump_dir=tmp_path)
+    e = err.value
+    assert e.stage == "irc-to-loops" and e.command == f"irc-opt -p irc-to-loops {e.reproducer}"
+    assert "irt.relu" in e.reproducer.read_text() and str(e.reproducer) in str(e)
+    with pytest.raises(SystemExit) as code:
+        irc_opt(["-p", "irc-to-loops", str(e.reproducer)])
+    assert code.value.code == 1
+    assert "no lowering for irt.relu" in capsys.readouterr().err
+
+
+def test_explain_reports_fusions_and_traffic():
+    report = irc.compile(_mlp(), (torch.randn(2, 16),)).explain()
+    assert "irt.linear + irt.relu -> one irt.contract" in report
+    assert "irt.linear + irt.sigmoid -> one irt.contract" in report
+    assert re.search(r"Intermediate traffic: .* removed per forward", report)
+
+
+def test_explain_profile_times_every_kernel_and_draws_the_roofline(tmp_path, monkeypatch):
+    monkeypatch.setenv("IRC_PEAK_GFLOPS", "100")
+    monkeypatch.setenv("IRC_BANDWIDTH_GBS", "20")
+    report = irc.compile(_mlp(), (torch.randn(2, 16),)).explain(profile=True, runs=5, roofline_png=tmp_path / "r.png")
+    rows = [line for line in report.splitlines() if re.match(r"\s+\d+\s+irt\.", line)]
+    assert len(rows) == 2 and all(re.search(r"\d+\.\dus\s+[\d.]+\s+[\d.]+%", r) for r in rows), report
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_irc_explain_command(capsys):
+    assert irc_main(["explain", "mlp-small"]) == 0
+    assert "irt.linear + irt.relu -> one irt.contract" in capsys.readouterr().out

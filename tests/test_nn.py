@@ -1,0 +1,289 @@
+"""The CNN op family against eager PyTorch: conv2d, batch norm, max/avg/adaptive pooling, fused
+and unfused; the conv-batchnorm fold and conv epilogues; the `cnn` and `resnet18` models."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import irc
+from irc.dialects import irt_nn
+from irc.models import get_model
+from irc.models_cnn import randomize_batch_norms
+
+torch.manual_seed(0)
+FUSE = pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
+
+
+def check(model, *inputs, fuse=True, **tol):
+    """Compile (no eager fallback), run, compare with eager at float32 tolerances; returns the
+    compiled module. A bare layer is wrapped in nn.Sequential so it is traced as a module call."""
+    if isinstance(model, nn.Module):
+        model = model.eval()
+        if not isinstance(model, nn.Sequential) and not list(model.children()):
+            model = nn.Sequential(model)
+    cm = irc.compile(model, inputs, fuse=fuse, fallback=False)
+    with torch.no_grad():
+        expected = model(*inputs)
+    torch.testing.assert_close(cm(*inputs), expected, **tol)
+    return cm
+
+
+def kernels(cm) -> list[str]:
+    return re.findall(r"// kernel \d+: (.*)", cm.cpp_source)
+
+
+# --- conv2d ---------------------------------------------------------------------------------
+
+# (in channels, out channels, kernel, stride, padding, dilation, groups, bias, input H x W)
+CONVS = [
+    (1, 1, 1, 1, 0, 1, 1, False, (1, 1)),
+    (3, 8, 3, 1, 1, 1, 1, True, (8, 8)),
+    (3, 5, 3, 2, 1, 1, 1, True, (9, 13)),  # stride 2, odd non-square
+    (3, 4, 7, 2, 3, 1, 1, False, (17, 11)),  # ResNet's stem shape, small
+    (1, 6, 5, 1, 0, 1, 1, True, (5, 7)),  # kernel as tall as the input
+    (4, 6, (3, 1), (2, 1), (1, 0), 1, 2, True, (7, 6)),  # grouped, non-square kernel and stride
+    (6, 6, 3, 1, 1, 1, 6, False, (6, 9)),  # depthwise
+    (6, 12, 3, 2, 2, 2, 3, True, (10, 9)),  # dilation + groups + stride
+    (2, 3, 3, 1, 4, 1, 1, True, (3, 3)),  # padding wider than the kernel: all-padding windows
+    (3, 2, 1, 2, 0, 1, 1, True, (6, 5)),  # strided 1x1 (a downsample)
+    (3, 4, 3, 3, 0, 3, 1, False, (11, 8)),  # dilation 3, no padding
+]
+
+
+@FUSE
+@pytest.mark.parametrize("cfg", CONVS, ids=lambda c: "c{}o{}k{}s{}p{}d{}g{}{}_{}x{}".format(*c[:7], "b" if c[7] else "", *c[8]))
+def test_conv2d_matches_eager(cfg, fuse):
+    cin, cout, k, s, p, d, g, bias, (h, w) = cfg
+    conv = nn.Conv2d(cin, cout, k, stride=s, padding=p, dilation=d, groups=g, bias=bias)
+    cm = check(conv, torch.randn(1, cin, h, w), fuse=fuse)
+    assert "irt.conv2d" in cm.ir("import")
+
+
+@FUSE
+def test_conv2d_batch_and_activation(fuse):
+    m = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(inplace=True))
+    check(m, torch.randn(2, 3, 5, 6), fuse=fuse)
+
+
+@pytest.mark.parametrize("padding", ["same", "valid"])
+def test_functional_conv_with_string_padding(padding):
+    w, b = torch.randn(4, 3, 3, 5), torch.randn(4)
+    check(lambda x: F.conv2d(x, w * 1.0, b * 1.0, padding=padding, dilation=(2, 1)), torch.randn(1, 3, 9, 10))
+
+
+def test_torch_conv2d_and_unbatched_input():
+    w = torch.randn(4, 1, 3, 3)
+    check(lambda x: torch.conv2d(x, w * 1.0, None, 2, 1, 1, 2), torch.randn(1, 2, 7, 7))
+    check(nn.Conv2d(3, 2, 3, padding=1), torch.randn(3, 6, 5))  # C x H x W
+
+
+def test_conv_padding_modes_are_refused():
+    with pytest.raises(irc.UnsupportedOpError, match="padding_mode='reflect'"):
+        irc.compile(nn.Sequential(nn.Conv2d(3, 2, 3, padding=1, padding_mode="reflect")).eval(), (torch.randn(1, 3, 5, 5),), fallback=False)
+    w = torch.randn(2, 3, 2, 2)
+    with pytest.raises(irc.UnsupportedOpError, match="asymmetrically"):
+        irc.compile(lambda x: F.conv2d(x, w * 1.0, padding="same"), (torch.randn(1, 3, 5, 5),), fallback=False)
+
+
+# --- batch norm -----------------------------------------------------------------------------
+
+
+def _bn(cls, c, **kw):
+    return randomize_batch_norms(cls(c, **kw)).eval()
+
+
+@FUSE
+@pytest.mark.parametrize(
+    "make,shape",
+    [
+        (lambda: _bn(nn.BatchNorm1d, 5), (3, 5)),
+        (lambda: _bn(nn.BatchNorm1d, 4), (2, 4, 7)),
+        (lambda: _bn(nn.BatchNorm2d, 3), (1, 3, 4, 5)),
+        (lambda: _bn(nn.BatchNorm2d, 1, eps=1e-3), (2, 1, 3, 3)),
+        (lambda: nn.BatchNorm2d(3, affine=False).eval(), (1, 3, 2, 2)),
+    ],
+    ids=["1d-2D", "1d-3D", "2d", "2d-eps", "2d-no-affine"],
+)
+def test_batch_norm_matches_eager(make, shape, fuse):
+    check(make(), torch.randn(shape), fuse=fuse)
+
+
+def test_functional_batch_norm():
+    mean, var, w, b = torch.randn(4), torch.rand(4) + 0.5, torch.randn(4), torch.randn(4)
+    check(lambda x: F.batch_norm(x, mean * 1.0, var * 1.0, w * 1.0, b * 1.0, training=False, eps=1e-4),
+          torch.randn(2, 4, 3, 3))
+
+
+def test_batch_norm_in_training_mode_is_explained():
+    with pytest.raises(irc.UnsupportedOpError, match=r"call model\.eval\(\)"):
+        irc.compile(nn.Sequential(nn.BatchNorm2d(3)), (torch.randn(2, 3, 4, 4),), fallback=False)
+
+
+# --- pooling --------------------------------------------------------------------------------
+
+
+@FUSE
+@pytest.mark.parametrize(
+    "pool,hw",
+    [
+        (nn.MaxPool2d(3, 2, 1), (9, 12)),
+        (nn.MaxPool2d(2), (7, 5)),
+        (nn.MaxPool2d(3, 2, 1, ceil_mode=True), (8, 11)),
+        (nn.MaxPool2d((2, 3), (1, 2), (1, 1), dilation=(2, 1)), (6, 7)),
+        (nn.MaxPool2d(3, 2, 0, ceil_mode=True), (6, 6)),
+        (nn.AvgPool2d(2), (6, 7)),
+        (nn.AvgPool2d(3, 2, 1), (7, 8)),
+        (nn.AvgPool2d(3, 2, 1, count_include_pad=False), (7, 8)),
+        (nn.AvgPool2d(3, 2, 1, ceil_mode=True), (8, 9)),
+        (nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False), (8, 9)),
+        (nn.AvgPool2d((2, 3), 3, 0, ceil_mode=True), (7, 10)),
+        (nn.AdaptiveAvgPool2d(1), (7, 7)),
+        (nn.AdaptiveAvgPool2d((3, 2)), (7, 5)),
+        (nn.AdaptiveAvgPool2d((4, None)), (10, 3)),
+        (nn.AdaptiveAvgPool2d(5), (3, 4)),  # output larger than the input: overlapping windows
+    ],
+    ids=lambda v: repr(v).replace(" ", "") if isinstance(v, nn.Module) else "x".join(map(str, v)),
+)
+def test_pooling_matches_eager(pool, hw, fuse):
+    check(pool, torch.randn(1, 3, *hw), fuse=fuse)
+
+
+def test_functional_pooling_and_unbatched():
+    check(lambda x: F.max_pool2d(x, 3, 1, 1) + F.avg_pool2d(x, 3, 1, 1, count_include_pad=False), torch.randn(1, 2, 5, 6))
+    check(lambda x: F.adaptive_avg_pool2d(x, (2, 3)), torch.randn(2, 3, 5, 7))
+    check(nn.MaxPool2d(2), torch.randn(3, 6, 4))  # C x H x W
+
+
+def test_max_pool_propagates_nan_and_ignores_padding():
+    x = -torch.rand(1, 1, 4, 4) - 1  # all negative: a zero from the padding would win
+    x[0, 0, 0, 0] = float("nan")
+    check(nn.MaxPool2d(3, 1, 1), x, equal_nan=True)
+
+
+def test_pooling_options_irc_lacks_are_refused():
+    with pytest.raises(irc.UnsupportedOpError, match="return_indices"):
+        irc.compile(nn.Sequential(nn.MaxPool2d(2, return_indices=True)), (torch.randn(1, 1, 4, 4),), fallback=False)
+    with pytest.raises(irc.UnsupportedOpError, match="divisor_override"):
+        irc.compile(nn.Sequential(nn.AvgPool2d(2, divisor_override=3)), (torch.randn(1, 1, 4, 4),), fallback=False)
+
+
+# --- fusion ---------------------------------------------------------------------------------
+
+
+def conv_bn(act=None, bias=False):
+    layers = [nn.Conv2d(3, 8, 3, padding=1, bias=bias), nn.BatchNorm2d(8)] + ([act] if act else [])
+    return randomize_batch_norms(nn.Sequential(*layers)).eval()
+
+
+@pytest.mark.parametrize("bias", [False, True], ids=["no-bias", "bias"])
+@pytest.mark.parametrize("act", [None, nn.ReLU(), nn.ReLU6(), nn.SiLU()], ids=["none", "relu", "relu6", "silu"])
+def test_conv_bn_act_is_one_kernel_with_folded_weights(act, bias):
+    m = conv_bn(act, bias)
+    cm = check(m, torch.randn(1, 3, 7, 6))
+    names = ["irt.conv2d", "irt.batch_norm"] + ([f"irt.{type(act).__name__.lower()}"] if act else [])
+    assert kernels(cm) == [f"irt.conv2d ({' + '.join(names)}) -> 1x8x7x6"]
+    assert "sqrt" not in cm.cpp_source  # the batch norm was folded into the weights at compile time
+    assert "batch_norm" not in re.sub(r'irc\.fused = \[[^]]*\]', "", cm.ir("fused"))
+
+
+def test_fold_is_a_compile_time_snapshot_and_unfused_reads_stats_live():
+    m, x = conv_bn(nn.ReLU()), torch.randn(1, 3, 5, 5)
+    folded, unfused = irc.compile(m, (x,)), irc.compile(m, (x,), fuse=False)
+    with torch.no_grad():
+        before = m(x)
+        m[1].running_mean.add_(1.0)
+        after = m(x)
+    torch.testing.assert_close(folded(x), before)
+    torch.testing.assert_close(unfused(x), after)
+
+
+def test_conv_with_two_users_is_not_folded():
+    class TwoUsers(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.bn = nn.Conv2d(3, 4, 3, padding=1), randomize_batch_norms(nn.BatchNorm2d(4))
+
+        def forward(self, x):
+            y = self.conv(x)
+            return torch.relu(self.bn(y)) + y
+
+    cm = check(TwoUsers(), torch.randn(1, 3, 6, 6))
+    # Not folded (the other user needs the conv's own output): the BN is computed per element in
+    # the epilogue, after relu(bn(y)) + y became one elementwise op that reads y twice.
+    assert "__builtin_sqrtf" in cm.cpp_source and "folded_weight" not in cm.ir("fused")
+    assert kernels(cm) == ["irt.conv2d (irt.conv2d + irt.batch_norm + irt.relu + irt.add) -> 1x4x6x6"]
+
+
+def test_conv_residual_relu_fuses_into_the_conv():
+    class Res(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 4, 3, padding=1)
+
+        def forward(self, x):
+            return torch.relu(self.conv(x) + x)
+
+    cm = check(Res(), torch.randn(1, 4, 5, 5))
+    assert kernels(cm) == ["irt.conv2d (irt.conv2d + irt.add + irt.relu) -> 1x4x5x5"]
+
+
+# --- the verifier ---------------------------------------------------------------------------
+
+
+def test_conv_verifier_names_op_and_shapes():
+    from xdsl.dialects.builtin import TensorType, f32
+    from xdsl.ir import Block
+    from xdsl.utils.exceptions import VerifyException
+
+    block = Block(arg_types=[TensorType(f32, [1, 3, 8, 8]), TensorType(f32, [4, 2, 3, 3])])
+    op = irt_nn.Conv2dOp(block.args[0], block.args[1], None, TensorType(f32, [1, 4, 6, 6]))
+    with pytest.raises(VerifyException, match=r"irt.conv2d: weight 4x2x3x3 expects 2 input channels .* input 1x3x8x8 has 3"):
+        op.verify()
+
+
+# --- models ---------------------------------------------------------------------------------
+
+
+@FUSE
+def test_cnn_matches_eager(fuse):
+    model, inputs = get_model("cnn").build()
+    cm = check(model, *inputs, fuse=fuse)
+    if fuse:
+        assert kernels(cm)[:3] == [
+            "irt.conv2d (irt.conv2d + irt.batch_norm + irt.relu) -> 1x16x32x32",
+            "irt.conv2d (irt.conv2d + irt.batch_norm + irt.relu) -> 1x32x16x16",
+            "irt.max_pool2d -> 1x32x8x8",
+        ]
+
+
+@pytest.fixture(scope="module")
+def resnet18():
+    return get_model("resnet18").build()
+
+
+def test_resnet18_fused_matches_eager_with_folded_batch_norms(resnet18):
+    """Default float32 tolerances hold (measured max abs error ~1.7e-6 on logits up to ~6)."""
+    model, inputs = resnet18
+    cm = check(model, *inputs)
+    ks = kernels(cm)
+    assert not any("batch_norm" in k and "conv2d" not in k for k in ks), "every BN folds into its conv"
+    assert "sqrt" not in cm.cpp_source
+    conv_kernels = [k for k in ks if k.startswith("irt.conv2d")]
+    assert len(conv_kernels) == 20  # 1 stem + 16 block convs + 3 downsamples: one kernel each
+    bn_relu = "irt.conv2d (irt.conv2d + irt.batch_norm + irt.relu)"
+    residual = "irt.conv2d (irt.conv2d + irt.batch_norm + irt.add + irt.relu)"
+    assert sum(k.startswith(bn_relu) for k in ks) == 9  # stem + first conv of each of the 8 blocks
+    assert sum(k.startswith(residual) for k in ks) == 8  # second conv of each block, with the skip
+    assert ks[1] == "irt.max_pool2d -> 1x64x56x56"
+    assert len(ks) == 23  # 20 convs, max pool, adaptive avg pool, fc
+
+
+def test_resnet18_unfused_matches_eager(resnet18):
+    model, inputs = resnet18
+    cm = check(model, *inputs, fuse=False)
+    assert sum("irt.batch_norm" in k for k in kernels(cm)) == 20

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, I64, IntegerAttr, TensorType, i64
+from xdsl.dialects.builtin import DenseArrayBase, I64, IntegerAttr, IntegerType, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -159,5 +159,43 @@ class ExpandOp(IRDLOperation):
             raise VerifyException(f"irt.expand: input {_fmt(a)} does not broadcast to the result {_fmt(r)}")
 
 
-OPS = [SliceOp, ConcatOp, ExpandOp]
+@irdl_op_definition
+class EmbeddingOp(IRDLOperation):
+    """Rows of a table picked by integer indices: result[i..., d] = weight[indices[i...], d]
+    (torch's `nn.Embedding` / `F.embedding` in inference).
+
+        %e = irt.embedding %idx, %w : (tensor<2x5xi64>, tensor<10x8xf32>) -> tensor<2x5x8xf32>
+
+    The indices are the only i64 tensors irc compiles (a model input or parameter); the result
+    shape is the indices' shape plus [D]. An index outside [0, V) does not read out of bounds:
+    its whole result row is NaN (eager PyTorch raises an IndexError instead).
+    """
+
+    name = "irt.embedding"
+    indices = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$indices `,` $weight attr-dict `:` functional-type(operands, $result)"
+
+    def __init__(self, indices: SSAValue, weight: SSAValue, result_type: Attribute):
+        super().__init__(operands=[indices, weight], result_types=[result_type])
+
+    def verify_(self) -> None:
+        t = self.indices.type
+        if not isinstance(t, TensorType) or not (isinstance(t.element_type, IntegerType) and t.element_type.width.data == 64):
+            raise VerifyException(f"irt.embedding: the indices must be a tensor of i64, got {t}")
+        _check_f32_tensor(self, self.weight, "the weight")
+        _check_f32_tensor(self, self.result, "the result")
+        idx, w, r = shape_of(self.indices), shape_of(self.weight), shape_of(self.result)
+        if len(w) != 2:
+            raise VerifyException(f"irt.embedding: the weight {_fmt(w)} must be 2-D (rows x embedding size)")
+        if r != (*idx, w[1]):
+            raise VerifyException(
+                f"irt.embedding: indices {_fmt(idx)} and weight {_fmt(w)} give a result of shape "
+                f"{_fmt((*idx, w[1]))}, not {_fmt(r)}"
+            )
+
+
+OPS = [SliceOp, ConcatOp, ExpandOp, EmbeddingOp]
 ATTRS: list = []

@@ -27,6 +27,7 @@ from irc.runtime import TensorSpec, load_library, make_forward
 from irc.runtime.build import compiler_version, cpu_features, resolve_flags
 
 FORMAT = 1
+DTYPES = {"float32": torch.float32, "int64": torch.int64}
 LIBRARY, WEIGHTS, MANIFEST = "model.so", "weights.pt", "manifest.json"
 
 # Instruction-set extensions a -march=native build may use (x86 and Arm names from /proc/cpuinfo).
@@ -45,6 +46,7 @@ def save(
     func_name: str,
     input_names: Sequence[str],
     input_shapes: Sequence[tuple[int, ...]],
+    input_dtypes: Sequence[torch.dtype],
     output_shapes: Sequence[tuple[int, ...]],
     return_tuple: bool,
     params: Sequence[tuple[str, torch.Tensor]],
@@ -62,7 +64,10 @@ def save(
         "format": FORMAT,
         "irc_version": __version__,
         "entry_point": func_name,
-        "inputs": [{"name": n, "shape": list(s), "dtype": "float32"} for n, s in zip(input_names, input_shapes)],
+        "inputs": [
+            {"name": n, "shape": list(s), "dtype": str(d).removeprefix("torch.")}
+            for n, s, d in zip(input_names, input_shapes, input_dtypes)
+        ],
         "outputs": [{"shape": list(s), "dtype": "float32"} for s in output_shapes],
         "return_tuple": return_tuple,
         "params": [{"name": n, "shape": list(t.shape)} for n, t in params],
@@ -111,7 +116,7 @@ def load(path: str | Path) -> LoadedModule:
         raise IrcError(f"{root}: {WEIGHTS} does not match the manifest's parameters")
     forward = make_forward(
         getattr(lib, manifest["entry_point"]),
-        inputs=[TensorSpec(i["name"], tuple(i["shape"])) for i in manifest["inputs"]],
+        inputs=[TensorSpec(i["name"], tuple(i["shape"]), DTYPES[i["dtype"]]) for i in manifest["inputs"]],
         params=weights,
         outputs=[TensorSpec(f"out{k}", tuple(o["shape"])) for k, o in enumerate(manifest["outputs"])],
         return_tuple=manifest["return_tuple"],

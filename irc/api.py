@@ -77,7 +77,7 @@ class CompiledModule:
     def _dispatch(self, inputs: tuple, error: InputError) -> Any:
         """The slow path: an input did not match the current version. Other shapes → another
         version (compiled if new); any other mismatch → the InputError."""
-        _check_inputs(inputs, self._input_names)
+        _check_inputs(inputs, self._input_names, getattr(self, "_input_dtypes", None))
         shapes = tuple(tuple(x.shape) for x in inputs)
         version = self.versions.get(shapes)
         if version is None:
@@ -161,7 +161,7 @@ class CompiledModule:
         g = v.graph
         return aot.save(
             path, library_path=v.library_path, func_name=g.func_name, input_names=g.input_names,
-            input_shapes=g.input_shapes, output_shapes=g.output_shapes, return_tuple=g.return_tuple,
+            input_shapes=g.input_shapes, input_dtypes=g.input_dtypes, output_shapes=g.output_shapes, return_tuple=g.return_tuple,
             params=g.params, cxx_flags=self._options["cxx_flags"],
         )
 
@@ -176,12 +176,13 @@ class CompiledModule:
         for v in self._native_parts():
             imported = Parser(irc_context(), v.ir["import"]).parse_module()
             fused = Parser(irc_context(), v.ir["fused"]).parse_module()
+            loops = Parser(irc_context(), v.ir["loops"]).parse_module()
             timings, roof = None, None
             if profile:
                 timings, roof = self._profile(v, fused, runs)
                 if roofline_png is not None:
                     ex.plot_roofline(ex.kernels(fused), timings, roof, roofline_png)
-            report = ex.explain(imported, fused, timings, roof.peak_gflops if roof else None)
+            report = ex.explain(imported, fused, timings, roof.peak_gflops if roof else None, loops)
             if roof:
                 report += f"Measured roofline: {roof.peak_gflops:.1f} GFLOP/s peak, {roof.bandwidth_gbs:.1f} GB/s ({roof.threads} threads)\n"
             reports.append(report)
@@ -216,8 +217,9 @@ def _fmt_shapes(shapes: Shapes) -> str:
     return "(" + ", ".join("x".join(map(str, s)) or "scalar" for s in shapes) + ")"
 
 
-def _check_inputs(inputs: tuple, names: list[str]) -> None:
-    """Everything the native wrapper checks except shapes, with the same messages."""
+def _check_inputs(inputs: tuple, names: list[str], dtypes: Sequence[torch.dtype] | None = None) -> None:
+    """Everything the native wrapper checks except shapes, with the same messages. `dtypes`: the
+    example inputs' (float32, or int64 for embedding indices); default all float32."""
     if len(inputs) != len(names):
         raise InputError(f"expected {len(names)} input(s) ({', '.join(names)}), got {len(inputs)}")
     for i, (x, name) in enumerate(zip(inputs, names)):
@@ -226,8 +228,9 @@ def _check_inputs(inputs: tuple, names: list[str]) -> None:
             raise InputError(f"{label}: expected a torch.Tensor, got {type(x).__name__}")
         if not x.is_cpu:
             raise InputError(f"{label}: expected device cpu, got {x.device}")
-        if x.dtype != torch.float32:
-            raise InputError(f"{label}: expected dtype {torch.float32}, got {x.dtype}")
+        expected = dtypes[i] if dtypes is not None else torch.float32
+        if x.dtype != expected:
+            raise InputError(f"{label}: expected dtype {expected}, got {x.dtype}")
         if not x.is_contiguous():
             raise InputError(
                 f"{label}: expected a contiguous tensor, got strides {x.stride()}; call .contiguous() on it first"
@@ -289,6 +292,7 @@ def compile(
 
     cm = CompiledModule(gm, build(inputs), build, max_versions)
     cm._options, cm._example_inputs = options, inputs
+    cm._input_dtypes = [getattr(x, "dtype", torch.float32) for x in inputs]
     return cm
 
 
@@ -374,7 +378,7 @@ def _native_version(
     params = [t.detach() if t.is_contiguous() else t.detach().contiguous() for _, t in graph.params]
     forward = make_forward(
         getattr(lib, graph.func_name),
-        inputs=[TensorSpec(n, s) for n, s in zip(graph.input_names, graph.input_shapes)],
+        inputs=[TensorSpec(n, s, d) for n, s, d in zip(graph.input_names, graph.input_shapes, graph.input_dtypes)],
         params=params,
         outputs=[TensorSpec(f"out{i}", s) for i, s in enumerate(graph.output_shapes)],
         return_tuple=graph.return_tuple,

@@ -170,7 +170,20 @@ def _fmt_count(n: float | None, unit: str) -> str:
     return f"{n:.0f} {unit}"
 
 
-def explain(imported: ModuleOp, fused: ModuleOp, timings: list[float] | None = None, peak_gflops: float | None = None) -> str:
+def allocated_bytes(loops: ModuleOp) -> int:
+    """Bytes of intermediate buffers the lowered function allocates per call (`memref.alloc`)."""
+    from xdsl.dialects import memref
+
+    return sum(math.prod(op.memref.type.get_shape()) * BYTES for op in loops.walk() if isinstance(op, memref.AllocOp))
+
+
+def explain(
+    imported: ModuleOp,
+    fused: ModuleOp,
+    timings: list[float | None] | None = None,
+    peak_gflops: float | None = None,
+    loops: ModuleOp | None = None,
+) -> str:
     """The report `cm.explain()` and `irc explain` print."""
     ks = kernels(fused)
     lines = ["irc explain", "", "Kernels (after irc-fuse):"]
@@ -208,6 +221,11 @@ def explain(imported: ModuleOp, fused: ModuleOp, timings: list[float] | None = N
         f"Intermediate traffic: {_fmt_count(before, 'B')} unfused -> {_fmt_count(after, 'B')} fused "
         f"({_fmt_count(before - after, 'B')} removed per forward)",
     ]
+    if loops is not None:
+        lines.append(
+            f"Intermediate buffers: {_fmt_count(allocated_bytes(loops), 'B')} allocated per call "
+            "(no arena or buffer reuse yet: each intermediate has its own allocation)"
+        )
     return "\n".join(lines) + "\n"
 
 

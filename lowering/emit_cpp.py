@@ -72,6 +72,7 @@ extern "C" void irc_profile_reset() { for (double& t : irc_prof_ns) t = 0; }
 
 BINARY = {arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*", arith.DivfOp: "/",
           arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivSIOp: "/"}
+CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}  # arith.cmpi predicates
 CALLS = {arith.MaximumfOp: "irc_maxf", arith.MinimumfOp: "irc_minf", xmath.ExpOp: "__builtin_expf",
          xmath.TanhOp: "__builtin_tanhf", xmath.ErfOp: "__builtin_erff", xmath.SqrtOp: "__builtin_sqrtf",
          xmath.LogOp: "__builtin_logf", xmath.AbsFOp: "__builtin_fabsf", xmath.CosOp: "__builtin_cosf",
@@ -215,6 +216,11 @@ class CppEmitter:
     def _(self, op: Operation) -> None:
         a, b = self.n(op.lhs), self.n(op.rhs)
         self.value(op, f"{a} {'>' if isinstance(op, arith.MaxSIOp) else '<'} {b} ? {a} : {b}")
+
+    @emit.register
+    def _(self, op: arith.CmpiOp) -> None:
+        cmp = CMPI[op.predicate.value.data]  # signed/unsigned alike: irc compares index values only
+        self.line(f"const bool {self.fresh(op.result)} = {self.n(op.lhs)} {cmp} {self.n(op.rhs)};")
 
     @emit.register
     def _(self, op: arith.IndexCastOp) -> None:

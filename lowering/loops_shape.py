@@ -5,17 +5,20 @@ Each is one copy kernel over its result (concat: one per input, writing at the i
 
 * `irt.slice`: result[i] = input[offset + i * stride] per dimension (index arithmetic in the load);
 * `irt.concat`: out[..., offset_k + i, ...] = input_k[..., i, ...];
-* `irt.expand`: a broadcasting load (index 0 in the input's size-1 dimensions).
+* `irt.expand`: a broadcasting load (index 0 in the input's size-1 dimensions);
+* `irt.embedding`: out[i..., d] = weight[idx[i...], d], parallel over index positions and d; the
+  index is clamped for the load and the element replaced by NaN when clamping changed it.
 """
 
 from __future__ import annotations
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import FloatAttr, IndexType, f32
 from xdsl.ir import SSAValue
 
 from irc.dialects import irt
-from irc.dialects.irt_shape import ConcatOp, ExpandOp, SliceOp
+from irc.dialects.irt_shape import ConcatOp, EmbeddingOp, ExpandOp, SliceOp
 from irc.lowering.irc_to_loops import FunctionLowering, describe, lowers
 from irc.reference import reference
 
@@ -73,6 +76,38 @@ def lower_expand(fl: FunctionLowering, op: ExpandOp) -> None:
         b.insert(memref.StoreOp.get(fl.load(b, op.input, ivs, shape), out, ivs))
 
     fl.nest(shape, describe(op), body)
+
+
+@lowers(EmbeddingOp)
+def lower_embedding(fl: FunctionLowering, op: EmbeddingOp) -> None:
+    """Never reads outside the table: an index outside [0, V) gives a NaN row (see EmbeddingOp)."""
+    out, idx, table = fl.result_buffer(op.result), fl.buffers[op.indices], fl.buffers[op.weight]
+    shape = irt.shape_of(op.result)
+    rows = irt.shape_of(op.weight)[0]
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        raw = b.insert(memref.LoadOp.get(idx, ivs[:-1])).res
+        row = b.insert(arith.IndexCastOp(raw, IndexType())).result
+        safe = b.insert(arith.MaxSIOp(row, fl.index(0))).result
+        safe = b.insert(arith.MinSIOp(safe, fl.index(rows - 1))).result
+        valid = b.insert(arith.CmpiOp(safe, row, "eq")).result
+        value = b.insert(memref.LoadOp.get(table, [safe, ivs[-1]])).res
+        nan = b.insert(arith.ConstantOp(FloatAttr(float("nan"), f32))).result
+        value = b.insert(arith.SelectOp(valid, value, nan)).result
+        b.insert(memref.StoreOp.get(value, out, ivs))
+
+    fl.nest(shape, describe(op), body)
+
+
+@reference(EmbeddingOp)
+def _embedding(op: EmbeddingOp, inputs):
+    """Eager embedding, with the lowering's NaN rows for indices outside [0, V)."""
+    import torch
+
+    idx, weight = inputs[0].to(torch.int64), inputs[1]
+    valid = (idx >= 0) & (idx < weight.shape[0])
+    rows = weight[idx.clamp(0, weight.shape[0] - 1)]
+    return torch.where(valid.unsqueeze(-1), rows, torch.full_like(rows, float("nan")))
 
 
 @reference(SliceOp)

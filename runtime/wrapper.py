@@ -6,7 +6,8 @@ function, parameter pointers, shapes, error labels) is pre-bound as globals of t
 code, so a call is: validate each input, allocate outputs, one ``fn(...)``, return.
 
 The native ABI is ``void f(float* in0, ..., float* param0, ..., float* out0, ...)``:
-user inputs, then parameters, then outputs, all contiguous float32 on the CPU.
+user inputs, then parameters, then outputs, all contiguous float32 on the CPU, except inputs
+whose spec is int64 (embedding indices: ``int64_t*``).
 """
 
 from __future__ import annotations
@@ -57,9 +58,12 @@ def make_forward(
     The generated source is available as ``forward.__irc_source__``.
     """
     inputs, params, outputs = list(inputs), list(params), list(outputs)
-    for spec in (*inputs, *outputs):
+    for spec in inputs:
+        if spec.dtype not in (torch.float32, torch.int64):
+            raise ValueError(f"{spec.name!r}: inputs must be float32 or int64, got {spec.dtype}")
+    for spec in outputs:
         if spec.dtype != torch.float32:
-            raise ValueError(f"{spec.name!r}: only float32 is supported, got {spec.dtype}")
+            raise ValueError(f"{spec.name!r}: only float32 outputs are supported, got {spec.dtype}")
     for i, p in enumerate(params):
         if not isinstance(p, torch.Tensor):
             raise TypeError(f"param {i}: expected a torch.Tensor, got {type(p).__name__}")
@@ -103,14 +107,15 @@ def make_forward(
     for i, (a, spec) in enumerate(zip(args, inputs)):
         env[f"_L{i}"] = f"input {i} ({spec.name!r})"
         env[f"_S{i}"] = tuple(spec.shape)
+        env[f"_D{i}"] = spec.dtype
         lines += [
             f"    if not isinstance({a}, Tensor):",
             f"        raise InputError(f'{{_L{i}}}: expected a torch.Tensor, "
             f"got {{type({a}).__name__}}')",
             f"    if not {a}.is_cpu:",
             f"        raise InputError(f'{{_L{i}}}: expected device cpu, got {{{a}.device}}')",
-            f"    if {a}.dtype != _f32:",
-            f"        raise InputError(f'{{_L{i}}}: expected dtype {{_f32}}, got {{{a}.dtype}}')",
+            f"    if {a}.dtype != _D{i}:",
+            f"        raise InputError(f'{{_L{i}}}: expected dtype {{_D{i}}}, got {{{a}.dtype}}')",
             f"    if {a}.shape != _S{i}:",
             f"        raise InputError(",
             f"            f'{{_L{i}}}: expected shape {{_S{i}}}, got {{tuple({a}.shape)}}')",

@@ -56,3 +56,13 @@ def test_loading_on_a_cpu_without_a_required_feature_is_refused(tmp_path):
 def test_loading_a_directory_that_is_not_an_artifact(tmp_path):
     with pytest.raises(irc.IrcError, match="not an irc artifact"):
         irc.load(tmp_path)
+
+
+def test_embedding_model_round_trips_with_int64_inputs(tmp_path):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Embedding(10, 6), nn.Linear(6, 2)).eval()
+    idx = torch.tensor([[1, 9, 0]])
+    irc.compile(m, (idx,)).save(tmp_path / "art")
+    loaded = irc.load(tmp_path / "art")
+    assert loaded.manifest["inputs"][0]["dtype"] == "int64"
+    torch.testing.assert_close(loaded(idx), m(idx).detach())

@@ -77,3 +77,20 @@ def test_cache_info_and_clear(cache, capsys):
     before = compiler_invocations()
     build_library(SOURCE, flags=FLAGS)
     assert compiler_invocations() == before + 1
+
+
+def test_interrupted_build_leaves_no_entry_and_no_temp_files(cache, monkeypatch):
+    import irc.runtime.build as build
+
+    def interrupted(command):
+        Path(command[command.index("-o") + 1]).write_bytes(b"half a library")  # the compiler was writing
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build, "_run_compiler", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_library(SOURCE, flags=FLAGS)
+    assert not list(cache.rglob("*.so")) and not list(cache.rglob(".*")), list(cache.rglob("*"))
+    monkeypatch.undo()
+    monkeypatch.setenv("IRC_CACHE_DIR", str(cache))
+    path = build_library(SOURCE, flags=FLAGS)
+    assert path.exists() and path.with_suffix(".sha256").exists()

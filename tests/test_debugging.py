@@ -59,6 +59,8 @@ def test_explain_reports_fusions_and_traffic():
     assert "irt.linear + irt.relu -> one irt.contract" in report
     assert "irt.linear + irt.sigmoid -> one irt.contract" in report
     assert re.search(r"Intermediate traffic: .* removed per forward", report)
+    # fused: the two linear+activation kernels, one 2x8 intermediate between them
+    assert "Intermediate buffers: 64 B allocated per call" in report
 
 
 def test_explain_profile_times_every_kernel_and_draws_the_roofline(tmp_path, monkeypatch):

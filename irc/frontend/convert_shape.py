@@ -30,16 +30,19 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from irc.dialects import irt
-from irc.dialects.irt_shape import ConcatOp, ExpandOp, SliceOp
+from irc.dialects.irt_shape import ConcatOp, EmbeddingOp, ExpandOp, SliceOp
 from irc.errors import IrcError
 from irc.frontend.fx_importer import (
     FUNCTIONS,
     METHODS,
+    MODULES,
     Converter,
     FxImporter,
     Unsupported,
     _identity,
     _reshape,
+    accepts_int64,
+    is_int64,
     tensor_type,
 )
 
@@ -536,3 +539,41 @@ for name in ("bool", "long", "int", "triu", "tril", "eq", "ne", "lt", "le", "gt"
         "tril": "triu/tril of a tensor computed at run time",
     }.get(name, _RUNTIME_COMPARISON)
     METHODS[name] = folding(METHODS.get(name), _method(name), what)
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedding: the one consumer of int64 tensors (run-time indices)
+# ---------------------------------------------------------------------------------------------
+
+
+def _embedding_op(imp: FxImporter, node: fx.Node, indices, weight, max_norm=None) -> SSAValue:
+    """irt.embedding of run-time int64 indices; padding_idx, scale_grad_by_freq and sparse only
+    change training, so they are accepted; max_norm renormalizes the table in place: unsupported."""
+    if max_norm is not None:
+        raise Unsupported("max_norm (renormalizes the weight in place on every call)")
+    if not is_int64(indices):
+        raise Unsupported("the indices must be an int64 tensor given at run time (a model input)")
+    if not isinstance(weight, SSAValue) or is_int64(weight):
+        raise Unsupported("the weight must be a float32 parameter")
+    return imp.insert(EmbeddingOp(indices, weight, imp.result_type(node)))
+
+
+@accepts_int64
+def _f_embedding(imp: FxImporter, node: fx.Node, input, weight, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False) -> SSAValue:
+    return _embedding_op(imp, node, input, weight, max_norm)
+
+
+@accepts_int64
+def _torch_embedding(imp: FxImporter, node: fx.Node, weight, input, padding_idx=-1,
+                     scale_grad_by_freq=False, sparse=False) -> SSAValue:
+    return _embedding_op(imp, node, input, weight)
+
+
+@accepts_int64
+def _embedding_module(imp: FxImporter, node: fx.Node, mod: torch.nn.Embedding, input) -> SSAValue:
+    return _embedding_op(imp, node, input, imp.param(mod.weight), mod.max_norm)
+
+
+FUNCTIONS.update({torch.nn.functional.embedding: _f_embedding, torch.embedding: _torch_embedding})
+MODULES[torch.nn.Embedding] = _embedding_module

@@ -24,7 +24,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from xdsl.builder import Builder
 from xdsl.rewriter import InsertPoint
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType, f32, i64
 from xdsl.ir import Block, Region, SSAValue
 
 from irc.dialects import irt
@@ -47,10 +47,27 @@ class ImportedGraph:
     params: list[tuple[str, torch.Tensor]]  # qualified name, tensor; function args after the inputs
     output_shapes: list[tuple[int, ...]]
     return_tuple: bool
+    input_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, or int64 (embedding indices)
 
 
-def tensor_type(shape: Sequence[int]) -> TensorType:
-    return TensorType(f32, list(shape))
+def tensor_type(shape: Sequence[int], dtype: torch.dtype = torch.float32) -> TensorType:
+    """`tensor<...xf32>`, or `tensor<...xi64>` for int64 (irc's only other dtype: embedding indices)."""
+    return TensorType(i64 if dtype == torch.int64 else f32, list(shape))
+
+
+INPUT_DTYPES = (torch.float32, torch.int64)
+"""Example-input dtypes irc compiles; int64 tensors may only flow into converters marked
+`accepts_int64` (embedding indices), any other use is an unsupported node."""
+
+
+def accepts_int64(converter: Converter) -> Converter:
+    """Mark a converter as taking int64 tensor arguments (every other one gets only f32)."""
+    converter.accepts_int64 = True  # type: ignore[attr-defined]
+    return converter
+
+
+def is_int64(value: Any) -> bool:
+    return isinstance(value, SSAValue) and isinstance(getattr(value.type, "element_type", None), IntegerType)
 
 
 def _ssa_name(name: str) -> str:
@@ -154,14 +171,20 @@ class FxImporter:
         for p, x in zip(placeholders, example_inputs):
             if not isinstance(x, torch.Tensor):
                 raise IrcError(f"example input '{p.name}' is a {type(x).__name__}; irc compiles tensor inputs only")
-            if x.dtype != torch.float32:
-                raise IrcError(f"example input '{p.name}' is {x.dtype}; irc compiles float32 tensors only")
+            if x.dtype not in INPUT_DTYPES:
+                raise IrcError(
+                    f"example input '{p.name}' is {x.dtype}; irc compiles float32 tensors "
+                    "(and int64 ones as embedding indices) only"
+                )
             if x.device.type != "cpu":
                 raise IrcError(f"example input '{p.name}' is on {x.device}; irc compiles for the CPU")
+        for p, x in zip(placeholders, example_inputs):
+            if x.dtype == torch.int64:
+                self._check_index_input(p)
         _propagate_shapes(self.gm, example_inputs)
 
         self.params = params = self._collect_params()
-        arg_types = [tensor_type(x.shape) for x in example_inputs] + [tensor_type(t.shape) for _, t in params]
+        arg_types = [tensor_type(x.shape, x.dtype) for x in example_inputs] + [tensor_type(t.shape) for _, t in params]
         self.block = block = Block(arg_types=arg_types)
         for p, arg in zip(placeholders, block.args):
             arg.name_hint = _ssa_name(p.name)
@@ -196,7 +219,26 @@ class FxImporter:
             params=params,
             output_shapes=[irt.shape_of(v) for v in outputs],
             return_tuple=return_tuple,
+            input_dtypes=[x.dtype for x in example_inputs],
         )
+
+    def _check_index_input(self, placeholder: fx.Node) -> None:
+        """An int64 input must feed at least one embedding (a converter marked `accepts_int64`);
+        its other uses are reported as unsupported nodes during the import."""
+
+        def takes_int64(node: fx.Node) -> bool:
+            try:
+                return bool(getattr(self._converter(node), "accepts_int64", False))
+            except Unsupported:
+                return False
+
+        users = list(placeholder.users)
+        if not any(takes_int64(u) for u in users):
+            used_by = ", ".join(f"{u.name} ({describe_target(u, self.gm)})" for u in users) or "nothing"
+            raise IrcError(
+                f"example input '{placeholder.name}' is torch.int64; irc compiles int64 tensors only as "
+                f"embedding indices (nn.Embedding, F.embedding), and it is used by {used_by}"
+            )
 
     def _collect_params(self) -> list[tuple[str, torch.Tensor]]:
         """Every tensor the graph reads from the module, once each, in first-use order."""
@@ -225,6 +267,13 @@ class FxImporter:
                 return
             args = fx.node.map_arg(node.args, lambda n: self.values[n])
             kwargs = fx.node.map_arg(node.kwargs, lambda n: self.values[n])
+            if not getattr(converter, "accepts_int64", False):
+                ints = [i.name for i in node.all_input_nodes if is_int64(self.values.get(i))]
+                if ints:
+                    raise Unsupported(
+                        f"it takes the int64 tensor {', '.join(ints)}; irc compiles int64 tensors only "
+                        "as embedding indices (nn.Embedding, F.embedding)"
+                    )
             value = converter(self, node, *args, **kwargs)
         except Unsupported as e:
             self._unsupported(node, str(e))
@@ -249,7 +298,9 @@ class FxImporter:
             module_converter = MODULES.get(type(mod))
             if module_converter is None:
                 raise Unsupported("no converter for this module type")
-            return lambda imp, node, *args, **kwargs: module_converter(imp, node, mod, *args, **kwargs)
+            convert = lambda imp, node, *args, **kwargs: module_converter(imp, node, mod, *args, **kwargs)  # noqa: E731
+            convert.accepts_int64 = getattr(module_converter, "accepts_int64", False)  # type: ignore[attr-defined]
+            return convert
         table, what = (METHODS, "tensor method") if node.op == "call_method" else (FUNCTIONS, "function")
         converter = table.get(node.target)
         if converter is None:
@@ -278,7 +329,11 @@ class FxImporter:
             if item in self.failed:
                 continue
             v = self.values[item]
-            if isinstance(v, SSAValue):
+            if is_int64(v):
+                self.unsupported.append(
+                    UnsupportedNode(node.name, "output", f"returns the int64 tensor {item.name}; irc returns float32 tensors")
+                )
+            elif isinstance(v, SSAValue):
                 values.append(v)
             else:
                 self.unsupported.append(

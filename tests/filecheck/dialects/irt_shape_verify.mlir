@@ -63,3 +63,27 @@ func.func @expand_rank(%x: tensor<2x3x4xf32>) -> tensor<3x4xf32> {
   %0 = irt.expand %x : (tensor<2x3x4xf32>) -> tensor<3x4xf32>
   func.return %0 : tensor<3x4xf32>
 }
+
+// -----
+
+// CHECK: Operation does not verify: irt.embedding: the indices must be a tensor of i64, got tensor<2x5xf32>
+func.func @embedding_float_indices(%idx: tensor<2x5xf32>, %w: tensor<10x8xf32>) -> tensor<2x5x8xf32> {
+  %0 = irt.embedding %idx, %w : (tensor<2x5xf32>, tensor<10x8xf32>) -> tensor<2x5x8xf32>
+  func.return %0 : tensor<2x5x8xf32>
+}
+
+// -----
+
+// CHECK: Operation does not verify: irt.embedding: the weight 10x8x2 must be 2-D (rows x embedding size)
+func.func @embedding_weight_rank(%idx: tensor<2x5xi64>, %w: tensor<10x8x2xf32>) -> tensor<2x5x8xf32> {
+  %0 = irt.embedding %idx, %w : (tensor<2x5xi64>, tensor<10x8x2xf32>) -> tensor<2x5x8xf32>
+  func.return %0 : tensor<2x5x8xf32>
+}
+
+// -----
+
+// CHECK: Operation does not verify: irt.embedding: indices 2x5 and weight 10x8 give a result of shape 2x5x8, not 2x8
+func.func @embedding_result_shape(%idx: tensor<2x5xi64>, %w: tensor<10x8xf32>) -> tensor<2x8xf32> {
+  %0 = irt.embedding %idx, %w : (tensor<2x5xi64>, tensor<10x8xf32>) -> tensor<2x8xf32>
+  func.return %0 : tensor<2x8xf32>
+}

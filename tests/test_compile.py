@@ -13,18 +13,12 @@ import torch.nn.functional as F
 from torch import nn
 
 import irc
+from irc_testing import check
 from irc.runtime import compiler_invocations
 
 torch.manual_seed(0)
 
 
-def check(model, *inputs, fuse=True, **tol):
-    """Compile, run, compare with eager; returns the compiled module."""
-    cm = irc.compile(model, inputs, fuse=fuse)
-    with torch.no_grad():
-        expected = model(*inputs)
-    torch.testing.assert_close(cm(*inputs), expected, **tol)
-    return cm
 
 
 def mlp(*sizes, act=nn.ReLU):

@@ -12,18 +12,12 @@ import torch.nn.functional as F
 from torch import nn
 
 import irc
+from irc_testing import check
 from irc.frontend.fx_importer import FUNCTIONS, import_fx
 
 torch.manual_seed(0)
 
 
-def check(model, *inputs, fuse=True, **tol):
-    """Compile natively (no eager fallback), run, compare with eager; returns the compiled module."""
-    cm = irc.compile(model, inputs, fuse=fuse, fallback=False)
-    with torch.no_grad():
-        expected = model(*inputs)
-    torch.testing.assert_close(cm(*inputs), expected, **tol)
-    return cm
 
 
 def kernels(cm) -> list[str]:

@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import irc
+from irc_testing import check as shared_check
 from irc.dialects import irt_nn
 from irc.models import get_model
 from irc.models_cnn import randomize_batch_norms
@@ -26,11 +27,7 @@ def check(model, *inputs, fuse=True, **tol):
         model = model.eval()
         if not isinstance(model, nn.Sequential) and not list(model.children()):
             model = nn.Sequential(model)
-    cm = irc.compile(model, inputs, fuse=fuse, fallback=False)
-    with torch.no_grad():
-        expected = model(*inputs)
-    torch.testing.assert_close(cm(*inputs), expected, **tol)
-    return cm
+    return shared_check(model, *inputs, fuse=fuse, **tol)
 
 
 def kernels(cm) -> list[str]:

@@ -20,19 +20,13 @@ import torch.nn.functional as F
 from torch import nn
 
 import irc
+from irc_testing import check
 from irc.dialects import irt_reduce
 from irc.reference import evaluate
 
 torch.manual_seed(0)
 
 
-def check(model, *inputs, fuse=True, **tol):
-    """Compile natively (no eager fallback), run, compare with eager; returns the compiled module."""
-    cm = irc.compile(model, inputs, fuse=fuse, fallback=False)
-    with torch.no_grad():
-        expected = model(*inputs)
-    torch.testing.assert_close(cm(*inputs), expected, **tol)
-    return cm
 
 
 FUSE = pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])

@@ -22,8 +22,7 @@ from xdsl.rewriter import InsertPoint
 
 from irc.dialects import irt
 
-BYTES = 4  # float32
-
+BYTES = 4  # float32: every intermediate and result irc computes
 FlopsFn = Callable[[Operation], int]
 FLOPS: dict[type[Operation], FlopsFn] = {}
 """How many FLOPs an op's accumulation costs (op families register theirs)."""
@@ -42,6 +41,11 @@ def flops(*op_types: type[Operation]) -> Callable[[FlopsFn], FlopsFn]:
 
 def numel(value: SSAValue) -> int:
     return math.prod(irt.shape_of(value))
+
+
+def nbytes(value: SSAValue) -> int:
+    """Bytes of a tensor: float32, or int64 for embedding indices."""
+    return numel(value) * (value.type.element_type.bitwidth // 8)  # type: ignore[attr-defined]
 
 
 def _scalar_ops(build: Callable[[Builder, list[SSAValue]], SSAValue], n_args: int) -> int:
@@ -101,11 +105,11 @@ def kernels(module: ModuleOp) -> list[Kernel]:
         if isinstance(op, (*VIEWS, irt.ConstantOp, func.ReturnOp)):
             continue
         reads = {_storage(v) for v in op.operands if not isinstance(v.owner, irt.ConstantOp)}
-        moved = sum(numel(v) for v in reads) + sum(numel(r) for r in op.results)
+        moved = sum(nbytes(v) for v in reads) + sum(nbytes(r) for r in op.results)
         fused = op.attributes.get("irc.fused")
         names = tuple(s.data for s in fused.data) if isinstance(fused, ArrayAttr) else (op.name,)
         shape = irt.shape_of(op.results[0]) if op.results else ()
-        found.append(Kernel(op.name, names, shape, op_flops(op), moved * BYTES))
+        found.append(Kernel(op.name, names, shape, op_flops(op), moved))
     return found
 
 

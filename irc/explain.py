@@ -327,3 +327,55 @@ def run(args) -> int:
     if png is not None:
         print(f"wrote {png}")
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# FLOPs of the op families' accumulating and reducing ops (dense upper bounds: a padded conv
+# window or a causal mask skips some of them)
+# ---------------------------------------------------------------------------------------------
+
+from irc.dialects import irt_nn, irt_reduce, irt_shape  # noqa: E402
+
+
+@flops(irt_nn.Conv2dOp)
+def _conv_flops(op) -> int:
+    _, cin_per_group, kh, kw = irt.shape_of(op.weight)
+    return 2 * numel(op.results[0]) * cin_per_group * kh * kw + (numel(op.results[0]) if op.bias else 0)
+
+
+@flops(irt_nn.WindowPoolOp)
+def _pool_flops(op) -> int:
+    kh, kw = op.kernels
+    return numel(op.results[0]) * kh * kw
+
+
+@flops(irt_nn.AdaptiveAvgPool2dOp, irt_reduce.ReduceOp)
+def _reduce_flops(op) -> int:
+    return numel(op.operands[0])
+
+
+@flops(irt_reduce.SoftmaxBase)
+def _softmax_flops(op) -> int:
+    return 5 * numel(op.operands[0])  # max, exp, sum, sub, divide (or log)
+
+
+@flops(irt_reduce.LayerNormOp)
+def _layer_norm_flops(op) -> int:
+    return 8 * numel(op.operands[0])  # mean, centre, square, sum, scale, shift
+
+
+@flops(irt_reduce.BatchMatmulOp)
+def _batch_matmul_flops(op) -> int:
+    return 2 * numel(op.results[0]) * irt.shape_of(op.lhs)[-1]
+
+
+@flops(irt_reduce.AttentionOp)
+def _attention_flops(op) -> int:
+    *batch, lq, e = irt.shape_of(op.q)
+    lk, ev = irt.shape_of(op.k)[-2], irt.shape_of(op.v)[-1]
+    return math.prod(batch) * lq * lk * (2 * e + 2 * ev + 5)
+
+
+@flops(irt_shape.SliceOp, irt_shape.ConcatOp, irt_shape.ExpandOp, irt_shape.EmbeddingOp)
+def _data_movement(op) -> int:
+    return 0

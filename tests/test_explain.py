@@ -45,3 +45,17 @@ def test_unfused_reasons_name_the_cause():
     assert any("2 users" in r for r in reasons), reasons
     report = explain(imported, fused)
     assert "Left unfused:" in report and "Intermediate traffic:" in report
+
+
+def test_conv_and_attention_flops():
+    conv = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1)).eval()
+    _, fused = imported_and_fused(conv, torch.randn(1, 3, 10, 10))
+    (k,) = kernels(fused)
+    assert k.flops == 2 * 8 * 10 * 10 * 3 * 9 + 8 * 10 * 10  # MACs, then the bias per output
+
+    def attn(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+    _, fused = imported_and_fused(attn, torch.randn(2, 5, 4), torch.randn(2, 7, 4), torch.randn(2, 7, 3))
+    (k,) = kernels(fused)
+    assert k.flops == 2 * 5 * 7 * (2 * 4 + 2 * 3 + 5)

@@ -70,6 +70,24 @@ def _pair(attr: DenseArrayBase) -> Pair:
     return values  # type: ignore[return-value]
 
 
+class StridedWindow:
+    """The (h, w) pairs of a sliding window, shared by convolution and pooling ops
+    (which define `stride` and `padding` properties; `dilation` where they have one)."""
+
+    @property
+    def strides(self) -> Pair:
+        return _pair(self.stride)  # type: ignore[attr-defined]
+
+    @property
+    def paddings(self) -> Pair:
+        return _pair(self.padding)  # type: ignore[attr-defined]
+
+    @property
+    def dilations(self) -> Pair:
+        dilation = getattr(self, "dilation", None)
+        return _pair(dilation) if dilation is not None else (1, 1)
+
+
 def _check_pairs(op: Operation, **pairs: DenseArrayBase) -> None:
     for what, attr in pairs.items():
         values = tuple(attr.get_values())
@@ -103,7 +121,7 @@ def _check_nchw(op: Operation, value: SSAValue, what: str) -> tuple[int, ...]:
 
 
 @irdl_op_definition
-class Conv2dOp(EpilogueOp):
+class Conv2dOp(StridedWindow, EpilogueOp):
     """2-D convolution (cross-correlation, as PyTorch), NCHW, with an optional fused epilogue.
 
     input [N, C, H, W], weight [O, C/groups, kH, kW], bias [O] (optional) -> [N, O, OH, OW].
@@ -178,18 +196,6 @@ class Conv2dOp(EpilogueOp):
         )
 
     # -- the geometry, as Python ints -----------------------------------------------------
-    @property
-    def strides(self) -> Pair:
-        return _pair(self.stride)
-
-    @property
-    def paddings(self) -> Pair:
-        return _pair(self.padding)
-
-    @property
-    def dilations(self) -> Pair:
-        return _pair(self.dilation)
-
     @property
     def group_count(self) -> int:
         return self.groups.value.data
@@ -345,7 +351,7 @@ class BatchNormOp(ElementwiseOp):
 # ---------------------------------------------------------------------------------------------
 
 
-class WindowPoolOp(IRDLOperation):
+class WindowPoolOp(StridedWindow, IRDLOperation):
     """Base of max/avg pooling: a kernel window per output element, PyTorch's output sizes."""
 
     input = operand_def(TensorType)
@@ -359,18 +365,6 @@ class WindowPoolOp(IRDLOperation):
     @property
     def kernels(self) -> Pair:
         return _pair(self.kernel)
-
-    @property
-    def strides(self) -> Pair:
-        return _pair(self.stride)
-
-    @property
-    def paddings(self) -> Pair:
-        return _pair(self.padding)
-
-    @property
-    def dilations(self) -> Pair:
-        return (1, 1)
 
     def expected_shape(self) -> tuple[int, ...]:
         n, c, h, w = shape_of(self.input)
@@ -427,10 +421,6 @@ class MaxPool2dOp(WindowPoolOp):
                 **({"ceil_mode": UnitAttr()} if ceil_mode else {}),
             },
         )
-
-    @property
-    def dilations(self) -> Pair:
-        return _pair(self.dilation)
 
     def verify_(self) -> None:
         _check_pairs(self, dilation=self.dilation)

@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "visualize": ("irc.visualize", "draw a model's captured graph and write its fused IR"),
     "explain": ("irc.explain", "what irc fused, each kernel's FLOPs and bytes; --profile: timings and roofline"),
     "cache": ("irc.cache_cli", "show or clear the build cache"),
+    "bench": ("irc.bench", "time irc against eager, Inductor and ONNX Runtime: ratios, GFLOP/s, compile times"),
 }
 
 

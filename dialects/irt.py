@@ -33,6 +33,8 @@ from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
     Float32Type,
     FloatAttr,
+    I64,
+    IntegerAttr,
     StringAttr,
     TensorType,
     f32,
@@ -381,6 +383,7 @@ class ElementwiseFusedOp(ElementwiseOp):
 class ContractionKind(StrEnum):
     LINEAR = "linear"  # rhs is [N, K]: y = x @ rhs^T, nn.Linear's weight layout
     MATMUL = "matmul"  # rhs is [K, N]: y = x @ rhs
+    PACKED = "packed"  # rhs is [ceil(N/P), K, P]: N in panels of P columns (`irt.pack`), for the GEMM engine
 
 
 @irdl_attr_definition
@@ -388,8 +391,21 @@ class ContractionKindAttr(EnumAttribute[ContractionKind], SpacedOpaqueSyntaxAttr
     name = "irt.kind"
 
 
-def contraction_shape(kind: ContractionKind, lhs: tuple[int, ...], rhs: tuple[int, ...]) -> tuple[int, ...]:
-    """Result shape of `lhs [..., K]` contracted with a 2-D `rhs`; raises VerifyException."""
+def contraction_shape(
+    kind: ContractionKind, lhs: tuple[int, ...], rhs: tuple[int, ...], n: int | None = None
+) -> tuple[int, ...]:
+    """Result shape of `lhs [..., K]` contracted with `rhs`; raises VerifyException.
+
+    A packed rhs does not record N (its last panel is zero-padded): `n` gives it."""
+    if kind == ContractionKind.PACKED:
+        if len(lhs) < 1 or len(rhs) != 3 or n is None:
+            raise VerifyException(f"a packed contraction needs lhs of rank >= 1 and a 3-D rhs, got {_fmt(lhs)} and {_fmt(rhs)}")
+        panels, k, width = rhs
+        if lhs[-1] != k or panels != -(-n // width):
+            raise VerifyException(
+                f"packed rhs {_fmt(rhs)} does not hold a [K={lhs[-1]}, N={n}] matrix in panels of {width} columns"
+            )
+        return (*lhs[:-1], n)
     if len(lhs) < 1 or len(rhs) != 2:
         raise VerifyException(
             f"a {kind} contraction needs lhs of rank >= 1 and a 2-D rhs, got {_fmt(lhs)} and {_fmt(rhs)}"
@@ -436,7 +452,8 @@ class ContractionOp(EpilogueOp):
         for what, v in (("lhs", lhs), ("rhs", rhs), ("the result", res)):
             _check_f32_tensor(self, v, what)
         try:
-            expected = contraction_shape(self.contraction_kind, shape_of(lhs), shape_of(rhs))
+            n = shape_of(res)[-1] if shape_of(res) else None
+            expected = contraction_shape(self.contraction_kind, shape_of(lhs), shape_of(rhs), n)
         except VerifyException as e:
             raise VerifyException(f"{self.name}: {e}") from None
         if shape_of(res) != expected:
@@ -625,6 +642,52 @@ class TransposeOp(IRDLOperation):
 
 
 @irdl_op_definition
+class PackOp(IRDLOperation):
+    """Cuts a matrix into panels for the GEMM engine: the panel dimension in slices of `width`
+    (the last one zero-padded), each stored as [other dimension][width].
+
+        %p = irt.pack %w "rows" 16 : (tensor<10x8xf32>) -> tensor<1x8x16xf32>   // p[q, k, r] = w[16q + r, k]
+        %p = irt.pack %w "cols" 16 : (tensor<8x10xf32>) -> tensor<1x8x16xf32>   // p[q, k, r] = w[k, 16q + r]
+
+    `rows` packs an nn.Linear weight [N, K]; `cols` a matmul rhs [K, N]. Rules apply it to
+    parameters only, so compile-time folding packs each weight once, never per call.
+    """
+
+    name = "irt.pack"
+    input = operand_def(TensorType)
+    axis = prop_def(StringAttr)
+    width = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input $axis $width attr-dict `:` functional-type($input, $result)"
+
+    def __init__(self, input: SSAValue, axis: str, width: int):
+        rows, cols = shape_of(input)
+        panel, other = (rows, cols) if axis == "rows" else (cols, rows)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(f32, [-(-panel // width), other, width])],
+            properties={"axis": StringAttr(axis), "width": IntegerAttr(width, i64)},
+        )
+
+    @property
+    def panel_width(self) -> int:
+        return self.width.value.data
+
+    def verify_(self) -> None:
+        a = shape_of(self.input)
+        if self.axis.data not in ("rows", "cols") or len(a) != 2 or self.panel_width < 1:
+            raise VerifyException(
+                f"irt.pack: packs a 2-D tensor by `rows` or `cols` in panels of width >= 1, got {_fmt(a)} "
+                f"by {self.axis.data} {self.panel_width}"
+            )
+        panel, other = a if self.axis.data == "rows" else a[::-1]
+        expected = (-(-panel // self.panel_width), other, self.panel_width)
+        if shape_of(self.result) != expected:
+            raise VerifyException(f"irt.pack: result shape should be {_fmt(expected)}, got {_fmt(shape_of(self.result))}")
+
+
+@irdl_op_definition
 class ConstantOp(IRDLOperation):
     """A small literal tensor, such as the scalar in `x * 0.5`. Weights are arguments, not constants.
 
@@ -665,6 +728,7 @@ CORE_OPS = [
     ContractOp,
     ReshapeOp,
     TransposeOp,
+    PackOp,
     ConstantOp,
 ]
 CORE_ATTRS = [GeluApproxAttr, ContractionKindAttr]

@@ -4,8 +4,8 @@
 An artifact directory holds:
   model.so       the shared library (one `extern "C"` entry point)
   weights.pt     the parameters the entry point takes, after compile-time folding
-  manifest.json  irc version, entry point, input and output signature, compiler and flags, and
-                 the CPU features the library was built for (it is built with -march=native)
+  manifest.json  irc version, entry point, input and output signature, scratch arena size, compiler
+                 and flags, and the CPU features the library was built for (built with -march=native)
 
 Loading checks that this CPU has every instruction-set feature the library was built for, and
 raises a clear error naming the missing ones instead of crashing with an illegal instruction.
@@ -24,6 +24,7 @@ import torch
 
 from irc.errors import IrcError
 from irc.runtime import TensorSpec, load_library, make_forward
+from irc.runtime.wrapper import PACKED_SUFFIX
 from irc.runtime.build import compiler_version, cpu_features, resolve_flags
 
 FORMAT = 1
@@ -51,6 +52,7 @@ def save(
     return_tuple: bool,
     params: Sequence[tuple[str, torch.Tensor]],
     cxx_flags: Sequence[str] | None,
+    arena_bytes: int = 0,
 ) -> Path:
     """Write an artifact directory (see the module docstring); returns its path."""
     from irc import __version__
@@ -71,6 +73,7 @@ def save(
         "outputs": [{"shape": list(s), "dtype": "float32"} for s in output_shapes],
         "return_tuple": return_tuple,
         "params": [{"name": n, "shape": list(t.shape)} for n, t in params],
+        "arena_bytes": arena_bytes,  # scratch the entry point takes last (irc-plan-memory); 0: none
         "compiler": {"version": compiler_version(), "flags": flags},
         "cpu_features": sorted(set(cpu_features().split()) & ISA_FEATURES) if "-march=native" in flags else [],
     }
@@ -121,5 +124,7 @@ def load(path: str | Path) -> LoadedModule:
         outputs=[TensorSpec(f"out{k}", tuple(o["shape"])) for k, o in enumerate(manifest["outputs"])],
         return_tuple=manifest["return_tuple"],
         set_threads=lib.irc_set_num_threads,
+        scratch_bytes=manifest.get("arena_bytes", 0),
+        packed=getattr(lib, manifest["entry_point"] + PACKED_SUFFIX, None),  # absent from older artifacts
     )
     return LoadedModule(root, manifest, forward)

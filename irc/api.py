@@ -22,11 +22,16 @@ from irc.debugging import CompileLog, configure_logging
 from irc.errors import CompileError, InputError, IrcError, UnsupportedNode, UnsupportedOpError
 from irc.fold_params import fold_parameters
 from irc.frontend.fx_importer import ImportedGraph, import_fx
-from irc.lowering.emit_cpp import emit_cpp
+from irc.lowering.emit_cpp import emit_cpp, strict_mode
 from irc.lowering.irc_fuse import IrcFusePass
 from irc.lowering.irc_to_loops import IrcToLoopsPass
+from irc.lowering.pack_weights import PackWeightsPass
+from irc.lowering.parallelize import ParallelizePass
+from irc.lowering.plan_memory import PlanMemoryPass, memory_stats
+from irc.lowering.vectorize import VectorizePass
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
+from irc.runtime.wrapper import PACKED_SUFFIX
 
 LEVELS = ("import", "fused", "loops")
 DEFAULT_MAX_VERSIONS = 8
@@ -48,6 +53,7 @@ class Version:
     graph: ImportedGraph | None = field(default=None, repr=False)  # the whole graph, when native
     eager_nodes: list[UnsupportedNode] = field(default_factory=list)  # run by PyTorch (fallback)
     partitions: dict[str, Version] = field(default_factory=dict, repr=False)  # native partitions
+    memory: dict[str, Any] = field(default_factory=dict, repr=False)  # irc-plan-memory's stats (native only)
 
 
 class CompiledModule:
@@ -139,6 +145,19 @@ class CompiledModule:
         """The nodes that run in eager PyTorch (empty when the whole graph is native)."""
         return list(self._first.eager_nodes)
 
+    def memory_stats(self) -> dict[str, Any]:
+        """Scratch memory of the version called last (see lowering/plan_memory.py): `arena_bytes`
+        (one arena per calling thread), `intermediate_bytes` (the sum of all intermediate
+        buffers, what separate allocations would take), `buffers`, `in_place` (buffers written
+        over a dying input) and `reuse_ratio` (intermediate / arena bytes; 1.0: no reuse).
+        A partitioned version sums its native partitions."""
+        from irc.lowering.plan_memory import with_ratio
+
+        version = next((v for v in self.versions.values() if v.forward is self._forward), self._first)
+        parts = [version] if version.graph is not None else list(version.partitions.values())
+        keys = ("arena_bytes", "intermediate_bytes", "buffers", "in_place")
+        return with_ratio({k: sum(p.memory.get(k, 0) for p in parts) for k in keys})
+
     @property
     def _graph(self) -> ImportedGraph | None:
         return self._first.graph
@@ -162,7 +181,7 @@ class CompiledModule:
         return aot.save(
             path, library_path=v.library_path, func_name=g.func_name, input_names=g.input_names,
             input_shapes=g.input_shapes, input_dtypes=g.input_dtypes, output_shapes=g.output_shapes, return_tuple=g.return_tuple,
-            params=g.params, cxx_flags=self._options["cxx_flags"],
+            params=g.params, cxx_flags=self._options["cxx_flags"], arena_bytes=v.memory.get("arena_bytes", 0),
         )
 
     def explain(self, profile: bool = False, runs: int = 20, roofline_png: str | Path | None = None) -> str:
@@ -354,16 +373,29 @@ def _native_version(
     if fuse:
         clog.stage("irc-fuse", "-p irc-fuse", ir["import"], lambda: (IrcFusePass().apply(ctx, module), module.verify()))
         clog.write("irc-fuse.mlir", str(module))
+    if not strict_mode():  # the GEMM engine's packed weights (strict builds keep scalar loops)
+        pack = PackWeightsPass(inputs=len(graph.input_names))
+        before = str(module)
+        clog.stage("irc-pack-weights", f"-p 'irc-pack-weights{{inputs={pack.inputs}}}'", before,
+                   lambda: (pack.apply(ctx, module), module.verify()))
+        clog.write("irc-pack-weights.mlir", str(module))
     before = str(module)
-    clog.stage("fold-parameters", None, before, lambda: (fold_parameters(graph), module.verify()))
+    plan, _ = clog.stage("fold-parameters", None, before, lambda: (fold_parameters(graph), module.verify()))
     ir["fused"] = str(module)
     clog.write("fold-parameters.mlir", ir["fused"])
     to_loops = IrcToLoopsPass(tag_ops=profile)
     clog.stage("irc-to-loops", "-p irc-to-loops", ir["fused"], lambda: (to_loops.apply(ctx, module), module.verify()))
     ir["loops"] = str(module)
     clog.write("irc-to-loops.mlir", ir["loops"])
+    loop_passes = (("irc-vectorize", VectorizePass()), ("irc-plan-memory", PlanMemoryPass()), ("irc-parallelize", ParallelizePass()))
+    for name, loop_pass in loop_passes:
+        clog.stage(name, f"-p {name}", ir["loops"], lambda: (loop_pass.apply(ctx, module), module.verify()))
+        ir["loops"] = str(module)  # the "loops" level is the IR as emitted, after the loop-level passes
+        clog.write(f"{name}.mlir", ir["loops"])
     target = "-t cpp" + (" (profiling build)" if profile else "")
     source = clog.stage("cpp", target, ir["loops"], lambda: emit_cpp(module, profile=profile))
+    stats = memory_stats(module)
+    specs = [TensorSpec(n, s, d) for n, s, d in zip(graph.input_names, graph.input_shapes, graph.input_dtypes)]
     clog.write("model.cpp", source)
 
     built = compiler_invocations()
@@ -378,10 +410,14 @@ def _native_version(
     params = [t.detach() if t.is_contiguous() else t.detach().contiguous() for _, t in graph.params]
     forward = make_forward(
         getattr(lib, graph.func_name),
-        inputs=[TensorSpec(n, s, d) for n, s, d in zip(graph.input_names, graph.input_shapes, graph.input_dtypes)],
+        inputs=specs,
         params=params,
         outputs=[TensorSpec(f"out{i}", s) for i, s in enumerate(graph.output_shapes)],
         return_tuple=graph.return_tuple,
         set_threads=lib.irc_set_num_threads,
+        scratch_bytes=stats["arena_bytes"],
+        packed=getattr(lib, graph.func_name + PACKED_SUFFIX),
     )
-    return Version(tuple(graph.input_shapes), forward, ir, source, library_path, graph)
+    if plan is not None:  # weights updated in place are folded (packed) again before the next call
+        forward = plan.guard(forward)
+    return Version(tuple(graph.input_shapes), forward, ir, source, library_path, graph, memory=stats)

@@ -1,4 +1,4 @@
-"""The xDSL context irc parses and transforms IR in: builtin, func, arith, math, scf, memref, irt."""
+"""The xDSL context irc parses and transforms IR in: builtin, func, arith, math, scf, memref, irt, irl."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, math, memref, scf
 
 from irc.dialects.dialect import IRT
+from irc.dialects.irl import IRL
 
 
 def irc_context() -> Context:
     ctx = Context()
-    for dialect in (builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, memref.MemRef, IRT):
+    for dialect in (builtin.Builtin, func.Func, arith.Arith, math.Math, scf.Scf, memref.MemRef, IRT, IRL):
         ctx.load_dialect(dialect)
     return ctx

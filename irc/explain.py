@@ -175,10 +175,31 @@ def _fmt_count(n: float | None, unit: str) -> str:
 
 
 def allocated_bytes(loops: ModuleOp) -> int:
-    """Bytes of intermediate buffers the lowered function allocates per call (`memref.alloc`)."""
+    """Bytes of scratch one call of the lowered module needs: its arena (`irc-plan-memory`, one
+    per calling thread, allocated once) plus any `memref.alloc` left unplanned (per call)."""
+    from irc.lowering.plan_memory import memory_stats
+
+    return memory_stats(loops)["arena_bytes"] + _unplanned_bytes(loops)
+
+
+def _unplanned_bytes(loops: ModuleOp) -> int:
     from xdsl.dialects import memref
 
     return sum(math.prod(op.memref.type.get_shape()) * BYTES for op in loops.walk() if isinstance(op, memref.AllocOp))
+
+
+def memory_line(loops: ModuleOp) -> str:
+    """The report's line on intermediate buffers: the arena against the sum of the buffers."""
+    from irc.lowering.plan_memory import memory_stats
+
+    m = memory_stats(loops)
+    line = (
+        f"Intermediate buffers: {_fmt_count(m['arena_bytes'], 'B')} in one arena per calling thread, "
+        f"allocated once ({m['buffers']} buffer{'' if m['buffers'] == 1 else 's'}, {_fmt_count(m['intermediate_bytes'], 'B')} without reuse, "
+        f"{m['in_place']} written in place; reuse {m['reuse_ratio']:.2f}x)"
+    )
+    unplanned = _unplanned_bytes(loops)
+    return line + (f"; {_fmt_count(unplanned, 'B')} more allocated per call" if unplanned else "")
 
 
 def explain(
@@ -226,10 +247,7 @@ def explain(
         f"({_fmt_count(before - after, 'B')} removed per forward)",
     ]
     if loops is not None:
-        lines.append(
-            f"Intermediate buffers: {_fmt_count(allocated_bytes(loops), 'B')} allocated per call "
-            "(no arena or buffer reuse yet: each intermediate has its own allocation)"
-        )
+        lines.append(memory_line(loops))
     return "\n".join(lines) + "\n"
 
 

@@ -12,17 +12,65 @@ parameter is a snapshot: later in-place updates of the original weights do not r
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass, field
+
 import torch
 from xdsl.dialects import func
-from xdsl.ir import BlockArgument, Operation, SSAValue
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from irc.dialects import irt
 from irc.frontend.fx_importer import ImportedGraph
 from irc.reference import evaluate
 
 
-def fold_parameters(graph: ImportedGraph) -> int:
-    """Fold parameter-only computations of `graph` in place; returns how many ops were folded."""
+@dataclass
+class FoldPlan:
+    """The folded computations, to run again when a source parameter changes in place.
+
+    `block` holds clones of the folded ops; its arguments stand for `sources` (the original
+    parameter tensors); `outputs` pairs a value of `block` with the folded tensor it fills."""
+
+    block: Block
+    sources: list[torch.Tensor]
+    outputs: list[tuple[SSAValue, torch.Tensor]] = field(default_factory=list)
+    versions: list[int] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        self.versions = [t._version for t in self.sources]
+
+    def stale(self) -> bool:
+        return any(t._version != v for t, v in zip(self.sources, self.versions))
+
+    def refold(self) -> None:
+        """Evaluate the plan on the sources' current values, into the folded tensors' storage."""
+        with self.lock:
+            if not self.stale():
+                return
+            self.versions = [t._version for t in self.sources]
+            values: dict[SSAValue, torch.Tensor] = dict(zip(self.block.args, (t.detach() for t in self.sources)))
+            with torch.no_grad():
+                for op in self.block.ops:
+                    values[op.results[0]] = evaluate(op, [values[v] for v in op.operands])
+                for value, target in self.outputs:
+                    target.copy_(values[value])
+
+    def guard(self, forward):
+        """`forward`, refolding first whenever a source parameter changed since the last fold."""
+
+        def guarded(*args):
+            if self.stale():
+                self.refold()
+            return forward(*args)
+
+        guarded.__wrapped__ = forward  # type: ignore[attr-defined]
+        return guarded
+
+
+def fold_parameters(graph: ImportedGraph) -> FoldPlan | None:
+    """Fold parameter-only computations of `graph` in place; returns the plan to refold them
+    (None when nothing was folded)."""
     fn = next(op for op in graph.module.ops if isinstance(op, func.FuncOp))
     block = fn.body.block
     n_inputs = len(graph.input_names)
@@ -35,13 +83,16 @@ def fold_parameters(graph: ImportedGraph) -> int:
             values[op.results[0]] = evaluate(op, [values[v] for v in op.operands])
             folded.append(op)
     if not folded:
-        return 0
+        return None
 
+    plan, mapping = _plan(folded, block, values)
     for op in folded:
         result = op.results[0]
         if any(use.operation not in folded for use in result.uses):
             arg = block.insert_arg(result.type, len(block.args))
             arg.name_hint = result.name_hint or "folded"
+            values[result] = values[result].contiguous()  # the runtime passes its storage as is
+            plan.outputs.append((mapping[result], values[result]))
             result.replace_all_uses_with(arg)
             graph.params.append((f"folded:{arg.name_hint}", values[result]))
     for op in reversed(folded):
@@ -53,7 +104,30 @@ def fold_parameters(graph: ImportedGraph) -> int:
     fn.function_type = func.FunctionType.from_lists(
         [a.type for a in block.args], list(fn.function_type.outputs.data)
     )
-    return len(folded)
+    return plan
+
+
+def _plan(folded: list[Operation], block: Block, values: dict[SSAValue, torch.Tensor]) -> tuple[FoldPlan, dict]:
+    """Clone the folded ops (and the literals they read) into a plan block whose arguments are
+    the parameters they read; returns the plan and the map from original to plan values."""
+    plan_block = Block()
+    mapping: dict[SSAValue, SSAValue] = {}
+    sources: list[torch.Tensor] = []
+    for op in folded:
+        for v in op.operands:
+            if v in mapping:
+                continue
+            if isinstance(v, BlockArgument) and v.block is block:
+                mapping[v] = plan_block.insert_arg(v.type, len(plan_block.args))
+                sources.append(values[v])
+            elif isinstance(v.owner, irt.ConstantOp):
+                literal = v.owner.clone()
+                plan_block.add_op(literal)
+                mapping[v] = literal.results[0]
+        clone = op.clone(value_mapper=dict(mapping))
+        plan_block.add_op(clone)
+        mapping.update(zip(op.results, clone.results))
+    return FoldPlan(plan_block, sources), mapping
 
 
 def _foldable(op: Operation, values: dict[SSAValue, torch.Tensor]) -> bool:

@@ -119,7 +119,10 @@ def evaluate(op: Operation, inputs: list[Tensor]) -> Tensor:
 @accumulate(irt.ContractionOp)
 def _contraction(op: irt.ContractionOp, inputs: list[Tensor]) -> Tensor:
     lhs, rhs = inputs[0], inputs[1]
-    return lhs @ (rhs.t() if op.contraction_kind == irt.ContractionKind.LINEAR else rhs)
+    kind = op.contraction_kind
+    if kind == irt.ContractionKind.PACKED:
+        return lhs @ unpack(rhs, irt.shape_of(op.results[0])[-1])
+    return lhs @ (rhs.t() if kind == irt.ContractionKind.LINEAR else rhs)
 
 
 @reference(irt.ReshapeOp)
@@ -136,3 +139,18 @@ def _transpose(op: irt.TransposeOp, inputs: list[Tensor]) -> Tensor:
 def _constant(op: irt.ConstantOp, inputs: list[Tensor]) -> Tensor:
     values = [float(v) for v in op.value.iter_values()]
     return torch.tensor(values, dtype=torch.float32).reshape(irt.shape_of(op.result))
+
+
+@reference(irt.PackOp)
+def _pack(op: irt.PackOp, inputs: list[Tensor]) -> Tensor:
+    w = inputs[0] if op.axis.data == "rows" else inputs[0].t()
+    panels, other, width = irt.shape_of(op.result)
+    padded = w.new_zeros(panels * width, other)
+    padded[: w.shape[0]] = w
+    return padded.reshape(panels, width, other).transpose(1, 2).contiguous()
+
+
+def unpack(packed: Tensor, n: int) -> Tensor:
+    """The [K, N] matrix held by `irt.pack ... "cols"` panels (or an nn.Linear weight transposed)."""
+    panels, k, width = packed.shape
+    return packed.permute(1, 0, 2).reshape(k, panels * width)[:, :n]

@@ -239,6 +239,8 @@ def lower_contraction(fl: FunctionLowering, op: irt.ContractionOp) -> None:
     shape = irt.shape_of(op.results[0])
     k_size = irt.shape_of(op.lhs)[-1]
     linear = op.contraction_kind == irt.ContractionKind.LINEAR
+    packed = op.contraction_kind == irt.ContractionKind.PACKED
+    width = irt.shape_of(op.rhs)[-1]
     lhs, rhs = fl.buffers[op.lhs], fl.buffers[op.rhs]
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
@@ -248,7 +250,12 @@ def lower_contraction(fl: FunctionLowering, op: irt.ContractionOp) -> None:
         k.name_hint, acc.name_hint = "k", "acc"
         kb = Builder(InsertPoint.at_end(k_block))
         x = kb.insert(memref.LoadOp.get(lhs, [*lead, k])).res
-        w = kb.insert(memref.LoadOp.get(rhs, [j, k] if linear else [k, j])).res
+        if packed:  # panels of `width` columns: rhs[j / width, k, j % width]
+            q = kb.insert(arith.DivSIOp(j, fl.index(width))).result
+            r = kb.insert(arith.RemSIOp(j, fl.index(width))).result
+            w = kb.insert(memref.LoadOp.get(rhs, [q, k, r])).res
+        else:
+            w = kb.insert(memref.LoadOp.get(rhs, [j, k] if linear else [k, j])).res
         prod = kb.insert(arith.MulfOp(x, w)).result
         kb.insert(scf.YieldOp(kb.insert(arith.AddfOp(acc, prod)).result))
         zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
@@ -317,3 +324,4 @@ class IrcToLoopsPass(ModulePass):
 
 # Op families register their lowerings on import (they are only ever imported from here).
 from irc.lowering import loops_math, loops_nn, loops_reduce, loops_shape  # noqa: E402, F401
+from irc.lowering import loops_gemm  # noqa: E402, F401  (last: overrides the scalar contraction and conv nests)

@@ -5,10 +5,12 @@ Every op is one kernel: an `scf.parallel` over the independent positions (output
 (batch, head, query) triples), with `scf.for` loops carrying f32 accumulators inside.
 
 * `irt.reduce`: one accumulator per output element; sums carry `irc.reduction = "add"`.
-* `irt.softmax` / `irt.log_softmax`: two passes over each row. Pass 1 keeps a running max `m`
-  and a running sum `l` of exp(x - m), rescaled when the max grows (the online normalizer), so
-  it reads the row once; pass 2 writes exp(x - m) / l (or x - m - log l). Starting `m` at
-  -FLT_MAX instead of -inf keeps -inf entries (masked positions) from producing NaN.
+* `irt.softmax` / `irt.log_softmax`: three vectorizable passes over a row (in cache): the max
+  `m` (a SIMD max reduction), the sum `l` of exp(x - m) (softmax stores each exp(x - m) in its
+  output row as it goes), then the write: the output row times 1/l in place (softmax) or
+  x - m - log l (log_softmax). Starting `m` at -FLT_MAX instead of -inf keeps -inf entries
+  (masked positions) from producing NaN. (An online max/sum reads the row once less but
+  rescales with an exp per element in a loop-carried chain that does not vectorize.)
 * `irt.layer_norm`: the mean (summing x - x[0], so a large common offset costs no precision),
   then the biased variance of (x - mean) (the exact two-pass form, in f32), then the normalized,
   affine write: three reads of a row that is in cache.
@@ -185,22 +187,24 @@ def _ref_reduce(op: ReduceOp, inputs: list[torch.Tensor]) -> torch.Tensor:
 # ---------------------------------------------------------------------------------------------
 
 
-def online_max_sum(fl: FunctionLowering, b: Builder, n: int, element: Callable[[Builder, SSAValue], SSAValue]) -> Accs:
-    """One pass over `n` elements: the running max m and sum l of exp(x - m), rescaled as m grows."""
+def _max_loop(fl: FunctionLowering, b: Builder, n: int, element: Callable[[Builder, SSAValue], SSAValue]) -> SSAValue:
+    """max over `n` elements, from -FLT_MAX, as a loop marked `irc.reduction = "max"` (a SIMD
+    max reduction: lanes may combine without NaN propagation, which the exp-sum that follows
+    restores, since exp(NaN - m) is NaN)."""
 
     def step(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
-        m, l = accs
-        x = element(kb, j)
-        m_new = _bin(kb, arith.MaximumfOp, m, x)
-        corr = _un(kb, xmath.ExpOp, _bin(kb, arith.SubfOp, m, m_new))
-        p = _un(kb, xmath.ExpOp, _bin(kb, arith.SubfOp, x, m_new))
-        return [m_new, _bin(kb, arith.AddfOp, _bin(kb, arith.MulfOp, l, corr), p)]
+        return [_bin(kb, arith.MaximumfOp, accs[0], element(kb, j))]
 
-    return for_loop(fl, b, n, [fc(b, NEG_FLT_MAX), fc(b, 0.0)], step)
+    (m,) = for_loop(fl, b, n, [fc(b, NEG_FLT_MAX)], step)
+    m.owner.attributes[REDUCTION_ATTR] = StringAttr("max")
+    return m
 
 
 @lowers(SoftmaxBase)
 def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
+    """Per row: a max pass, an exp-sum pass (softmax keeps exp(x - m) in the output row), and
+    a write pass (softmax scales its output row in place by 1/sum; log_softmax writes
+    x - m - log(sum)). Every pass is a straight-line loop irc-vectorize can mark."""
     out = fl.result_buffer(op.result)
     src = fl.buffers[op.input]
     shape, axis = irt.shape_of(op.input), op.axis
@@ -210,18 +214,25 @@ def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
         def at(j: SSAValue) -> list[SSAValue]:
             return [*ivs[:axis], j, *ivs[axis:]]
 
-        m, l = online_max_sum(fl, b, shape[axis], lambda kb, j: load(kb, src, at(j)))
+        m = _max_loop(fl, b, shape[axis], lambda kb, j: load(kb, src, at(j)))
+
+        def exp_sum(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
+            e = _un(kb, xmath.ExpOp, _bin(kb, arith.SubfOp, load(kb, src, at(j)), m))
+            if not op.LOG:
+                store(kb, e, out, at(j))
+            return [_bin(kb, arith.AddfOp, accs[0], e)]
+
+        (l,) = for_loop(fl, b, shape[axis], [fc(b, 0.0)], exp_sum, reduction=True)
         if op.LOG:
             shift = _bin(b, arith.AddfOp, m, _un(b, xmath.LogOp, l))
         else:
             inv = _bin(b, arith.DivfOp, fc(b, 1.0), l)
 
         def write(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
-            x = load(kb, src, at(j))
             if op.LOG:
-                y = _bin(kb, arith.SubfOp, x, shift)
+                y = _bin(kb, arith.SubfOp, load(kb, src, at(j)), shift)
             else:
-                y = _bin(kb, arith.MulfOp, _un(kb, xmath.ExpOp, _bin(kb, arith.SubfOp, x, m)), inv)
+                y = _bin(kb, arith.MulfOp, load(kb, out, at(j)), inv)
             store(kb, y, out, at(j))
             return []
 

@@ -15,3 +15,8 @@ def check(model, *inputs, fuse=True, **tol):
         expected = model(*inputs)
     torch.testing.assert_close(cm(*inputs), expected, **tol)
     return cm
+
+
+def kernel_code(cm) -> str:
+    """The generated entry point's body: the C++ after the prelude (math, GEMM engine)."""
+    return cm.cpp_source.split('extern "C" void forward(', 1)[1]

@@ -117,11 +117,11 @@ def test_fused_cpp_has_one_kernel_per_linear_relu_pair():
     cm = irc.compile(mlp(784, 128, 64, 10), (torch.randn(1, 784),))
     kernels = re.findall(r"// kernel \d+: (.*)", cm.cpp_source)
     assert kernels == [
-        "irt.contract linear (irt.linear + irt.relu) -> 1x128",
-        "irt.contract linear (irt.linear + irt.relu) -> 1x64",
-        "irt.linear -> 1x10",
+        "irt.contract packed (irt.linear + irt.relu) -> 1x128",
+        "irt.contract packed (irt.linear + irt.relu) -> 1x64",
+        "irt.contract packed (irt.linear) -> 1x10",
     ]
-    assert cm.cpp_source.count("#pragma omp parallel for") == 3
+    assert cm.cpp_source.count("irc_gemm(") == 3 + 1  # three calls, one definition
     unfused = irc.compile(mlp(784, 128, 64, 10), (torch.randn(1, 784),), fuse=False)
     assert len(re.findall(r"// kernel \d+", unfused.cpp_source)) == 5
 
@@ -130,7 +130,7 @@ def test_ir_levels():
     cm = irc.compile(mlp(8, 4), (torch.randn(2, 8),))
     assert "irt.linear" in cm.ir("import") and "memref" not in cm.ir("import")
     assert "irt." in cm.ir("fused")
-    assert "scf.parallel" in cm.ir("loops") and not re.search(r"= irt\.|^\s*irt\.", cm.ir("loops"), re.M)
+    assert "irl.gemm" in cm.ir("loops") and not re.search(r"= irt\.|^\s*irt\.", cm.ir("loops"), re.M)
     assert "weight" not in re.sub(r"%\w*weight\w*", "", cm.ir("import")), "weights must be arguments"
     with pytest.raises(ValueError, match="unknown IR level 'llvm'"):
         cm.ir("llvm")
@@ -160,14 +160,22 @@ def test_nan_and_inf_propagate_like_eager():
     check(lambda x: torch.sigmoid(x) + torch.tanh(x), x, equal_nan=True)
 
 
-def test_irc_opt_compiles_imported_ir(tmp_path):
+LOOP_PIPELINE = "irc-to-loops,irc-vectorize,irc-plan-memory,irc-parallelize"
+
+
+def test_irc_opt_reproduces_the_cpp_and_compiles_imported_ir(tmp_path):
+    """From the folded IR, irc-opt's loop pipeline gives exactly the C++ irc.compile built; from
+    the imported IR (weights not folded: irc-opt has no values), the packing runs as kernels."""
     cm = irc.compile(mlp(10, 7, 3), (torch.randn(2, 10),))
-    src = tmp_path / "model.mlir"
-    src.write_text(cm.ir("import"))
-    cpp = tmp_path / "model.cpp"
     irc_opt = [sys.executable, "-c", "from irc.tools.irc_opt import main; main()"]
-    subprocess.run([*irc_opt, str(src), "-p", "irc-fuse,irc-to-loops", "-t", "cpp", "-o", str(cpp)], check=True)
-    assert cpp.read_text() == cm.cpp_source
+    (tmp_path / "fused.mlir").write_text(cm.ir("fused"))
+    subprocess.run([*irc_opt, str(tmp_path / "fused.mlir"), "-p", LOOP_PIPELINE, "-t", "cpp", "-o", str(tmp_path / "a.cpp")], check=True)
+    assert (tmp_path / "a.cpp").read_text() == cm.cpp_source
+    (tmp_path / "model.mlir").write_text(cm.ir("import"))
+    cpp = tmp_path / "model.cpp"
+    pipeline = f"irc-fuse,irc-pack-weights{{inputs=1}},{LOOP_PIPELINE}"
+    subprocess.run([*irc_opt, str(tmp_path / "model.mlir"), "-p", pipeline, "-t", "cpp", "-o", str(cpp)], check=True)
+    assert "irt.pack" in cpp.read_text()  # a run-time packing kernel
     subprocess.run(
         ["g++", "-std=c++17", "-O1", "-fopenmp", "-shared", "-fPIC", str(cpp), "-o", str(tmp_path / "m.so")],
         check=True,

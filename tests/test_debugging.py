@@ -25,20 +25,22 @@ def test_dump_dir_has_every_stage_numbered(tmp_path):
     (run,) = tmp_path.iterdir()
     names = sorted(p.name for p in run.iterdir())
     assert names == [
-        "01-fx-graph.py", "02-import.mlir", "03-irc-fuse.mlir", "04-fold-parameters.mlir",
-        "05-irc-to-loops.mlir", "06-model.cpp", "07-build.log",
+        "01-fx-graph.py", "02-import.mlir", "03-irc-fuse.mlir", "04-irc-pack-weights.mlir",
+        "05-fold-parameters.mlir", "06-irc-to-loops.mlir", "07-irc-vectorize.mlir",
+        "08-irc-plan-memory.mlir", "09-irc-parallelize.mlir", "10-model.cpp", "11-build.log",
     ]
     assert "irt.linear" in (run / "02-import.mlir").read_text()
     assert "irt.contract" in (run / "03-irc-fuse.mlir").read_text()
-    assert "scf.parallel" in (run / "05-irc-to-loops.mlir").read_text()
-    assert 'extern "C"' in (run / "06-model.cpp").read_text()
+    assert "irl.gemm" in (run / "06-irc-to-loops.mlir").read_text()
+    assert "%arena" in (run / "08-irc-plan-memory.mlir").read_text()
+    assert 'extern "C"' in (run / "10-model.cpp").read_text()
 
 
 def test_irc_dump_dir_environment_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("IRC_DUMP_DIR", str(tmp_path))
     irc.compile(_mlp(), (torch.randn(1, 16),), fuse=False)
     (run,) = tmp_path.iterdir()
-    assert (run / "03-fold-parameters.mlir").exists()  # no irc-fuse stage without fusion
+    assert (run / "04-fold-parameters.mlir").exists()  # no irc-fuse stage without fusion
 
 
 def test_failing_pass_leaves_a_reproducer_that_fails_the_same_way(tmp_path, monkeypatch, capsys):
@@ -60,7 +62,7 @@ def test_explain_reports_fusions_and_traffic():
     assert "irt.linear + irt.sigmoid -> one irt.contract" in report
     assert re.search(r"Intermediate traffic: .* removed per forward", report)
     # fused: the two linear+activation kernels, one 2x8 intermediate between them
-    assert "Intermediate buffers: 64 B allocated per call" in report
+    assert "Intermediate buffers: 64 B in one arena per calling thread, allocated once (1 buffer, 64 B without reuse" in report
 
 
 def test_explain_profile_times_every_kernel_and_draws_the_roofline(tmp_path, monkeypatch):

@@ -43,8 +43,23 @@ def test_parameter_only_ops_are_computed_once_at_compile_time():
 def test_ops_reading_inputs_are_not_folded():
     m = nn.Sequential(nn.Linear(4, 3), nn.Tanh()).eval()
     cm = irc.compile(m, (torch.randn(2, 4),), fuse=False)
-    assert re.findall(r"= (irt\.\w+)", cm.ir("fused")) == ["irt.linear", "irt.tanh"]
-    assert [name for name, _ in cm._graph.params] == ["0.weight", "0.bias"]
+    # the linear reads the input so it stays (as the GEMM's packed form); only its weight's
+    # packing is folded
+    assert re.findall(r"= (irt\.\w+)", cm.ir("fused")) == ["irt.contract", "irt.tanh"]
+    assert [name for name, _ in cm._graph.params] == ["0.bias", "folded:p0_weight_packed"]
+
+
+def test_folded_weights_follow_in_place_updates():
+    """A weight updated in place after compiling (an optimizer step) is folded again before the
+    next call: packed weights and folded transformations are never stale."""
+    m, x = Scaled(), torch.randn(3, 5)
+    cm = irc.compile(m, (x,))
+    for step in range(2):
+        with torch.no_grad():
+            m.w.mul_(0.5).add_(0.25)
+            m.b.add_(1.0)
+            for got, want in zip(cm(x), m(x)):
+                torch.testing.assert_close(got, want)
 
 
 def test_folding_without_fusion_matches_eager():

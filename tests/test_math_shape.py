@@ -113,8 +113,8 @@ def test_activation_fuses_into_linear_epilogue():
     m = nn.Sequential(nn.Linear(6, 10), nn.Hardswish(), nn.Linear(10, 4), nn.LeakyReLU(0.1)).eval()
     cm = check(m, torch.randn(3, 6))
     assert kernels(cm) == [
-        "irt.contract linear (irt.linear + irt.hardswish) -> 3x10",
-        "irt.contract linear (irt.linear + irt.leaky_relu) -> 3x4",
+        "irt.contract packed (irt.linear + irt.hardswish) -> 3x10",
+        "irt.contract packed (irt.linear + irt.leaky_relu) -> 3x4",
     ]
 
 

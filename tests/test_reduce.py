@@ -109,11 +109,13 @@ def test_softmax_of_minus_inf_entries_is_not_nan():
 
 
 def test_softmax_reads_each_row_twice():
-    """Two passes per row: the online max/sum pass and the normalizing write (3 exps in total)."""
+    """Three vectorized passes per row: max, exp-sum (exps kept in the output row), in-place
+    scale; the input is read twice and exp computed once per element."""
     cm = check(lambda x: F.softmax(x, dim=-1), torch.randn(4, 9))
     loops = cm.ir("loops")
-    assert loops.count("scf.for") == 2
-    assert loops.count("memref.load %x") == 2 and loops.count("math.exp") == 3
+    assert loops.count("scf.for") == 3 and loops.count('irc.reduction = "max"') == 1
+    assert loops.count("memref.load %x") == 2 and loops.count("math.exp") == 1
+    assert loops.count("irc.vectorize") == 3
 
 
 # --- layer_norm -----------------------------------------------------------------------------

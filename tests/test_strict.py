@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import torch
 from torch import nn
@@ -34,5 +36,5 @@ def test_strict_mode_is_sequential_and_bit_exact(monkeypatch):
 
 def test_default_mode_vectorizes_reductions(monkeypatch):
     monkeypatch.delenv("IRC_STRICT", raising=False)
-    cm = irc.compile(nn.Linear(67, 5).eval(), (torch.randn(3, 67),))
-    assert "#pragma omp simd reduction(+:acc)" in cm.cpp_source
+    cm = irc.compile(lambda x: x.sum(-1), (torch.randn(3, 67),))
+    assert re.search(r"#pragma omp simd reduction\(\+:acc\w*\)", cm.cpp_source)

@@ -24,10 +24,34 @@ def _fuse():
     return IrcFusePass
 
 
+def _pack_weights():
+    from irc.lowering.pack_weights import PackWeightsPass
+
+    return PackWeightsPass
+
+
 def _to_loops():
     from irc.lowering.irc_to_loops import IrcToLoopsPass
 
     return IrcToLoopsPass
+
+
+def _plan_memory():
+    from irc.lowering.plan_memory import PlanMemoryPass
+
+    return PlanMemoryPass
+
+
+def _parallelize():
+    from irc.lowering.parallelize import ParallelizePass
+
+    return ParallelizePass
+
+
+def _vectorize():
+    from irc.lowering.vectorize import VectorizePass
+
+    return VectorizePass
 
 
 def _cpp():
@@ -40,6 +64,12 @@ def _irt():
     from irc.dialects.dialect import IRT
 
     return IRT
+
+
+def _irl():
+    from irc.dialects.irl import IRL
+
+    return IRL
 
 
 def _locate(module: ModuleOp, error: VerifyException) -> None:
@@ -56,7 +86,14 @@ def _locate(module: ModuleOp, error: VerifyException) -> None:
     failing.emit_error(str(error), error)
 
 
-IRC_PASSES = {"irc-fuse": _fuse, "irc-to-loops": _to_loops}
+IRC_PASSES = {
+    "irc-fuse": _fuse,
+    "irc-pack-weights": _pack_weights,
+    "irc-to-loops": _to_loops,
+    "irc-plan-memory": _plan_memory,
+    "irc-parallelize": _parallelize,
+    "irc-vectorize": _vectorize,
+}
 
 
 class IrcOptMain(xDSLOptMain):
@@ -65,6 +102,7 @@ class IrcOptMain(xDSLOptMain):
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
         self.ctx.register_dialect("irt", _irt)
+        self.ctx.register_dialect("irl", _irl)
 
     def register_all_passes(self) -> None:
         super().register_all_passes()

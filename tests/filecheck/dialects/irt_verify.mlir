@@ -86,3 +86,22 @@ func.func @epilogue_shape(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %r: tensor<
   }
   func.return %0 : tensor<4x16xf32>
 }
+
+// -----
+
+// CHECK: Operation does not verify: irt.pack: result shape should be 2x8x16, got 1x8x16
+func.func @pack_shape(%w: tensor<20x8xf32>) -> tensor<1x8x16xf32> {
+  %p = irt.pack %w "rows" 16 : (tensor<20x8xf32>) -> tensor<1x8x16xf32>
+  func.return %p : tensor<1x8x16xf32>
+}
+
+// -----
+
+// CHECK: Operation does not verify: irt.contract: packed rhs 2x8x16 does not hold a [K=8, N=40] matrix in panels of 16 columns
+func.func @packed_n(%x: tensor<4x8xf32>, %p: tensor<2x8x16xf32>) -> tensor<4x40xf32> {
+  %y = irt.contract packed %x, %p : (tensor<4x8xf32>, tensor<2x8x16xf32>) -> tensor<4x40xf32> {
+  ^bb0(%a: f32):
+    irt.yield %a : f32
+  }
+  func.return %y : tensor<4x40xf32>
+}

@@ -1,5 +1,8 @@
-// RUN: irc-opt %s -p irc-fuse,irc-to-loops -t cpp | filecheck %s
-// RUN: irc-opt %s -p irc-fuse,irc-to-loops -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
+// RUN: env IRC_STRICT=1 irc-opt %s -p irc-fuse,irc-to-loops | irc-opt -t cpp | filecheck %s
+// RUN: env IRC_STRICT=1 irc-opt %s -p irc-fuse,irc-to-loops | irc-opt -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
+
+// The scalar loop nests (IRC_STRICT lowers contractions to them instead of the GEMM engine,
+// see loops_gemm.mlir), emitted by the default (non-strict) target.
 
 // Both functions form one module (one translation unit, one prelude).
 
@@ -8,6 +11,8 @@
 
 // CHECK:       #include <cstdint>
 // CHECK-NOT:   #include <{{(vector|algorithm|cmath|iostream)}}>
+// CHECK:       typedef float irc_v8f __attribute__((vector_size(32)));
+// CHECK:       template <class F> static inline F irc_exp(F x) {
 // CHECK-LABEL: extern "C" void mlp(float* __restrict__ x, float* __restrict__ w1, float* __restrict__ b1, float* __restrict__ w2, float* __restrict__ b2, float* __restrict__ out0)
 // CHECK:         float* __restrict__ h = static_cast<float*>(std::aligned_alloc(64, 128));
 // CHECK-NEXT:    // kernel 0: irt.contract linear (irt.linear + irt.relu) -> 2x16
@@ -44,14 +49,15 @@ func.func @mlp(%x: tensor<2x8xf32>, %w1: tensor<16x8xf32>, %b1: tensor<16xf32>, 
   func.return %y : tensor<2x4xf32>
 }
 
-// Elementwise math uses compiler builtins (no <cmath>); views are pointer aliases.
+// Elementwise math calls the prelude's inline, vectorizable irc_erf/irc_tanh/irc_exp (no <cmath>,
+// no libm call); views are pointer aliases.
 
 // CHECK-LABEL: extern "C" void act(float* __restrict__ x, float* __restrict__ out0)
 // CHECK:         {{\[\[maybe_unused\]\]}} float* __restrict__ {{.*}} = out0 + 0;  // view as memref<4x4xf32>
 // CHECK:         // kernel 2: irt.elementwise (irt.gelu + irt.tanh + irt.sigmoid) -> 4x4
-// CHECK:         __builtin_erff(
-// CHECK:         __builtin_tanhf(
-// CHECK:         __builtin_expf(
+// CHECK:         irc_erf(
+// CHECK:         irc_tanh(
+// CHECK:         irc_exp(
 func.func @act(%x: tensor<4x4xf32>) -> tensor<16xf32> {
   %g = irt.gelu %x : tensor<4x4xf32>
   %t = irt.tanh %g : tensor<4x4xf32>

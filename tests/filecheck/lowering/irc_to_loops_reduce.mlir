@@ -1,31 +1,33 @@
-// RUN: irc-opt %s -p irc-to-loops --split-input-file | filecheck %s
+// RUN: env IRC_STRICT=1 irc-opt %s -p irc-to-loops --split-input-file | filecheck %s
+// IRC_STRICT: the scalar nests (contractions and attention take the GEMM engine otherwise, see loops_gemm.mlir).
 
-// Softmax: one parallel iteration per row and two passes over it. Pass 1 reads x once, keeping
-// the running max m and the running sum l of exp(x - m), rescaled by exp(m_old - m_new); m starts
-// at -FLT_MAX so -inf entries give 0, not NaN. Pass 2 writes exp(x - m) * (1 / l).
+// Softmax: one parallel iteration per row and three straight-line passes over it (each one
+// vectorizable): the max m (a "max" reduction, from -FLT_MAX so -inf entries give 0, not NaN),
+// the sum l of exp(x - m) (an "add" reduction that also stores each exp in the output row),
+// then the output row scaled in place by 1 / l.
 
 // CHECK-LABEL: func.func @softmax(%x: memref<4x9xf32>, %out0: memref<4x9xf32>) {
 // CHECK:         "scf.parallel"(%c0, %c4, %c1)
 // CHECK-NEXT:    ^bb0(%i0: index):
 // CHECK-NEXT:      %[[NEGMAX:.*]] = arith.constant -3.40282347e+38 : f32
-// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:      %[[M:.*]], %[[L:.*]] = scf.for %j = %c0 to %c9 step %c1 iter_args(%[[MI:.*]] = %[[NEGMAX]], %[[LI:.*]] = %[[ZERO]]) -> (f32, f32) {
+// CHECK-NEXT:      %[[M:.*]] = scf.for %j = %c0 to %c9 step %c1 iter_args(%[[MI:.*]] = %[[NEGMAX]]) -> (f32) {
 // CHECK-NEXT:        %[[X:.*]] = memref.load %x[%i0, %j] : memref<4x9xf32>
 // CHECK-NEXT:        %[[MN:.*]] = arith.maximumf %[[MI]], %[[X]] : f32
-// CHECK-NEXT:        %[[D:.*]] = arith.subf %[[MI]], %[[MN]] : f32
-// CHECK-NEXT:        %[[CORR:.*]] = math.exp %[[D]] : f32
-// CHECK-NEXT:        %[[XS:.*]] = arith.subf %[[X]], %[[MN]] : f32
+// CHECK-NEXT:        scf.yield %[[MN]] : f32
+// CHECK-NEXT:      } {irc.reduction = "max"}
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[L:.*]] = scf.for %[[J1:.*]] = %c0 to %c9 step %c1 iter_args(%[[LI:.*]] = %[[ZERO]]) -> (f32) {
+// CHECK-NEXT:        %[[X1:.*]] = memref.load %x[%i0, %[[J1]]] : memref<4x9xf32>
+// CHECK-NEXT:        %[[XS:.*]] = arith.subf %[[X1]], %[[M]] : f32
 // CHECK-NEXT:        %[[P:.*]] = math.exp %[[XS]] : f32
-// CHECK-NEXT:        %[[LS:.*]] = arith.mulf %[[LI]], %[[CORR]] : f32
-// CHECK-NEXT:        %[[LN:.*]] = arith.addf %[[LS]], %[[P]] : f32
-// CHECK-NEXT:        scf.yield %[[MN]], %[[LN]] : f32, f32
-// CHECK-NEXT:      }
+// CHECK-NEXT:        memref.store %[[P]], %out0[%i0, %[[J1]]] : memref<4x9xf32>
+// CHECK-NEXT:        %[[LN:.*]] = arith.addf %[[LI]], %[[P]] : f32
+// CHECK-NEXT:        scf.yield %[[LN]] : f32
+// CHECK-NEXT:      } {irc.reduction = "add"}
 // CHECK-NEXT:      %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
 // CHECK-NEXT:      %[[INV:.*]] = arith.divf %[[ONE]], %[[L]] : f32
 // CHECK-NEXT:      scf.for %[[J:.*]] = %c0 to %c9 step %c1 {
-// CHECK-NEXT:        %[[X2:.*]] = memref.load %x[%i0, %[[J]]] : memref<4x9xf32>
-// CHECK-NEXT:        %[[S:.*]] = arith.subf %[[X2]], %[[M]] : f32
-// CHECK-NEXT:        %[[E:.*]] = math.exp %[[S]] : f32
+// CHECK-NEXT:        %[[E:.*]] = memref.load %out0[%i0, %[[J]]] : memref<4x9xf32>
 // CHECK-NEXT:        %[[Y:.*]] = arith.mulf %[[E]], %[[INV]] : f32
 // CHECK-NEXT:        memref.store %[[Y]], %out0[%i0, %[[J]]] : memref<4x9xf32>
 // CHECK-NEXT:      }
@@ -39,14 +41,18 @@ func.func @softmax(%x: tensor<4x9xf32>) -> tensor<4x9xf32> {
 
 // -----
 
-// log_softmax over dim 0: the rows are columns (the parallel loop runs over dim 1); pass 2
-// writes x - (m + log l).
+// log_softmax over dim 0: the rows are columns (the parallel loop runs over dim 1); the exp-sum
+// pass stores nothing, and the last pass writes x - (m + log l).
 
 // CHECK-LABEL: func.func @log_softmax_dim0
 // CHECK:         "scf.parallel"(%c0, %c9, %c1)
 // CHECK:           scf.for %j = %c0 to %c4 step %c1 iter_args
 // CHECK-NEXT:        memref.load %x[%j, %i0] : memref<4x9xf32>
-// CHECK:           %[[LOG:.*]] = math.log %[[L:.*]] : f32
+// CHECK:           } {irc.reduction = "max"}
+// CHECK:           scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args
+// CHECK-NOT:         memref.store
+// CHECK:           } {irc.reduction = "add"}
+// CHECK-NEXT:      %[[LOG:.*]] = math.log %[[L:.*]] : f32
 // CHECK-NEXT:      %[[SHIFT:.*]] = arith.addf %[[M:.*]], %[[LOG]] : f32
 // CHECK-NEXT:      scf.for %[[J:.*]] = %c0 to %c4 step %c1 {
 // CHECK-NEXT:        %[[X:.*]] = memref.load %x[%[[J]], %i0] : memref<4x9xf32>

@@ -1,0 +1,203 @@
+"""`irl`: loop-level ops irc's code generators expand themselves.
+
+After `irc-to-loops`, most kernels are plain `scf` loop nests over `memref`s. A matrix product
+is not: it is an `irl.gemm`, a call into irc's GEMM engine (cache blocking, operand packing and
+a register-tiled micro-kernel; `lowering/cpp_gemm.py`) whose every choice is written on the op,
+so it shows in IR dumps and golden tests:
+
+    irl.gemm "packed" %x, %w_packed -> %y epilogue(%b : memref<16xf32>) sizes [4, 16, 8]
+        tiles [6, 16, 8, 4] strides [0, 0, 1] conv [] parallel 0
+        : memref<4x8xf32>, memref<1x8x16xf32>, memref<4x16xf32> {
+    ^bb0(%acc: f32, %bias: f32):
+      %v = arith.addf %acc, %bias : f32
+      irl.yield %v : f32
+    }
+
+computes C[i, j] = body(sum_k A[i, k] * B[k, j], e[i, j]...) for an M x N x K product (`sizes`).
+A is `a` read as a row-major [M, K] matrix. B depends on `layout`:
+
+* `packed`: `b` holds B in panels of 16 columns, [ceil(N/16), K, 16], packed at compile time;
+* `nk` / `kn`: `b` is a row-major [N, K] (nn.Linear) / [K, N] matrix, packed on the fly;
+* `im2col`: B is the im2col matrix of the NCHW image `b` (convolution, geometry in `conv`:
+  [batch, C, H, W, O, OH, OW, kH, kW, sH, sW, pH, pW, dH, dW, groups]); the product then runs
+  per image and group: A is the group's [O/groups, C/groups*kH*kW] weights, C the group's
+  [O/groups, OH*OW] output.
+
+`tiles` = [MC, NC, KC, MS] is the cache blocking: OpenMP tasks of MS rows x NC columns of C,
+each taking K in steps of KC and its rows MC at a time;
+`strides` has three element strides per epilogue input (per image, per row i, per column j; 0
+broadcasts), `parallel` = 1 shares C blocks among OpenMP threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import I64, DenseArrayBase, Float32Type, FloatAttr, IntegerAttr, MemRefType, StringAttr, i64
+from xdsl.ir import Attribute, Dialect, Region, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    region_def,
+    traits_def,
+    var_operand_def,
+)
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import VerifyException
+
+LAYOUTS = ("packed", "nk", "kn", "im2col")
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends an `irl.gemm` epilogue with the element to store."""
+
+    name = "irl.yield"
+    value = operand_def(Float32Type)
+    traits = traits_def(IsTerminator())
+    assembly_format = "$value attr-dict `:` type($value)"
+
+    def __init__(self, value: SSAValue):
+        super().__init__(operands=[value])
+
+
+def _ints(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, list(values))
+
+
+class IntArrays:
+    """Reading an op's integer-array properties as Python tuples."""
+
+    def ints(self, name: str) -> tuple[int, ...]:
+        return tuple(getattr(self, name).get_values())
+
+
+@irdl_op_definition
+class GemmOp(IntArrays, IRDLOperation):
+    """C = epilogue(A x B) by irc's GEMM engine (see the module docstring)."""
+
+    name = "irl.gemm"
+    layout = prop_def(StringAttr)
+    a = operand_def(MemRefType)
+    b = operand_def(MemRefType)
+    c = operand_def(MemRefType)
+    epilogue = var_operand_def(MemRefType)
+    sizes = prop_def(DenseArrayBase.constr(i64))
+    tiles = prop_def(DenseArrayBase.constr(i64))
+    strides = prop_def(DenseArrayBase.constr(i64))
+    conv = prop_def(DenseArrayBase.constr(i64))
+    parallel = prop_def(IntegerAttr[I64])
+    body = region_def("single_block")
+    assembly_format = (
+        "$layout $a `,` $b `->` $c (`epilogue` `(` $epilogue^ `:` type($epilogue) `)`)? "
+        "`sizes` $sizes `tiles` $tiles `strides` $strides `conv` $conv `parallel` $parallel "
+        "`:` type($a) `,` type($b) `,` type($c) attr-dict-with-keyword $body"
+    )
+
+    def __init__(
+        self,
+        layout: str,
+        a: SSAValue,
+        b: SSAValue,
+        c: SSAValue,
+        epilogue: Sequence[SSAValue],
+        *,
+        sizes: Sequence[int],
+        tiles: Sequence[int],
+        strides: Sequence[int],
+        body: Region,
+        conv: Sequence[int] = (),
+        parallel: bool = True,
+    ):
+        super().__init__(
+            operands=[a, b, c, list(epilogue)],
+            regions=[body],
+            properties={
+                "layout": StringAttr(layout),
+                "sizes": _ints(sizes),
+                "tiles": _ints(tiles),
+                "strides": _ints(strides),
+                "conv": _ints(conv),
+                "parallel": IntegerAttr(int(parallel), i64),
+            },
+        )
+
+    def verify_(self) -> None:
+        layout = self.layout.data
+        if layout not in LAYOUTS:
+            raise VerifyException(f"irl.gemm: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+        if len(self.ints("sizes")) != 3 or min(self.ints("sizes")) < 1:
+            raise VerifyException(f"irl.gemm: sizes must be [M, N, K] >= 1, got {list(self.ints('sizes'))}")
+        if len(self.ints("tiles")) != 4 or min(self.ints("tiles")) < 1:
+            raise VerifyException(f"irl.gemm: tiles must be [MC, NC, KC, MS] >= 1, got {list(self.ints('tiles'))}")
+        if len(self.ints("strides")) != 3 * len(self.epilogue):
+            raise VerifyException(
+                f"irl.gemm: strides needs 3 entries per epilogue input ({len(self.epilogue)}), got {len(self.ints('strides'))}"
+            )
+        if (layout == "im2col") != (len(self.ints("conv")) == 16):
+            raise VerifyException("irl.gemm: the im2col layout (and only it) takes the 16 conv geometry values")
+        block = self.body.block
+        if len(block.args) != 1 + len(self.epilogue) or not isinstance(block.last_op, YieldOp):
+            raise VerifyException(
+                f"irl.gemm: the epilogue takes the accumulator and one f32 per epilogue input "
+                f"({1 + len(self.epilogue)} arguments) and ends with irl.yield"
+            )
+
+
+@irdl_op_definition
+class AttentionOp(IntArrays, IRDLOperation):
+    """softmax(q k^T * scale + mask) v for `batch` independent heads, on the GEMM engine.
+
+        irl.attention %q, %k, %v -> %o sizes [4, 128, 128, 64, 64] rows 64 scale 0.125
+            causal 0 mask_strides [] parallel 1 : memref<...>, memref<...>, memref<...>, memref<...>
+
+    `sizes` = [batch, Lq, Lk, E, Ev]; q, k, v, o are contiguous [batch, L, E] buffers. Queries go
+    `rows` at a time: a block of scores (rows x Lk) is one GEMM with the scale, mask and causal
+    -inf applied on the register tile, a softmax over each row in place, then one GEMM with v.
+    Scores never exist beyond one block per thread. `mask_strides` (batch, row, column) read
+    the optional additive mask operand (0 broadcasts).
+    """
+
+    name = "irl.attention"
+    q = operand_def(MemRefType)
+    k = operand_def(MemRefType)
+    v = operand_def(MemRefType)
+    o = operand_def(MemRefType)
+    mask = var_operand_def(MemRefType)
+    sizes = prop_def(DenseArrayBase.constr(i64))
+    rows = prop_def(IntegerAttr[I64])
+    scale = prop_def(FloatAttr[Float32Type])
+    causal = prop_def(IntegerAttr[I64])
+    mask_strides = prop_def(DenseArrayBase.constr(i64))
+    parallel = prop_def(IntegerAttr[I64])
+    assembly_format = (
+        "$q `,` $k `,` $v `->` $o (`mask` `(` $mask^ `:` type($mask) `)`)? `sizes` $sizes `rows` $rows "
+        "`scale` $scale `causal` $causal `mask_strides` $mask_strides `parallel` $parallel "
+        "`:` type($q) `,` type($k) `,` type($v) `,` type($o) attr-dict"
+    )
+
+    def __init__(self, q, k, v, o, mask, *, sizes, rows: int, scale: float, causal: bool, mask_strides, parallel: bool):
+        super().__init__(
+            operands=[q, k, v, o, [mask] if mask is not None else []],
+            properties={
+                "sizes": _ints(sizes),
+                "rows": IntegerAttr(rows, i64),
+                "scale": FloatAttr(scale, Float32Type()),
+                "causal": IntegerAttr(int(causal), i64),
+                "mask_strides": _ints(mask_strides),
+                "parallel": IntegerAttr(int(parallel), i64),
+            },
+        )
+
+    def verify_(self) -> None:
+        if len(self.ints("sizes")) != 5 or min(self.ints("sizes")) < 1:
+            raise VerifyException(f"irl.attention: sizes must be [batch, Lq, Lk, E, Ev] >= 1, got {list(self.ints('sizes'))}")
+        if len(self.mask) > 1 or len(self.ints("mask_strides")) != 3 * len(self.mask):
+            raise VerifyException("irl.attention: at most one mask, with 3 strides (batch, row, column)")
+        if self.rows.value.data < 1:
+            raise VerifyException("irl.attention: rows must be >= 1")
+
+
+IRL = Dialect("irl", [GemmOp, AttentionOp, YieldOp], [])

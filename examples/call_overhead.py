@@ -1,0 +1,77 @@
+"""What irc's Python wrapper adds over a bare ctypes call.
+
+    python examples/call_overhead.py [--model NAME] [--repeat 15] [--number 20000]
+
+Without --model, compiles `relu(x + 1)` on a 4-element input (the native work is a few
+nanoseconds); with it, a built-in model (irc.models). Times, interleaved, the medians (and
+p10/p90) of `--repeat` rounds of `--number` calls each:
+  raw ctypes   the entry point, one ctypes argument per buffer, pointers precomputed (outputs
+               and arena preallocated): what "a bare ctypes call" costs
+  raw packed   the `__packed` twin the wrapper calls: one pointer array, precomputed
+  forward      the generated wrapper: checks the inputs, allocates the outputs, follows the
+               thread count, fills this thread's pointer array, calls once
+  cm(x)        CompiledModule.__call__ (adds the shape-version dispatch try/except)
+  eager        the model in PyTorch, for scale
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import statistics
+import timeit
+
+import torch
+
+import irc
+from irc.models import get_model
+from irc.runtime import load_library
+from irc.runtime.wrapper import PACKED_SUFFIX
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default=None, help="a built-in model (default: relu(x + 1) on 4 floats)")
+    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--number", type=int, default=20000)
+    args = ap.parse_args()
+
+    if args.model:
+        model, inputs = get_model(args.model).build()
+    else:
+        model, inputs = (lambda x: torch.relu(x + 1.0)), (torch.randn(4),)
+    cm = irc.compile(model, inputs)
+    version = next(iter(cm.versions.values()))
+    g = version.forward.__globals__
+    lib = load_library(cm.library_path)
+    fn = getattr(lib, version.graph.func_name)
+    outs = [torch.empty(s) for s in version.graph.output_shapes]
+    arena = torch.empty(max(1, version.memory["arena_bytes"]) // 4 + 16)
+    ptrs = [x.data_ptr() for x in inputs] + [p.data_ptr() for p in g["_params"]] + [o.data_ptr() for o in outs]
+    ptrs += [arena.data_ptr() + (-arena.data_ptr()) % 64] if version.memory["arena_bytes"] else []
+    packed, array = getattr(lib, version.graph.func_name + PACKED_SUFFIX), (ctypes.c_void_p * len(ptrs))(*ptrs)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(*inputs), model(*inputs))
+    candidates = {
+        "raw ctypes": lambda: fn(*ptrs),
+        "raw packed": lambda: packed(array),
+        "forward": lambda: version.forward(*inputs),
+        "cm(x)": lambda: cm(*inputs),
+        "eager": lambda: model(*inputs),
+    }
+    times: dict[str, list[float]] = {k: [] for k in candidates}
+    with torch.no_grad():
+        for _ in range(args.repeat):  # interleaved rounds
+            for name, f in candidates.items():
+                times[name].append(timeit.timeit(f, number=args.number) / args.number * 1e6)
+    raw = statistics.median(times["raw ctypes"])
+    print(f"{args.model or 'relu(x + 1), 4 floats'}: {len(ptrs)} pointer arguments")
+    print(f"{'call':<12} {'median us':>10} {'p10':>7} {'p90':>7} {'over raw':>9}")
+    for name, ts in times.items():
+        q = statistics.quantiles(ts, n=10)
+        med = statistics.median(ts)
+        print(f"{name:<12} {med:>10.2f} {q[0]:>7.2f} {q[-1]:>7.2f} {med - raw:>+9.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,414 @@
+"""The GEMM engine's C++ (pasted into a translation unit that has an `irl.gemm`) and the
+emission of one `irl.gemm` as a call into it.
+
+C[M, N] = epilogue(A[M, K] x B[K, N]), the BLIS way:
+
+* a C block of MS rows x NC columns per OpenMP task (`irc_gemm`); within it K in steps of KC:
+  the B block is packed once per step into 16-column panels [KC][16] (or read from panels packed
+  at compile time), then the A rows, MC at a time, into 6-row panels [KC][6];
+* the register tile (`irc_tile`): 6 x 16 floats in 12 ymm accumulators, one broadcast of A and
+  two loads of B per k feeding 12 FMAs; on the last K step the epilogue runs on the accumulators
+  (a generic lambda called with 8-float vectors, or with floats on a ragged edge) before the one
+  store of the tile.
+
+Packers: `irc_prepacked` (panels made at compile time), `irc_dense` (a row-major matrix, either
+orientation), `irc_im2col` (the im2col matrix of an NCHW image, built panel by panel, never whole).
+Per-thread scratch for packed blocks is allocated once per thread and reused.
+Vectors are GCC vector extensions; FMA comes from `__builtin_ia32_vfmaddps256` when the target
+has it (`-march=native` on an FMA machine), else a multiply and an add.
+"""
+
+from __future__ import annotations
+
+from irc.dialects import irl
+
+GEMM_LIBRARY = r"""
+// ---- irc GEMM engine (lowering/cpp_gemm.py) ----------------------------------------------
+typedef float irc_v8f __attribute__((vector_size(32)));
+#define IRC_MR 6
+#define IRC_NR 16
+
+static inline irc_v8f irc_fma8(irc_v8f a, irc_v8f b, irc_v8f c) {
+#ifdef __FMA__
+  return __builtin_ia32_vfmaddps256(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+static inline irc_v8f irc_bcast8(float x) { return irc_v8f{x, x, x, x, x, x, x, x}; }
+static inline irc_v8f irc_load8(const float* p) { irc_v8f v; __builtin_memcpy(&v, p, 32); return v; }
+static inline void irc_store8(float* p, irc_v8f v) { __builtin_memcpy(p, &v, 32); }
+
+// Epilogue operand access, for V = float (ragged edges) or irc_v8f (8 columns).
+template <class V> static inline V irc_splat(float x);
+template <> inline float irc_splat<float>(float x) { return x; }
+template <> inline irc_v8f irc_splat<irc_v8f>(float x) { return irc_bcast8(x); }
+template <class V> static inline V irc_ld(const float* p);
+template <> inline float irc_ld<float>(const float* p) { return *p; }
+template <> inline irc_v8f irc_ld<irc_v8f>(const float* p) { return irc_load8(p); }
+template <class V> static inline V irc_gather(const float* p, int64_t stride);
+template <> inline float irc_gather<float>(const float* p, int64_t) { return *p; }
+template <> inline irc_v8f irc_gather<irc_v8f>(const float* p, int64_t s) {
+  return irc_v8f{p[0], p[s], p[2 * s], p[3 * s], p[4 * s], p[5 * s], p[6 * s], p[7 * s]};
+}
+
+struct irc_panels { const float* p; int64_t stride; };  // panel q starts at p + q*stride
+
+static float* irc_scratch(int slot, int64_t n) {  // slots: 0 packed A, 1 packed B, 2 attention scores
+  static thread_local struct Slots {
+    float* p[3] = {nullptr, nullptr, nullptr};
+    int64_t n[3] = {0, 0, 0};
+    ~Slots() { std::free(p[0]); std::free(p[1]); std::free(p[2]); }
+  } s;
+  if (s.n[slot] < n) {
+    std::free(s.p[slot]);
+    s.p[slot] = static_cast<float*>(std::aligned_alloc(64, (n * 4 + 63) / 64 * 64));
+    s.n[slot] = n;
+  }
+  return s.p[slot];
+}
+
+// Panels packed at compile time (irt.pack): [panels][K][R].
+template <int R> struct irc_prepacked {
+  const float* p; int64_t K;
+  irc_panels get(int, int64_t i0, int64_t, int64_t p0, int64_t) const { return {p + (i0 / R) * K * R + p0 * R, K * R}; }
+};
+
+// A row-major matrix packed into R-wide panels on the fly. !cols: panels of R rows of x[rows][ld]
+// (A, or an nn.Linear-layout B); cols: panels of R columns of x[K][ld] (a [K, N] B).
+template <int R, bool cols> struct irc_dense {
+  const float* x; int64_t ld; int64_t extent;
+  irc_panels get(int slot, int64_t i0, int64_t n, int64_t p0, int64_t kc) const {
+    float* buf = irc_scratch(slot, (n + R - 1) / R * R * kc);
+    for (int64_t q = 0; q * R < n; ++q) {
+      float* dst = buf + q * kc * R;
+      const int64_t w = n - q * R < R ? n - q * R : R;
+      if (!cols) {
+        for (int64_t r = 0; r < w; ++r) {
+          const float* src = x + (i0 + q * R + r) * ld + p0;
+          for (int64_t k = 0; k < kc; ++k) dst[k * R + r] = src[k];
+        }
+        for (int64_t r = w; r < R; ++r)
+          for (int64_t k = 0; k < kc; ++k) dst[k * R + r] = 0.0f;
+      } else {
+        for (int64_t k = 0; k < kc; ++k) {
+          const float* src = x + (p0 + k) * ld + i0 + q * R;
+          for (int64_t r = 0; r < R; ++r) dst[k * R + r] = r < w ? src[r] : 0.0f;
+        }
+      }
+    }
+    return {buf, kc * R};
+  }
+};
+
+// The im2col matrix of one NCHW image (C channels): B[(c, kh, kw)][(oh, ow)], packed into
+// 16-column panels; padded taps read as 0. A panel's columns are cut into runs on one output
+// row, so the inner loop is a (strided) row copy with the edges clamped once per run.
+struct irc_im2col {
+  const float* x; int64_t C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OW;
+  irc_panels get(int slot, int64_t j0, int64_t n, int64_t p0, int64_t kc) const {
+    float* buf = irc_scratch(slot, (n + IRC_NR - 1) / IRC_NR * IRC_NR * kc);
+    for (int64_t q = 0; q * IRC_NR < n; ++q) {
+      float* dst = buf + q * kc * IRC_NR;
+      const int64_t w = n - q * IRC_NR < IRC_NR ? n - q * IRC_NR : IRC_NR;
+      int64_t run_r[IRC_NR + 1], run_oh[IRC_NR], run_ow[IRC_NR], runs = 0;
+      for (int64_t r = 0; r < w;) {
+        const int64_t p = j0 + q * IRC_NR + r, oh = p / OW, ow = p % OW;
+        run_r[runs] = r; run_oh[runs] = oh; run_ow[runs] = ow; ++runs;
+        r += OW - ow < w - r ? OW - ow : w - r;
+      }
+      run_r[runs] = w;
+      int64_t c = p0 / (KH * KW), kh = p0 / KW % KH, kw = p0 % KW;
+      for (int64_t k = 0; k < kc; ++k) {
+        float* d = dst + k * IRC_NR;
+        const float* xc = x + c * H * W;
+        for (int64_t t = 0; t < runs; ++t) {
+          const int64_t ih = run_oh[t] * SH - PH + kh * DH, len = run_r[t + 1] - run_r[t];
+          float* dr = d + run_r[t];
+          if (ih < 0 || ih >= H) {
+            for (int64_t u = 0; u < len; ++u) dr[u] = 0.0f;
+            continue;
+          }
+          const float* row = xc + ih * W;
+          const int64_t iw0 = run_ow[t] * SW - PW + kw * DW;
+          // columns u with 0 <= iw0 + u*SW < W
+          int64_t lo = iw0 >= 0 ? 0 : (-iw0 + SW - 1) / SW;
+          int64_t hi = iw0 >= W ? 0 : (W - iw0 + SW - 1) / SW;
+          if (lo > len) lo = len;
+          if (hi > len) hi = len;
+          if (hi < lo) hi = lo;
+          for (int64_t u = 0; u < lo; ++u) dr[u] = 0.0f;
+          if (SW == 1) { for (int64_t u = lo; u < hi; ++u) dr[u] = row[iw0 + u]; }
+          else { for (int64_t u = lo; u < hi; ++u) dr[u] = row[iw0 + u * SW]; }
+          for (int64_t u = hi; u < len; ++u) dr[u] = 0.0f;
+        }
+        for (int64_t u = w; u < IRC_NR; ++u) d[u] = 0.0f;
+        if (++kw == KW) { kw = 0; if (++kh == KH) { kh = 0; ++c; } }
+      }
+    }
+    return {buf, kc * IRC_NR};
+  }
+};
+
+// The register tile: ROWS (<= 6) x 16 accumulated over kc; the epilogue runs on the last K step.
+template <int ROWS, class Epi>
+static inline void irc_tile(int64_t kc, const float* __restrict__ a, const float* __restrict__ b,
+                            float* __restrict__ c, int64_t ldc, int64_t cols, bool first, bool last,
+                            const Epi& epi, int64_t i0, int64_t j0) {
+  // U independent partial sums per accumulator, so that even one row keeps 8 FMA chains in
+  // flight (FMA latency 4 x 2 ports); summed before the epilogue.
+  constexpr int U = ROWS >= 4 ? 1 : ROWS == 3 ? 2 : 4 / ROWS;
+  irc_v8f acc[ROWS][2], part[U][ROWS][2];
+  for (int u = 0; u < U; ++u)
+    for (int r = 0; r < ROWS; ++r) part[u][r][0] = part[u][r][1] = irc_v8f{};
+  for (int r = 0; r < ROWS; ++r) __builtin_prefetch(c + r * ldc, 1);
+  int64_t k = 0;
+#pragma GCC unroll 4
+  for (; k + U <= kc; k += U)
+    for (int u = 0; u < U; ++u) {
+      const irc_v8f b0 = irc_load8(b + (k + u) * IRC_NR), b1 = irc_load8(b + (k + u) * IRC_NR + 8);
+      for (int r = 0; r < ROWS; ++r) {
+        const irc_v8f ar = irc_bcast8(a[(k + u) * IRC_MR + r]);
+        part[u][r][0] = irc_fma8(ar, b0, part[u][r][0]);
+        part[u][r][1] = irc_fma8(ar, b1, part[u][r][1]);
+      }
+    }
+  for (; k < kc; ++k) {
+    const irc_v8f b0 = irc_load8(b + k * IRC_NR), b1 = irc_load8(b + k * IRC_NR + 8);
+    for (int r = 0; r < ROWS; ++r) {
+      const irc_v8f ar = irc_bcast8(a[k * IRC_MR + r]);
+      part[0][r][0] = irc_fma8(ar, b0, part[0][r][0]);
+      part[0][r][1] = irc_fma8(ar, b1, part[0][r][1]);
+    }
+  }
+  for (int r = 0; r < ROWS; ++r) {
+    acc[r][0] = part[0][r][0];
+    acc[r][1] = part[0][r][1];
+    for (int u = 1; u < U; ++u) { acc[r][0] += part[u][r][0]; acc[r][1] += part[u][r][1]; }
+  }
+  if (cols == IRC_NR) {
+    for (int r = 0; r < ROWS; ++r) {
+      float* cr = c + r * ldc;
+      irc_v8f v0 = acc[r][0], v1 = acc[r][1];
+      if (!first) { v0 += irc_load8(cr); v1 += irc_load8(cr + 8); }
+      if (last) { v0 = epi(v0, i0 + r, j0); v1 = epi(v1, i0 + r, j0 + 8); }
+      irc_store8(cr, v0);
+      irc_store8(cr + 8, v1);
+    }
+  } else {
+    for (int r = 0; r < ROWS; ++r) {
+      float t[IRC_NR];
+      irc_store8(t, acc[r][0]);
+      irc_store8(t + 8, acc[r][1]);
+      float* cr = c + r * ldc;
+      for (int64_t q = 0; q < cols; ++q) {
+        const float v = first ? t[q] : t[q] + cr[q];
+        cr[q] = last ? epi(v, i0 + r, j0 + q) : v;
+      }
+    }
+  }
+}
+
+template <class Epi>
+static inline void irc_tile_rows(int64_t rows, int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
+                                 int64_t cols, bool first, bool last, const Epi& epi, int64_t i0, int64_t j0) {
+  switch (rows) {
+    case 6: irc_tile<6>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
+    case 5: irc_tile<5>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
+    case 4: irc_tile<4>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
+    case 3: irc_tile<3>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
+    case 2: irc_tile<2>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
+    default: irc_tile<1>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
+  }
+}
+
+// One task: C rows [i0, i0+ms) x columns [j0, j0+nc), all of K in KC steps.
+template <class PA, class PB, class Epi>
+static inline void irc_gemm_task(int64_t K, const PA& pa, const PB& pb, float* c, int64_t ldc, const Epi& epi,
+                                 int64_t i0, int64_t ms, int64_t j0, int64_t nc, int64_t MC, int64_t KC) {
+  for (int64_t p0 = 0; p0 < K; p0 += KC) {
+    const int64_t kc = K - p0 < KC ? K - p0 : KC;
+    const irc_panels B = pb.get(1, j0, nc, p0, kc);
+    for (int64_t ic = i0; ic < i0 + ms; ic += MC) {
+      const int64_t mc = i0 + ms - ic < MC ? i0 + ms - ic : MC;
+      const irc_panels A = pa.get(0, ic, mc, p0, kc);
+      for (int64_t jr = 0; jr < nc; jr += IRC_NR)
+        for (int64_t ir = 0; ir < mc; ir += IRC_MR)
+          irc_tile_rows(mc - ir < IRC_MR ? mc - ir : IRC_MR, kc, A.p + (ir / IRC_MR) * A.stride,
+                        B.p + (jr / IRC_NR) * B.stride, c + (ic + ir) * ldc + j0 + jr, ldc,
+                        nc - jr < IRC_NR ? nc - jr : IRC_NR, p0 == 0, p0 + kc >= K, epi, ic + ir, j0 + jr);
+    }
+  }
+}
+
+// The product as tasks of MS rows x NC columns, shared among OpenMP threads when `parallel`.
+template <class PA, class PB, class Epi>
+static void irc_gemm(int64_t M, int64_t N, int64_t K, const PA& pa, const PB& pb, float* c, int64_t ldc,
+                     const Epi& epi, int64_t MC, int64_t NC, int64_t KC, int64_t MS, bool parallel) {
+  const int64_t mb = (M + MS - 1) / MS, nb = (N + NC - 1) / NC;
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+  for (int64_t bj = 0; bj < nb; ++bj)
+    for (int64_t bi = 0; bi < mb; ++bi) {
+      const int64_t i0 = bi * MS, j0 = bj * NC;
+      irc_gemm_task(K, pa, pb, c, ldc, epi, i0, M - i0 < MS ? M - i0 : MS, j0, N - j0 < NC ? N - j0 : NC, MC, KC);
+    }
+}
+
+// ---- attention on the engine: per (head, block of queries) two GEMMs around a row softmax ----
+template <class V> static inline V irc_causal(V x, int64_t row, int64_t j);
+template <> inline float irc_causal<float>(float x, int64_t row, int64_t j) { return j > row ? -__builtin_inff() : x; }
+template <> inline irc_v8f irc_causal<irc_v8f>(irc_v8f x, int64_t row, int64_t j) {
+  typedef int32_t v8i __attribute__((vector_size(32)));
+  const v8i after = v8i{0, 1, 2, 3, 4, 5, 6, 7} + (int32_t)(j - row);
+  return after > 0 ? irc_bcast8(-__builtin_inff()) : x;
+}
+
+// s[0, n) = softmax(s): max, then exp(s - max) kept in place with its sum, then a scale.
+static inline void irc_softmax_row(float* s, int64_t n) {
+  irc_v8f mv = irc_bcast8(-__builtin_inff());
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) mv = irc_maxf(irc_load8(s + j), mv);
+  float mx = -__builtin_inff();
+  for (int q = 0; q < 8; ++q) mx = irc_maxf(mv[q], mx);
+  for (; j < n; ++j) mx = irc_maxf(s[j], mx);
+  irc_v8f sv = irc_v8f{};
+  const irc_v8f m8 = irc_bcast8(mx);
+  for (j = 0; j + 8 <= n; j += 8) {
+    const irc_v8f p = irc_exp(irc_load8(s + j) - m8);
+    irc_store8(s + j, p);
+    sv += p;
+  }
+  float sum = 0.0f;
+  for (int q = 0; q < 8; ++q) sum += sv[q];
+  for (; j < n; ++j) { s[j] = irc_exp(s[j] - mx); sum += s[j]; }
+  const float inv = 1.0f / sum;
+  for (j = 0; j < n; ++j) s[j] *= inv;
+}
+
+static inline int64_t irc_k_step(int64_t k) { return (k + (k + 319) / 320 - 1) / ((k + 319) / 320); }
+
+// q [batch][lq][e], k [batch][lk][e], v [batch][lk][ev] -> o [batch][lq][ev].
+// score(acc, b, row, j): the scaled, masked score from the dot product `acc` (V = float or 8 lanes).
+template <class Score>
+static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int64_t ev, const float* q, const float* k,
+                          const float* v, float* o, const Score& score, int64_t rows, bool parallel) {
+  const int64_t blocks = (lq + rows - 1) / rows;
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t q0 = blk * rows, m = lq - q0 < rows ? lq - q0 : rows;
+      float* s = irc_scratch(2, rows * lk);
+      const irc_dense<IRC_MR, false> qa{q + (b * lq + q0) * e, e, m};
+      const irc_dense<IRC_NR, false> kb{k + b * lk * e, e, lk};
+      const auto epi = [&](auto acc, int64_t i, int64_t j) { return score(acc, b, q0 + i, j); };
+      irc_gemm_task(e, qa, kb, s, lk, epi, 0, m, 0, lk, rows, irc_k_step(e));
+      for (int64_t i = 0; i < m; ++i) irc_softmax_row(s + i * lk, lk);
+      const irc_dense<IRC_MR, false> pa{s, lk, m};
+      const irc_dense<IRC_NR, true> vb{v + b * lk * ev, ev, ev};
+      const auto same = [](auto acc, int64_t, int64_t) { return acc; };
+      irc_gemm_task(lk, pa, vb, o + (b * lq + q0) * ev, ev, same, 0, m, 0, ev, rows, irc_k_step(lk));
+    }
+}
+// ---- end of the GEMM engine ----------------------------------------------------------------
+"""
+
+
+def _operand_access(em, value, strides: tuple[int, int, int], batch: str | None) -> str:
+    """The C++ expression reading an epilogue input at (batch, row `irc_row`, column `j`)."""
+    sb, sr, sc = strides
+    terms = [f"{batch}*{sb}" if batch and sb else "", f"irc_row*{sr}" if sr else ""]
+    base = " + ".join(t for t in terms if t) or "0"
+    ptr = em.n(value)
+    if sc == 0:
+        return f"irc_splat<V>({ptr}[{base}])"
+    if sc == 1:
+        return f"irc_ld<V>({ptr} + {base} + j)"
+    return f"irc_gather<V>({ptr} + {base} + j*{sc}, {sc})"
+
+
+def emit_gemm(em, op: irl.GemmOp) -> None:
+    """One `irl.gemm` as a call to `irc_gemm` with a generic lambda for the epilogue."""
+    m, n, k = op.ints("sizes")
+    mc, nc, kc, ms = op.ints("tiles")
+    layout = op.layout.data
+    a, b, c = em.n(op.a), em.n(op.b), em.n(op.c)
+    strides = op.ints("strides")
+    conv = layout == "im2col"
+    em.line("{")
+    em.depth += 1
+    if conv:
+        batch, c_in, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups = op.ints("conv")
+        cg = c_in // groups
+        em.line(f"for (int64_t irc_n = 0; irc_n < {batch}; ++irc_n)")
+        em.line(f"for (int64_t irc_g = 0; irc_g < {groups}; ++irc_g) {{")
+        em.depth += 1
+        em.line(f"const irc_im2col irc_b{{{b} + (irc_n*{c_in} + irc_g*{cg})*{h * w}, {cg}, {h}, {w}, {kh}, {kw}, "
+                f"{sh}, {sw}, {ph}, {pw}, {dh}, {dw}, {ow}}};")
+        em.line(f"const irc_dense<IRC_MR, false> irc_a{{{a} + irc_g*{m * k}, {k}, {m}}};")
+        em.line(f"float* irc_c = {c} + (irc_n*{o} + irc_g*{m})*{n};")
+        row = f"irc_g*{m} + i"
+    else:
+        em.line(f"const irc_dense<IRC_MR, false> irc_a{{{a}, {k}, {m}}};")
+        pb = {"packed": f"irc_prepacked<IRC_NR>{{{b}, {k}}}", "nk": f"irc_dense<IRC_NR, false>{{{b}, {k}, {n}}}",
+              "kn": f"irc_dense<IRC_NR, true>{{{b}, {n}, {n}}}"}[layout]
+        em.line(f"const auto irc_b = {pb};")
+        em.line(f"float* irc_c = {c};")
+        row = "i"
+    _emit_epilogue(em, op, strides, row, "irc_n" if conv else None)
+    em.line(f"irc_gemm({m}, {n}, {k}, irc_a, irc_b, irc_c, {n}, irc_epi, {mc}, {nc}, {kc}, {ms}, {'true' if op.parallel.value.data else 'false'});")
+    if conv:
+        em.depth -= 1
+        em.line("}")
+    em.depth -= 1
+    em.line("}")
+
+
+def _emit_epilogue(em, op: irl.GemmOp, strides, row: str, batch: str | None) -> None:
+    block = op.body.block
+    em.line("const auto irc_epi = [&](auto acc, int64_t i, int64_t j) {")
+    em.depth += 1
+    em.line("using V [[maybe_unused]] = decltype(acc);")
+    em.line(f"[[maybe_unused]] const int64_t irc_row = {row};")
+    em.names[block.args[0]] = "acc"
+    for index, (arg, value) in enumerate(zip(block.args[1:], op.epilogue)):
+        name = em.fresh(arg, "e")
+        em.line(f"const V {name} = {_operand_access(em, value, tuple(strides[3 * index : 3 * index + 3]), batch)};")
+    with em.vector_lanes():
+        for inner in block.ops:
+            if isinstance(inner, irl.YieldOp):
+                em.line(f"return {em.n(inner.value)};")
+            else:
+                em.emit(inner)
+    em.depth -= 1
+    em.line("};")
+
+
+def emit_attention(em, op: irl.AttentionOp) -> None:
+    """One `irl.attention` as a call to `irc_attention` with a generic lambda for the scores."""
+    batch, lq, lk, e, ev = op.ints("sizes")
+    em.line("{")
+    em.depth += 1
+    em.line("const auto irc_score = [&](auto acc, int64_t b, int64_t row, int64_t j) {")
+    em.depth += 1
+    em.line("using V = decltype(acc);")
+    em.line(f"V x = acc * irc_splat<V>({op.scale.value.data!r}f);")
+    if op.mask:
+        sb, sr, sc = op.ints("mask_strides")
+        base = " + ".join(t for t in (f"b*{sb}" if sb else "", f"row*{sr}" if sr else "") if t) or "0"
+        m = em.n(op.mask[0])
+        read = (f"irc_splat<V>({m}[{base}])" if sc == 0 else f"irc_ld<V>({m} + {base} + j)" if sc == 1
+                else f"irc_gather<V>({m} + {base} + j*{sc}, {sc})")
+        em.line(f"x = x + {read};")
+    else:
+        em.line("(void)b;")
+    if op.causal.value.data:
+        em.line("x = irc_causal<V>(x, row, j);")
+    else:
+        em.line("(void)row; (void)j;")
+    em.line("return x;")
+    em.depth -= 1
+    em.line("};")
+    em.line(f"irc_attention({batch}, {lq}, {lk}, {e}, {ev}, {em.n(op.q)}, {em.n(op.k)}, {em.n(op.v)}, {em.n(op.o)}, "
+            f"irc_score, {op.rows.value.data}, {'true' if op.parallel.value.data else 'false'});")
+    em.depth -= 1
+    em.line("}")

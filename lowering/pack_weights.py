@@ -1,0 +1,81 @@
+"""`irc-pack-weights`: give contractions with a compile-time-known rhs a packed rhs.
+
+The GEMM engine reads its rhs as panels of `PANEL` columns ([ceil(N/16), K, 16], see
+`irt.pack`). For a weight that is known at compile time (a parameter, or computed from
+parameters and constants only), this pass inserts `irt.pack` on it and rewrites the
+contraction to `irt.contract packed`; compile-time folding then evaluates the pack once, so
+the weight is packed when the compiled module is created, never per call. A contraction whose
+rhs is a run-time value is left alone (the GEMM packs such operands on the fly).
+
+    irc-opt model.mlir -p 'irc-pack-weights{inputs=1}'
+
+Options:
+  inputs: how many leading function arguments are run-time inputs; later arguments are
+          parameters (irc's importer puts inputs first, then every parameter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, BlockArgument, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from irc.dialects import irt
+from irc.dialects.irt import ContractionKind, f32
+from irc.lowering.irc_fuse import FUSED_ATTR
+
+PANEL = 16
+"""Columns per rhs panel: the GEMM micro-kernel's register tile width (two 8-float vectors)."""
+
+
+def compile_time_known(value: SSAValue, inputs: int) -> bool:
+    """A parameter, a literal, or an irt value computed from those only."""
+    if isinstance(value, BlockArgument):
+        return value.index >= inputs
+    op = value.owner
+    if isinstance(op, irt.ConstantOp):
+        return True
+    return op.dialect_name() == "irt" and all(compile_time_known(v, inputs) for v in op.operands)
+
+
+def pack_contraction(op: irt.ContractionOp) -> irt.ContractOp:
+    """`op` as `irt.contract packed`, its rhs through `irt.pack` (inserted before `op`)."""
+    kind = op.contraction_kind
+    pack = irt.PackOp(op.rhs, "rows" if kind == ContractionKind.LINEAR else "cols", PANEL)  # type: ignore[attr-defined]
+    pack.result.name_hint = f"{op.rhs.name_hint or 'w'}_packed"  # type: ignore[attr-defined]
+    Rewriter.insert_op(pack, InsertPoint.before(op))
+    inputs = list(op.epilogue_inputs)
+    block = Block(arg_types=[f32] * (1 + len(inputs)))
+    b = Builder(InsertPoint.at_end(block))
+    b.insert(irt.YieldOp(op.build_epilogue(b, block.args[0], list(block.args[1:]))))
+    return irt.ContractOp(ContractionKind.PACKED, op.lhs, pack.result, inputs, op.results[0].type, Region(block))  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class PackWeightsPass(ModulePass):
+    name = "irc-pack-weights"
+
+    inputs: int = 1
+
+    def apply(self, ctx: Context, module: ModuleOp) -> None:
+        for fn in module.ops:
+            if not isinstance(fn, func.FuncOp) or fn.is_declaration:
+                continue
+            for op in list(fn.body.block.ops):
+                if (
+                    isinstance(op, irt.ContractionOp)
+                    and op.contraction_kind != ContractionKind.PACKED
+                    and compile_time_known(op.rhs, self.inputs)  # type: ignore[attr-defined]
+                ):
+                    packed = pack_contraction(op)
+                    for name, attr in op.attributes.items():
+                        packed.attributes[name] = attr
+                    packed.attributes.setdefault(FUSED_ATTR, ArrayAttr([StringAttr(op.name)]))  # provenance
+                    packed.result.name_hint = op.results[0].name_hint
+                    Rewriter.replace_op(op, packed)

@@ -1,0 +1,124 @@
+"""`irc-parallelize`: decide which top-level `scf.parallel` nests run with OpenMP.
+
+    irc-opt model.mlir -p irc-to-loops,irc-parallelize -t cpp
+
+Starting an OpenMP parallel region costs a few microseconds even with a warm thread pool, more
+than a small kernel takes. This pass estimates each top-level `scf.parallel`'s work: its
+iteration count times the ops of its body, where a nested `scf.for`/`scf.parallel` counts its
+trip count times its own body (constants, yields and reduce terminators are free; an op may
+say what it costs with an `irc_work() -> int` method). A trip count is `(ub - lb) / step` when
+that is a constant (also for `ub = lb + constant`), else `DYNAMIC_TRIPS` (16). It records `irc.work = N` and `irc.parallel = "omp"` when the work reaches the
+threshold (and there are at least two iterations), else `irc.parallel = "serial"`.
+
+The C++ emitter prints `#pragma omp parallel for` only for nests not marked "serial" (unmarked
+nests, from hand-written IR, keep the pragma).
+
+The default threshold was measured on the project machine (2-core Zen 3, GCC 12 libgomp,
+see `examples/omp_threshold.py`): OpenMP pays off from about 30k-130k body ops (a wash near
+65k, which is the default; under load from other processes, the higher end).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, func, scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+
+PARALLEL_ATTR = "irc.parallel"
+WORK_ATTR = "irc.work"
+OMP, SERIAL = "omp", "serial"
+DEFAULT_THRESHOLD = 65536
+UNBOUNDED = 1 << 62
+DYNAMIC_TRIPS = 16
+"""The trip count assumed for a loop whose extent is not a constant (in irc: clamped windows)."""
+
+
+def default_threshold() -> int:
+    """`IRC_OMP_THRESHOLD` if set (an integer), else the measured default."""
+    return int(os.environ.get("IRC_OMP_THRESHOLD", DEFAULT_THRESHOLD))
+
+
+def _const(v: SSAValue) -> int | None:
+    op = v.owner
+    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
+        return op.value.value.data
+    return None
+
+
+def _extent(lb: SSAValue, ub: SSAValue) -> int | None:
+    """ub - lb when both are constants or ub is `lb + constant` (a window at a moving start)."""
+    lo, hi = _const(lb), _const(ub)
+    if lo is not None and hi is not None:
+        return hi - lo
+    add = ub.owner
+    if isinstance(add, arith.AddiOp):
+        if add.lhs is lb:
+            return _const(add.rhs)
+        if add.rhs is lb:
+            return _const(add.lhs)
+    return None
+
+
+def _trips(lb: SSAValue, ub: SSAValue, step: SSAValue) -> int:
+    extent, st = _extent(lb, ub), _const(step)
+    if extent is None or not st:
+        return DYNAMIC_TRIPS
+    return max(0, -(-extent // st))
+
+
+def iterations(loop: scf.ParallelOp) -> int:
+    return math.prod(_trips(lb, ub, st) for lb, ub, st in zip(loop.lowerBound, loop.upperBound, loop.step))
+
+
+def block_work(block: Block) -> int:
+    return min(UNBOUNDED, sum(op_work(op) for op in block.ops))
+
+
+def op_work(op: Operation) -> int:
+    """Estimated scalar ops executed by `op`, nested loops included."""
+    estimate = getattr(op, "irc_work", None)
+    if callable(estimate):
+        return int(estimate())
+    if isinstance(op, (arith.ConstantOp, scf.YieldOp, scf.ReduceOp)):
+        return 0
+    if isinstance(op, scf.ForOp):
+        return min(UNBOUNDED, _trips(op.lb, op.ub, op.step) * (1 + block_work(op.body.block)))
+    if isinstance(op, scf.ParallelOp):
+        return min(UNBOUNDED, iterations(op) * block_work(op.body.block))
+    return 1 + sum(block_work(b) for r in op.regions for b in r.blocks)
+
+
+def mark(loop: scf.ParallelOp, threshold: int) -> None:
+    work = op_work(loop)
+    loop.attributes[WORK_ATTR] = IntegerAttr(work, 64)
+    parallel = work >= threshold and iterations(loop) >= 2
+    loop.attributes[PARALLEL_ATTR] = StringAttr(OMP if parallel else SERIAL)
+
+
+def runs_serial(loop: Operation) -> bool:
+    """What the emitter asks: was this nest marked to run without OpenMP?"""
+    return loop.attributes.get(PARALLEL_ATTR) == StringAttr(SERIAL)
+
+
+@dataclass(frozen=True)
+class ParallelizePass(ModulePass):
+    """Options:
+    threshold: the work (body ops x iterations) from which a nest runs with OpenMP
+    (default: $IRC_OMP_THRESHOLD, else 65536, measured on the project machine)."""
+
+    name = "irc-parallelize"
+    threshold: int = -1
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        threshold = default_threshold() if self.threshold < 0 else self.threshold
+        for fn in op.ops:
+            if isinstance(fn, func.FuncOp) and not fn.is_declaration:
+                for top in fn.body.block.ops:
+                    if isinstance(top, scf.ParallelOp):
+                        mark(top, threshold)

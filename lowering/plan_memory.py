@@ -1,0 +1,308 @@
+"""`irc-plan-memory`: pack a lowered function's intermediate buffers into one arena.
+
+    irc-opt model.mlir -p irc-fuse,irc-to-loops,irc-plan-memory -t cpp
+
+After `irc-to-loops` every intermediate is a top-level `memref.alloc`, freed by a
+`memref.dealloc` before the return. This pass:
+
+1. gives each such buffer a live interval over the function's *top-level* op order: an op uses
+   a buffer when the op or anything nested in it takes the buffer, or a view of it, as an
+   operand (any op: loops, loads, stores, calls of a GEMM op... no op type is special-cased).
+   An op that takes a buffer and returns a memref returns a view: its result aliases the buffer.
+2. lets an elementwise kernel write its output *in place* of an input that dies in that kernel,
+   when the kernel is one `scf.parallel` whose only access to the output is one store at the
+   loop's induction variables, and whose every access to the input is a load of exactly that
+   element before the store (same shape, same indices, both views start at the buffer's start).
+3. packs the buffers (in-place pairs share one slot) into one arena: greedy by size, each at the
+   lowest 64-byte aligned offset that overlaps no buffer live at the same time.
+4. replaces every alloc by a view of the arena, a new trailing function argument
+   `%arena: memref<Nxf32>` that the caller provides (the Python wrapper keeps one per calling
+   thread, so concurrent calls never share scratch); drops the deallocs; rewrites views of
+   planned buffers to view the arena directly (so a `reinterpret_cast` offset always counts from
+   its source's first element, as in MLIR); and records on the function
+   `irc.arena_bytes`, `irc.intermediate_bytes` (the sum over all planned buffers),
+   `irc.buffers` and `irc.in_place` (buffers written in place of an input).
+
+A function without intermediates is left as it is (no arena argument, `irc.arena_bytes = 0`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func, memref, scf
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, NoneAttr, StridedLayoutAttr, f32
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+ARENA_BYTES = "irc.arena_bytes"
+INTERMEDIATE_BYTES = "irc.intermediate_bytes"
+BUFFERS = "irc.buffers"
+IN_PLACE = "irc.in_place"
+ALIGN = 64
+ELEMENT_BYTES = 4  # f32
+
+
+@dataclass(eq=False)
+class Buffer:
+    """One planned allocation: its size, live interval (top-level op indices) and slot."""
+
+    value: SSAValue
+    alloc: memref.AllocOp
+    bytes: int
+    uses: list[int] = field(default_factory=list)
+    offset: int = 0  # bytes into the arena
+
+    @property
+    def start(self) -> int:
+        return min(self.uses, default=-1)
+
+    @property
+    def end(self) -> int:
+        return max(self.uses, default=-2)
+
+
+@dataclass(eq=False)
+class Slot:
+    """Buffers sharing one place in the arena (one buffer, or a chain written in place)."""
+
+    members: list[Buffer]
+
+    @property
+    def bytes(self) -> int:
+        return max(b.bytes for b in self.members)
+
+    @property
+    def start(self) -> int:
+        return min(b.start for b in self.members)
+
+    @property
+    def end(self) -> int:
+        return max(b.end for b in self.members)
+
+    def live_with(self, other: Slot) -> bool:
+        if not any(b.uses for b in self.members) or not any(b.uses for b in other.members):
+            return False  # a dead buffer conflicts with nothing
+        return self.start <= other.end and other.start <= self.end
+
+
+def _aligned(n: int) -> int:
+    return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def _plannable(op: Operation) -> bool:
+    if not isinstance(op, memref.AllocOp) or op.dynamic_sizes or op.symbol_operands:
+        return False
+    t = op.memref.type
+    return isinstance(t, MemRefType) and t.element_type == f32 and isinstance(t.layout, NoneAttr)
+
+
+class FunctionPlan:
+    """Liveness, in-place pairs and arena offsets of one function."""
+
+    def __init__(self, fn: func.FuncOp):
+        self.fn = fn
+        self.top = list(fn.body.block.ops)
+        self.buffers: dict[SSAValue, Buffer] = {}
+        self.roots: dict[SSAValue, set[Buffer]] = {}  # value -> the planned buffers it aliases
+        self.offsets: dict[SSAValue, int | None] = {}  # element offset of a view into its root
+        self.deallocs: list[Operation] = []
+        for op in self.top:
+            if _plannable(op):
+                t = op.memref.type
+                buf = Buffer(op.memref, op, math.prod(t.get_shape()) * ELEMENT_BYTES)
+                self.buffers[op.memref] = buf
+                self.roots[op.memref] = {buf}
+                self.offsets[op.memref] = 0
+        self._liveness()
+
+    def _liveness(self) -> None:
+        for i, top in enumerate(self.top):
+            if isinstance(top, memref.DeallocOp) and top.memref in self.buffers:
+                self.deallocs.append(top)
+                continue
+            for op in top.walk():
+                used: set[Buffer] = set()
+                for v in op.operands:
+                    used |= self.roots.get(v, set())
+                for buf in used:
+                    buf.uses.append(i)
+                if used:  # views: a memref result aliases the buffers its operands do
+                    for r in op.results:
+                        if isinstance(r.type, MemRefType):
+                            self.roots[r] = set(used)
+                            self.offsets[r] = self._view_offset(op)
+
+    def _view_offset(self, op: Operation) -> int | None:
+        """Element offset of a reinterpret_cast of a planned buffer (None: unknown view)."""
+        if not isinstance(op, memref.ReinterpretCastOp) or op.offsets or op.sizes or op.strides:
+            return None
+        base = self.offsets.get(op.source)
+        return None if base is None else base + op.static_offsets.get_values()[0]
+
+    # -- in place ----------------------------------------------------------------------------
+    def in_place_pairs(self) -> list[tuple[Buffer, Buffer]]:
+        """(input, output) pairs where the output may take the input's slot (see module doc)."""
+        pairs, donors, takers = [], set(), set()
+        for i, top in enumerate(self.top):
+            if not isinstance(top, scf.ParallelOp):
+                continue
+            dying = [b for b in self.buffers.values() if b.end == i and b not in donors]
+            born = [b for b in self.buffers.values() if b.start == i and b not in takers]
+            for out in born:
+                for inp in dying:
+                    if inp is not out and self._elementwise(top, inp, out):
+                        pairs.append((inp, out))
+                        donors.add(inp)
+                        takers.add(out)
+                        break
+        return pairs
+
+    def _elementwise(self, loop: scf.ParallelOp, inp: Buffer, out: Buffer) -> bool:
+        body = loop.body.block
+        stores, loads = [], []
+        for op in loop.walk():
+            for v in op.operands:
+                roots = self.roots.get(v, set())
+                if inp not in roots and out not in roots:
+                    continue
+                if len(roots) != 1 or self.offsets.get(v) != 0:
+                    return False
+                if isinstance(op, memref.StoreOp) and v is op.memref and out in roots:
+                    stores.append(op)
+                elif isinstance(op, memref.LoadOp) and inp in roots:
+                    loads.append(op)
+                else:
+                    return False
+        if len(stores) != 1 or any(isinstance(op, memref.StoreOp) for op in loop.walk() if op not in stores):
+            return False  # one store only: every load of the input then feeds it
+        (store,) = stores
+        ivs = list(body.args)
+        if store.parent_block() is not body or list(store.indices) != ivs:
+            return False
+        shape = store.memref.type.get_shape()
+        order = {op: n for n, op in enumerate(body.ops)}
+        return all(
+            load.parent_block() is body
+            and list(load.indices) == ivs
+            and load.memref.type.get_shape() == shape
+            and order[load] < order[store]
+            for load in loads
+        )
+
+    # -- packing -----------------------------------------------------------------------------
+    def pack(self, in_place: bool = True) -> tuple[list[Slot], int]:
+        """Slots with offsets (greedy by size, first fit) and the arena size in bytes."""
+        slot_of: dict[Buffer, Slot] = {}
+        slots: list[Slot] = []
+        for b in self.buffers.values():
+            slot_of[b] = Slot([b])
+            slots.append(slot_of[b])
+        if in_place:
+            for inp, out in self.in_place_pairs():
+                keep, gone = slot_of[inp], slot_of[out]
+                keep.members += gone.members
+                for b in gone.members:
+                    slot_of[b] = keep
+                slots.remove(gone)
+        placed: list[tuple[Slot, int]] = []
+        arena = 0
+        for slot in sorted(slots, key=lambda s: (-s.bytes, s.start)):
+            offset = 0
+            for other, at in sorted((p for p in placed if p[0].live_with(slot)), key=lambda p: p[1]):
+                if offset + slot.bytes <= at:
+                    break
+                offset = max(offset, _aligned(at + other.bytes))
+            placed.append((slot, offset))
+            for b in slot.members:
+                b.offset = offset
+            arena = max(arena, _aligned(offset + slot.bytes))
+        return slots, arena
+
+    # -- rewriting ---------------------------------------------------------------------------
+    def rewrite(self, in_place: bool = True) -> None:
+        slots, arena_bytes = self.pack(in_place)
+        fn = self.fn
+        total = sum(b.bytes for b in self.buffers.values())
+        shared = sum(len(s.members) - 1 for s in slots)
+        fn.attributes[ARENA_BYTES] = IntegerAttr(arena_bytes, 64)
+        fn.attributes[INTERMEDIATE_BYTES] = IntegerAttr(total, 64)
+        fn.attributes[BUFFERS] = IntegerAttr(len(self.buffers), 64)
+        fn.attributes[IN_PLACE] = IntegerAttr(shared, 64)
+        if not self.buffers:
+            return
+        block = fn.body.block
+        arena = block.insert_arg(MemRefType(f32, [arena_bytes // ELEMENT_BYTES]), len(block.args))
+        arena.name_hint = "arena"
+        fn.update_function_type()
+        absolute: dict[SSAValue, int] = {}  # planned buffer or view -> element offset in the arena
+        for op in self.top:
+            if isinstance(op, memref.AllocOp) and op.memref in self.buffers:
+                buf = self.buffers[op.memref]
+                shape = op.memref.type.get_shape()
+                view = _arena_view(arena, buf.offset // ELEMENT_BYTES, shape, op.memref.name_hint)
+                self._replace(op, view, absolute)
+            elif isinstance(op, memref.ReinterpretCastOp) and op.source in absolute and self.offsets.get(op.results[0]) is not None:
+                own = op.static_offsets.get_values()[0]
+                view = _arena_view(arena, absolute[op.source] + own, op.result.type.get_shape(), op.result.name_hint)
+                self._replace(op, view, absolute)
+        for op in self.deallocs:
+            op.detach()
+            op.erase()
+
+    @staticmethod
+    def _replace(op: Operation, view: memref.ReinterpretCastOp, absolute: dict[SSAValue, int]) -> None:
+        op.parent_block().insert_op_before(view, op)
+        absolute[view.result] = view.static_offsets.get_values()[0]
+        op.results[0].replace_all_uses_with(view.result)
+        op.detach()
+        op.erase()
+
+
+def _arena_view(arena: SSAValue, offset: int, shape: tuple[int, ...], name: str | None) -> memref.ReinterpretCastOp:
+    """`shape` elements of the arena from element `offset` (a strided layout records a non-zero offset)."""
+    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+    layout = StridedLayoutAttr(strides, offset) if offset else None
+    t = MemRefType(f32, shape, layout) if layout else MemRefType(f32, shape)
+    view = memref.ReinterpretCastOp(arena, [], [], [], [offset], list(shape), strides, t)
+    view.result.name_hint = name
+    return view
+
+
+def plan_function(fn: func.FuncOp, in_place: bool = True) -> None:
+    FunctionPlan(fn).rewrite(in_place)
+
+
+def memory_stats(module: ModuleOp) -> dict[str, float | int]:
+    """Arena bytes, intermediate bytes, buffer count, in-place count and reuse ratio
+    (intermediate bytes / arena bytes; 1.0 = no reuse) summed over a planned module's functions."""
+    stats = {"arena_bytes": 0, "intermediate_bytes": 0, "buffers": 0, "in_place": 0}
+    keys = {ARENA_BYTES: "arena_bytes", INTERMEDIATE_BYTES: "intermediate_bytes", BUFFERS: "buffers", IN_PLACE: "in_place"}
+    for fn in module.walk():
+        if isinstance(fn, func.FuncOp):
+            for attr, key in keys.items():
+                value = fn.attributes.get(attr)
+                if isinstance(value, IntegerAttr):
+                    stats[key] += value.value.data
+    return with_ratio(stats)
+
+
+def with_ratio(stats: dict) -> dict:
+    arena, total = stats["arena_bytes"], stats["intermediate_bytes"]
+    return {**stats, "reuse_ratio": total / arena if arena else 1.0}
+
+
+@dataclass(frozen=True)
+class PlanMemoryPass(ModulePass):
+    """Options:
+    in-place: let elementwise kernels write over an input that dies there (default true)."""
+
+    name = "irc-plan-memory"
+    in_place: bool = True
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for fn in list(op.ops):
+            if isinstance(fn, func.FuncOp) and not fn.is_declaration:
+                plan_function(fn, self.in_place)

@@ -1,0 +1,101 @@
+// RUN: irc-opt %s -p irc-to-loops --split-input-file | filecheck %s
+// RUN: irc-opt %s -p irc-to-loops -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
+
+// The GEMM engine's lowering: one irl.gemm per contraction or convolution, its cache blocking,
+// threading and epilogue operand access decided here and written on the op.
+
+// A packed contraction: A is %x, B the packed panels; the bias is read per column (strides
+// batch 0, row 0, column 1); a splat constant of the epilogue becomes a literal in its body.
+// CHECK-LABEL: func.func @packed
+// CHECK:         irl.gemm "packed" %x, %wp -> %out0 epilogue(%b : memref<20xf32>) sizes [4, 20, 8] tiles [6, 16, 8, 4] strides [0, 0, 1] conv [] parallel 0 : memref<4x8xf32>, memref<2x8x16xf32>, memref<4x20xf32> attributes {irc.kernel = "irt.contract packed (irt.linear + irt.mul) -> 4x20"} {
+// CHECK-NEXT:    ^bb0(%acc: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[C:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-NEXT:      %[[A:.*]] = arith.addf %acc, %{{.*}} : f32
+// CHECK-NEXT:      %[[M:.*]] = arith.mulf %[[A]], %[[C]] : f32
+// CHECK-NEXT:      irl.yield %[[M]] : f32
+func.func @packed(%x: tensor<4x8xf32>, %wp: tensor<2x8x16xf32>, %b: tensor<20xf32>) -> tensor<4x20xf32> {
+  %h = irt.constant dense<5.000000e-01> : tensor<f32>
+  %y = irt.contract packed %x, %wp epilogue(%b, %h : tensor<20xf32>, tensor<f32>) : (tensor<4x8xf32>, tensor<2x8x16xf32>) -> tensor<4x20xf32> attributes {irc.fused = ["irt.linear", "irt.mul"]} {
+  ^bb0(%a: f32, %bias: f32, %half: f32):
+    %s = arith.addf %a, %bias : f32
+    %r = arith.mulf %s, %half : f32
+    irt.yield %r : f32
+  }
+  func.return %y : tensor<4x20xf32>
+}
+
+// -----
+
+// Run-time rhs in both layouts; a 3-D lhs is seen as [M, K] (a view, no copy), and a residual
+// of the result's shape is read per row (stride N) and column.
+// CHECK-LABEL: func.func @runtime_layouts
+// CHECK:         irl.gemm "nk" %x, %w -> %y sizes [6, 6, 8]
+// CHECK:         %[[A:.*]] = memref.reinterpret_cast %y3 to offset: [0], sizes: [6, 6], strides: [6, 1]
+// CHECK:         irl.gemm "kn" %[[A]], %m -> %{{.*}} epilogue(%r : memref<2x3x5xf32>) sizes [6, 5, 6] tiles [6, 16, 6, 6] strides [0, 5, 1]
+func.func @runtime_layouts(%x: tensor<6x8xf32>, %w: tensor<6x8xf32>, %m: tensor<6x5xf32>, %r: tensor<2x3x5xf32>) -> tensor<2x3x5xf32> {
+  %y = irt.linear %x, %w : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x6xf32>
+  %y3 = irt.reshape %y : (tensor<6x6xf32>) -> tensor<2x3x6xf32>
+  %z = irt.contract matmul %y3, %m epilogue(%r : tensor<2x3x5xf32>) : (tensor<2x3x6xf32>, tensor<6x5xf32>) -> tensor<2x3x5xf32> {
+  ^bb0(%a: f32, %res: f32):
+    %s = arith.addf %a, %res : f32
+    irt.yield %s : f32
+  }
+  func.return %z : tensor<2x3x5xf32>
+}
+
+// -----
+
+// An epilogue input that broadcasts over the batch but not the rows ([3, 5] against [2, 3, 5])
+// is not affine in the flattened row: the scalar nest keeps it.
+// CHECK-LABEL: func.func @not_affine
+// CHECK-NOT:     irl.gemm
+// CHECK:         "scf.parallel"
+func.func @not_affine(%x: tensor<2x3x6xf32>, %m: tensor<6x5xf32>, %r: tensor<3x5xf32>) -> tensor<2x3x5xf32> {
+  %z = irt.contract matmul %x, %m epilogue(%r : tensor<3x5xf32>) : (tensor<2x3x6xf32>, tensor<6x5xf32>) -> tensor<2x3x5xf32> {
+  ^bb0(%a: f32, %res: f32):
+    %s = arith.addf %a, %res : f32
+    irt.yield %s : f32
+  }
+  func.return %z : tensor<2x3x5xf32>
+}
+
+// -----
+
+// A convolution: per image and group, weights [O/g, C/g*kH*kW] times the im2col matrix of the
+// input; the bias is added per row (output channel) first, then the fused epilogue.
+// CHECK-LABEL: func.func @conv
+// CHECK:         irl.gemm "im2col" %w, %x -> %out0 epilogue(%b : memref<12xf32>) sizes [6, 64, 27] tiles [6, 32, 27, 6] strides [0, 1, 0] conv [1, 6, 8, 8, 12, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2] parallel 0
+// CHECK-NEXT:    ^bb0(%acc: f32, %{{.*}}: f32):
+// CHECK-NEXT:      %[[B:.*]] = arith.addf %acc, %{{.*}} : f32
+// CHECK:           arith.maximumf %[[B]]
+func.func @conv(%x: tensor<1x6x8x8xf32>, %w: tensor<12x3x3x3xf32>, %b: tensor<12xf32>) -> tensor<1x12x8x8xf32> {
+  %y = irt.conv2d %x, %w bias(%b : tensor<12xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 2 : (tensor<1x6x8x8xf32>, tensor<12x3x3x3xf32>) -> tensor<1x12x8x8xf32> {
+  ^bb0(%a: f32):
+    %z = arith.constant 0.000000e+00 : f32
+    %r = arith.maximumf %a, %z : f32
+    irt.yield %r : f32
+  }
+  func.return %y : tensor<1x12x8x8xf32>
+}
+
+// -----
+
+// Fewer than 6 output channels per group (depthwise): the scalar direct convolution.
+// CHECK-LABEL: func.func @depthwise
+// CHECK-NOT:     irl.gemm
+// CHECK:         "scf.parallel"
+func.func @depthwise(%x: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) -> tensor<1x4x8x8xf32> {
+  %y = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 4 : (tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x8x8xf32>
+  func.return %y : tensor<1x4x8x8xf32>
+}
+
+// -----
+
+// Attention: two GEMMs per block of queries around a row softmax; the [L, L] mask is read per
+// row and column, the same for every head (batch stride 0).
+// CHECK-LABEL: func.func @attention
+// CHECK:         irl.attention %q, %k, %v -> %out0 mask(%m : memref<16x16xf32>) sizes [4, 16, 16, 8, 8] rows 16 scale 1.250000e-01 causal 0 mask_strides [0, 16, 1] parallel 0
+func.func @attention(%q: tensor<1x4x16x8xf32>, %k: tensor<1x4x16x8xf32>, %v: tensor<1x4x16x8xf32>, %m: tensor<16x16xf32>) -> tensor<1x4x16x8xf32> {
+  %o = irt.attention %q, %k, %v mask %m scale 0.125 : (tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<16x16xf32>) -> tensor<1x4x16x8xf32>
+  func.return %o : tensor<1x4x16x8xf32>
+}

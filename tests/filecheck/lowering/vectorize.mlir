@@ -1,0 +1,90 @@
+// RUN: irc-opt %s -p irc-fuse,irc-to-loops,irc-vectorize | filecheck %s
+// RUN: irc-opt %s -p irc-fuse,irc-to-loops,irc-vectorize -t cpp | filecheck %s --check-prefix=CPP
+// RUN: irc-opt %s -p irc-fuse,irc-to-loops,irc-vectorize -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
+
+// irc-vectorize marks a loop `irc.vectorize` when its innermost dimension walks every buffer
+// contiguously (the last index) or not at all, and its body is straight-line arith/math/memref.
+// The emitter runs a marked nest's innermost loop as `omp simd`, OpenMP threads over the outer
+// dimensions (or over the innermost too, `parallel for simd`, when the outer ones are few).
+
+// A broadcast bias along the contiguous dimension and GELU: marked.
+
+// CHECK-LABEL: func.func @bias_gelu
+// CHECK:         "scf.parallel"(%c0, %c0, %c32, %c64, %c1, %c1)
+// CHECK:         }) {irc.kernel = "irt.elementwise (irt.add + irt.gelu) -> 32x64", irc.vectorize}
+// CPP-LABEL:   extern "C" void bias_gelu(
+// CPP:           #pragma omp parallel for collapse(1) schedule(static)
+// CPP-NEXT:      for (int64_t i0 = 0; i0 < 32; ++i0)
+// CPP-NEXT:      #pragma omp simd
+// CPP-NEXT:      for (int64_t i1 = 0; i1 < 64; ++i1)
+// CPP:             irc_erf(
+func.func @bias_gelu(%x: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<32x64xf32> {
+  %y = irt.add %x, %b : (tensor<32x64xf32>, tensor<64xf32>) -> tensor<32x64xf32>
+  %g = irt.gelu %y : tensor<32x64xf32>
+  func.return %g : tensor<32x64xf32>
+}
+
+// A per-row scale (invariant in the innermost dimension) is still contiguous; with only 4 rows
+// the threads split the 1000 columns instead.
+
+// CHECK-LABEL: func.func @few_rows
+// CHECK:         }) {irc.kernel = "irt.mul -> 4x1000", irc.vectorize}
+// CPP-LABEL:   extern "C" void few_rows(
+// CPP:           // kernel {{[0-9]+}}: irt.mul -> 4x1000
+// CPP-NEXT:      for (int64_t i0 = 0; i0 < 4; ++i0)
+// CPP-NEXT:      #pragma omp parallel for simd schedule(static)
+// CPP-NEXT:      for (int64_t i1 = 0; i1 < 1000; ++i1)
+func.func @few_rows(%x: tensor<4x1000xf32>, %c: tensor<4x1xf32>) -> tensor<4x1000xf32> {
+  %y = irt.mul %x, %c : (tensor<4x1000xf32>, tensor<4x1xf32>) -> tensor<4x1000xf32>
+  func.return %y : tensor<4x1000xf32>
+}
+
+// A transpose reads its input with the innermost index in the first position (a stride of
+// 16): not marked, and emitted as before.
+
+// CHECK-LABEL: func.func @transposed
+// CHECK:         }) {irc.kernel = "irt.transpose -> 16x8"} :
+// CPP-LABEL:   extern "C" void transposed(
+// CPP:           #pragma omp parallel for collapse(2) schedule(static)
+// CPP-NOT:       simd
+// CPP:         }
+func.func @transposed(%x: tensor<8x16xf32>) -> tensor<16x8xf32> {
+  %t = irt.transpose %x [1, 0] : (tensor<8x16xf32>) -> tensor<16x8xf32>
+  func.return %t : tensor<16x8xf32>
+}
+
+// Softmax: the row nest holds loops (not marked itself); its three row passes are: a max
+// reduction, an add reduction that also stores, and an in-place scale.
+
+// CHECK-LABEL: func.func @softmax
+// CHECK:         scf.for %j = %c0 to %c9 step %c1 iter_args
+// CHECK:         } {irc.reduction = "max", irc.vectorize}
+// CHECK:         scf.for
+// CHECK:         } {irc.reduction = "add", irc.vectorize}
+// CHECK:         scf.for
+// CHECK:         } {irc.vectorize}
+// CHECK-NEXT:    scf.reduce
+// CHECK-NEXT:  }) {irc.kernel = "irt.softmax -> 4x9"} :
+// CPP-LABEL:   extern "C" void softmax(
+// CPP:           #pragma omp parallel for collapse(1) schedule(static)
+// CPP:             #pragma omp simd reduction(max:[[M:acc[0-9]*]])
+// CPP-NEXT:        for (int64_t j = 0; j < 9; ++j)
+// CPP:               irc_maxf([[M]],
+// CPP:             #pragma omp simd reduction(+:[[L:acc[0-9]*]])
+// CPP:               irc_exp(
+// CPP:             #pragma omp simd
+// CPP-NEXT:        for
+func.func @softmax(%x: tensor<4x9xf32>) -> tensor<4x9xf32> {
+  %p = irt.softmax %x dim -1 : tensor<4x9xf32>
+  func.return %p : tensor<4x9xf32>
+}
+
+// Softmax over dim 0 walks each column with a stride: no loop is marked.
+
+// CHECK-LABEL: func.func @softmax_dim0
+// CHECK-NOT:     irc.vectorize
+// CHECK:         func.return
+func.func @softmax_dim0(%x: tensor<4x9xf32>) -> tensor<4x9xf32> {
+  %p = irt.softmax %x dim 0 : tensor<4x9xf32>
+  func.return %p : tensor<4x9xf32>
+}

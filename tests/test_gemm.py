@@ -1,0 +1,150 @@
+"""The GEMM engine (lowering/loops_gemm.py, lowering/cpp_gemm.py) against eager: ragged tile
+edges, K in several KC steps, every B layout, epilogue operands read per row, column or both,
+convolutions through im2col and attention through two GEMMs per block of queries."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import irc
+from irc_testing import check
+
+torch.manual_seed(0)
+
+
+def _gemm_kernels(cm) -> int:
+    """Calls of the engine in the generated functions (not its definition)."""
+    return len(re.findall(r"^\s+irc_gemm\(\d", cm.cpp_source, re.M))
+
+
+# M: one row, a ragged 6-row tile, several tiles; N: ragged 16-column panels; K: one KC step or more.
+SHAPES = [(1, 1, 1), (1, 17, 7), (5, 16, 321), (7, 33, 700), (13, 520, 64), (130, 40, 333)]
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES, ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES])
+def test_linear_relu_on_packed_weights(m, n, k):
+    model = nn.Sequential(nn.Linear(k, n), nn.ReLU()).eval()
+    cm = check(model, torch.randn(m, k))
+    assert "irc_prepacked" in cm.cpp_source and _gemm_kernels(cm) == 1
+
+
+@pytest.mark.parametrize("m,n,k", SHAPES[1:], ids=[f"{m}x{n}x{k}" for m, n, k in SHAPES[1:]])
+def test_runtime_operands_in_both_layouts(m, n, k):
+    # scaled so that results are O(1), as a layer's are: the default float32 tolerances then
+    # hold whatever order the K products are summed in
+    a, b = torch.randn(m, k), torch.randn(k, n) / k**0.5
+    cm = check(lambda x, y: torch.relu(x @ y), a, b)
+    assert "irc_dense<IRC_NR, true>" in cm.cpp_source  # [K, N] packed on the fly
+    cm = check(lambda x, y: x @ y.t() * 0.5, a, b.t().contiguous())
+    assert "irc_dense<IRC_NR, false>" in cm.cpp_source  # [N, K] packed on the fly
+
+
+class Epilogues(nn.Module):
+    """A residual read per element, a per-row scale read per row, a bias per column, GELU."""
+
+    def __init__(self, k: int, n: int):
+        super().__init__()
+        self.fc = nn.Linear(k, n)
+
+    def forward(self, x, residual, row_scale):
+        return F.gelu(self.fc(x) + residual) * row_scale
+
+
+@pytest.mark.parametrize("batch", [(9,), (2, 5)])
+def test_epilogue_operands_per_row_column_and_element(batch):
+    k, n = 40, 37
+    m = Epilogues(k, n).eval()
+    x, res, scale = torch.randn(*batch, k), torch.randn(*batch, n), torch.randn(*batch, 1)
+    cm = check(m, x, res, scale)
+    assert _gemm_kernels(cm) == 1, cm.cpp_source  # gelu, the residual and the scale: one epilogue
+    assert "irc_splat<V>(" in cm.cpp_source  # the per-row scale is one value for 8 columns
+
+
+def test_epilogue_broadcast_over_batch_only_keeps_scalar_loops():
+    """[T, N] against [B, T, N] is not affine in the flattened row: the scalar nest, still right."""
+    m = Epilogues(8, 5).eval()
+    cm = check(m, torch.randn(2, 3, 8), torch.randn(3, 5), torch.randn(2, 3, 1))
+    assert _gemm_kernels(cm) == 0
+
+
+CONVS = {
+    "3x3-pad": dict(cin=8, cout=16, k=3, stride=1, pad=1, dil=1, groups=1, hw=(9, 7)),
+    "stride2": dict(cin=6, cout=12, k=3, stride=2, pad=1, dil=1, groups=1, hw=(11, 10)),
+    "stem7x7": dict(cin=3, cout=8, k=7, stride=2, pad=3, dil=1, groups=1, hw=(32, 30)),
+    "1x1": dict(cin=64, cout=32, k=1, stride=1, pad=0, dil=1, groups=1, hw=(5, 5)),
+    "dilated": dict(cin=4, cout=6, k=3, stride=1, pad=2, dil=2, groups=1, hw=(8, 8)),
+    "groups": dict(cin=8, cout=12, k=3, stride=1, pad=1, dil=1, groups=2, hw=(6, 6)),
+    "deep-K": dict(cin=64, cout=7, k=3, stride=1, pad=0, dil=1, groups=1, hw=(6, 9)),  # K = 576: two KC steps
+}
+
+
+@pytest.mark.parametrize("name", CONVS)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_conv_bn_relu_residual_through_im2col(name, batch):
+    g = CONVS[name]
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(g["cin"], g["cout"], g["k"], g["stride"], g["pad"], g["dil"], g["groups"])
+            self.bn = nn.BatchNorm2d(g["cout"])
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+
+        def forward(self, x, res):
+            return torch.relu(self.bn(self.conv(x)) + res)
+
+    m = Block().eval()
+    x = torch.randn(batch, g["cin"], *g["hw"])
+    with torch.no_grad():
+        res = torch.randn_like(m.conv(x))
+    cm = check(m, x, res)
+    assert "irc_im2col" in cm.cpp_source and _gemm_kernels(cm) == 1
+
+
+ATTENTION = {
+    "plain": dict(lq=16, lk=16, e=8, mask=None, causal=False),
+    "causal-ragged": dict(lq=70, lk=70, e=12, mask=None, causal=True),  # two blocks of queries
+    "mask-LxL": dict(lq=9, lk=20, e=8, mask=(9, 20), causal=False),
+    "mask-per-head": dict(lq=17, lk=17, e=16, mask=(2, 3, 17, 17), causal=False),
+}
+
+
+@pytest.mark.parametrize("name", ATTENTION)
+def test_attention_blocks(name):
+    a = ATTENTION[name]
+    q = torch.randn(2, 3, a["lq"], a["e"])
+    k, v = torch.randn(2, 3, a["lk"], a["e"]), torch.randn(2, 3, a["lk"], a["e"] + 3)
+    args = [q, k, v] + ([torch.randn(*a["mask"])] if a["mask"] else [])
+
+    if a["mask"]:
+        def f(q, k, v, mask):
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    else:
+        def f(q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=a["causal"])
+
+    cm = check(f, *args)
+    assert "irc_attention(" in cm.cpp_source
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_same_results_at_any_thread_count(threads, monkeypatch):
+    monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
+    model = nn.Sequential(nn.Linear(300, 520), nn.ReLU(), nn.Linear(520, 64)).eval()
+    x = torch.randn(96, 300)
+    cm = irc.compile(model, (x,))
+    assert "irc_gemm(96, 520, 300" in cm.cpp_source and ", true);" in cm.cpp_source  # threaded
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x))
+
+
+def test_strict_builds_keep_the_sequential_scalar_nests(monkeypatch):
+    monkeypatch.setenv("IRC_STRICT", "1")
+    cm = check(nn.Sequential(nn.Linear(20, 10), nn.ReLU()).eval(), torch.randn(3, 20))
+    assert _gemm_kernels(cm) == 0 and "irt.pack" not in cm.ir("fused")

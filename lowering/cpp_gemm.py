@@ -4,18 +4,19 @@ emission of one `irl.gemm` as a call into it.
 C[M, N] = epilogue(A[M, K] x B[K, N]), the BLIS way:
 
 * a C block of MS rows x NC columns per OpenMP task (`irc_gemm`); within it K in steps of KC:
-  the B block is packed once per step into 16-column panels [KC][16] (or read from panels packed
+  the B block is packed once per step into NR-column panels [KC][NR] (or read from panels packed
   at compile time), then the A rows, MC at a time, into 6-row panels [KC][6];
-* the register tile (`irc_tile`): 6 x 16 floats in 12 ymm accumulators, one broadcast of A and
-  two loads of B per k feeding 12 FMAs; on the last K step the epilogue runs on the accumulators
-  (a generic lambda called with 8-float vectors, or with floats on a ragged edge) before the one
-  store of the tile.
+* the register tile (`irc_tile`): 6 x NR floats in 12 vector accumulators (NR = `IRC_NR`: 16 with
+  AVX2 ymm vectors, 32 with AVX-512 zmm), one broadcast of A and two loads of B per k feeding 12
+  FMAs; on the last K step the epilogue runs on the accumulators (a generic lambda called with
+  8-float pieces, or with floats on a ragged edge) before the one store of the tile.
 
 Packers: `irc_prepacked` (panels made at compile time), `irc_dense` (a row-major matrix, either
 orientation), `irc_im2col` (the im2col matrix of an NCHW image, built panel by panel, never whole).
 Per-thread scratch for packed blocks is allocated once per thread and reused.
-Vectors are GCC vector extensions; FMA comes from `__builtin_ia32_vfmaddps256` when the target
-has it (`-march=native` on an FMA machine), else a multiply and an add.
+Vectors are GCC vector extensions; FMA comes from `__builtin_ia32_vfmaddps512_mask` /
+`vfmaddps256` when the target has it (`-march=native`), else a multiply and an add (a 32-wide
+build on a CPU without AVX-512 still computes right, in pairs of narrower vectors).
 """
 
 from __future__ import annotations
@@ -26,18 +27,31 @@ GEMM_LIBRARY = r"""
 // ---- irc GEMM engine (lowering/cpp_gemm.py) ----------------------------------------------
 typedef float irc_v8f __attribute__((vector_size(32)));
 #define IRC_MR 6
-#define IRC_NR 16
+// IRC_NR (16 or 32) is defined by the emitter: the panel width the IR was packed for.
+#define IRC_L (IRC_NR / 2)  // floats per vector: the tile row is two vectors
+typedef float irc_vf __attribute__((vector_size(IRC_L * 4)));
 
-static inline irc_v8f irc_fma8(irc_v8f a, irc_v8f b, irc_v8f c) {
-#ifdef __FMA__
+static inline irc_vf irc_fmav(irc_vf a, irc_vf b, irc_vf c) {
+#if IRC_L == 16 && defined(__AVX512F__)
+  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4);
+#elif IRC_L == 8 && defined(__FMA__)
   return __builtin_ia32_vfmaddps256(a, b, c);
 #else
   return a * b + c;
 #endif
 }
 static inline irc_v8f irc_bcast8(float x) { return irc_v8f{x, x, x, x, x, x, x, x}; }
+static inline irc_vf irc_bcastv(float x) {
+#if IRC_L == 16
+  return irc_vf{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+#else
+  return irc_vf{x, x, x, x, x, x, x, x};
+#endif
+}
 static inline irc_v8f irc_load8(const float* p) { irc_v8f v; __builtin_memcpy(&v, p, 32); return v; }
 static inline void irc_store8(float* p, irc_v8f v) { __builtin_memcpy(p, &v, 32); }
+static inline irc_vf irc_loadv(const float* p) { irc_vf v; __builtin_memcpy(&v, p, sizeof v); return v; }
+static inline void irc_storev(float* p, irc_vf v) { __builtin_memcpy(p, &v, sizeof v); }
 
 // Epilogue operand access, for V = float (ragged edges) or irc_v8f (8 columns).
 template <class V> static inline V irc_splat(float x);
@@ -150,7 +164,8 @@ struct irc_im2col {
   }
 };
 
-// The register tile: ROWS (<= 6) x 16 accumulated over kc; the epilogue runs on the last K step.
+// The register tile: ROWS (<= 6) x IRC_NR accumulated over kc in 2*ROWS vectors; the epilogue
+// runs on the last K step.
 template <int ROWS, class Epi>
 static inline void irc_tile(int64_t kc, const float* __restrict__ a, const float* __restrict__ b,
                             float* __restrict__ c, int64_t ldc, int64_t cols, bool first, bool last,
@@ -158,27 +173,27 @@ static inline void irc_tile(int64_t kc, const float* __restrict__ a, const float
   // U independent partial sums per accumulator, so that even one row keeps 8 FMA chains in
   // flight (FMA latency 4 x 2 ports); summed before the epilogue.
   constexpr int U = ROWS >= 4 ? 1 : ROWS == 3 ? 2 : 4 / ROWS;
-  irc_v8f acc[ROWS][2], part[U][ROWS][2];
+  irc_vf acc[ROWS][2], part[U][ROWS][2];
   for (int u = 0; u < U; ++u)
-    for (int r = 0; r < ROWS; ++r) part[u][r][0] = part[u][r][1] = irc_v8f{};
+    for (int r = 0; r < ROWS; ++r) part[u][r][0] = part[u][r][1] = irc_vf{};
   for (int r = 0; r < ROWS; ++r) __builtin_prefetch(c + r * ldc, 1);
   int64_t k = 0;
 #pragma GCC unroll 4
   for (; k + U <= kc; k += U)
     for (int u = 0; u < U; ++u) {
-      const irc_v8f b0 = irc_load8(b + (k + u) * IRC_NR), b1 = irc_load8(b + (k + u) * IRC_NR + 8);
+      const irc_vf b0 = irc_loadv(b + (k + u) * IRC_NR), b1 = irc_loadv(b + (k + u) * IRC_NR + IRC_L);
       for (int r = 0; r < ROWS; ++r) {
-        const irc_v8f ar = irc_bcast8(a[(k + u) * IRC_MR + r]);
-        part[u][r][0] = irc_fma8(ar, b0, part[u][r][0]);
-        part[u][r][1] = irc_fma8(ar, b1, part[u][r][1]);
+        const irc_vf ar = irc_bcastv(a[(k + u) * IRC_MR + r]);
+        part[u][r][0] = irc_fmav(ar, b0, part[u][r][0]);
+        part[u][r][1] = irc_fmav(ar, b1, part[u][r][1]);
       }
     }
   for (; k < kc; ++k) {
-    const irc_v8f b0 = irc_load8(b + k * IRC_NR), b1 = irc_load8(b + k * IRC_NR + 8);
+    const irc_vf b0 = irc_loadv(b + k * IRC_NR), b1 = irc_loadv(b + k * IRC_NR + IRC_L);
     for (int r = 0; r < ROWS; ++r) {
-      const irc_v8f ar = irc_bcast8(a[k * IRC_MR + r]);
-      part[0][r][0] = irc_fma8(ar, b0, part[0][r][0]);
-      part[0][r][1] = irc_fma8(ar, b1, part[0][r][1]);
+      const irc_vf ar = irc_bcastv(a[k * IRC_MR + r]);
+      part[0][r][0] = irc_fmav(ar, b0, part[0][r][0]);
+      part[0][r][1] = irc_fmav(ar, b1, part[0][r][1]);
     }
   }
   for (int r = 0; r < ROWS; ++r) {
@@ -189,17 +204,22 @@ static inline void irc_tile(int64_t kc, const float* __restrict__ a, const float
   if (cols == IRC_NR) {
     for (int r = 0; r < ROWS; ++r) {
       float* cr = c + r * ldc;
-      irc_v8f v0 = acc[r][0], v1 = acc[r][1];
-      if (!first) { v0 += irc_load8(cr); v1 += irc_load8(cr + 8); }
-      if (last) { v0 = epi(v0, i0 + r, j0); v1 = epi(v1, i0 + r, j0 + 8); }
-      irc_store8(cr, v0);
-      irc_store8(cr + 8, v1);
+      irc_vf v[2] = {acc[r][0], acc[r][1]};
+      if (!first) { v[0] += irc_loadv(cr); v[1] += irc_loadv(cr + IRC_L); }
+      if (last) {  // the epilogue runs on 8-float pieces of the row, still in registers
+        irc_v8f h[IRC_NR / 8];
+        __builtin_memcpy(h, v, sizeof h);
+        for (int q = 0; q < IRC_NR / 8; ++q) irc_store8(cr + 8 * q, epi(h[q], i0 + r, j0 + 8 * q));
+      } else {
+        irc_storev(cr, v[0]);
+        irc_storev(cr + IRC_L, v[1]);
+      }
     }
   } else {
     for (int r = 0; r < ROWS; ++r) {
       float t[IRC_NR];
-      irc_store8(t, acc[r][0]);
-      irc_store8(t + 8, acc[r][1]);
+      irc_storev(t, acc[r][0]);
+      irc_storev(t + IRC_L, acc[r][1]);
       float* cr = c + r * ldc;
       for (int64_t q = 0; q < cols; ++q) {
         const float v = first ? t[q] : t[q] + cr[q];

@@ -37,6 +37,7 @@ from xdsl.utils.target import Target
 
 from irc.dialects import irl
 from irc.lowering.cpp_gemm import GEMM_LIBRARY, emit_attention, emit_gemm
+from irc.lowering.pack_weights import gemm_width
 from irc.lowering.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
 from irc.lowering.parallelize import runs_serial
 from irc.lowering.cpp_math import MATH
@@ -405,6 +406,7 @@ def emit_cpp(
         buf.write('#pragma GCC optimize("fp-contract=off")\n#define IRC_LIBM 1  // transcendentals from libm (cpp_math.py)\n')
     buf.write(PRELUDE)
     if emitter.uses_gemm:
+        buf.write(f"#define IRC_NR {gemm_width()}  // GEMM panel width (lowering/pack_weights.py)\n")
         buf.write(GEMM_LIBRARY)
     if profile:
         labels = ", ".join(json.dumps(label) for label in emitter.labels) or '""'

@@ -5,14 +5,14 @@ become an `irl.gemm` whose epilogue region is the op's own (`build_epilogue`), s
 bias + activation + residual runs on the register tile before its one store. This module
 decides, per shape and written on the op:
 
-* the cache blocking `tiles` (`choose_tiles`): KC so a 16-column rhs panel stays in L1, MC so
+* the cache blocking `tiles` (`choose_tiles`): KC so a rhs panel (`gemm_width()` columns) stays in L1, MC so
   the packed lhs block stays in L2, and MC x NC blocks that split evenly between two threads;
 * whether the product runs on OpenMP threads (`PARALLEL_FLOPS`);
 * how each epilogue input is read per row and column (`strides`; 0 broadcasts).
 
 What stays on the scalar loop nests of `irc_to_loops`/`loops_nn`: `IRC_STRICT` builds (the
 engine reassociates sums and uses FMA), depthwise-like convolutions (fewer than `MR` output
-channels per group), and an epilogue input whose broadcast is not affine in the flattened row. Attention
+channels per group), a packed rhs whose panel width is not this machine's, and an epilogue input whose broadcast is not affine in the flattened row. Attention
 (`irl.attention`) is two GEMMs per block of queries with the softmax between them; it stays on
 the scalar online-softmax nest when q, k and v broadcast their batch dimensions.
 """
@@ -32,7 +32,7 @@ from irc.dialects.irt import ContractionKind, f32, shape_of
 from irc.lowering.irc_to_loops import FunctionLowering, describe, lower_contraction, lowers
 from irc.lowering.loops_nn import lower_conv2d
 from irc.lowering.loops_reduce import lower_attention
-from irc.lowering.pack_weights import PANEL
+from irc.lowering.pack_weights import gemm_width
 from xdsl.dialects.builtin import FloatAttr, StringAttr
 
 MR = 6  # register tile rows (the micro-kernel keeps MR x 16 floats in 12 ymm registers)
@@ -55,12 +55,13 @@ def choose_tiles(m: int, n: int, k: int, threads: int = 2) -> tuple[int, int, in
     packed A per L2 block; OpenMP tasks of MS rows x NC columns, split by columns when there are
     enough of them (each task then packs its B block once per K step), else by rows, in a
     multiple of `threads` tasks so that two threads get the same work."""
+    width = gemm_width()
     kc = -(-k // -(-k // KC_MAX))
     mc = min(_round_up(m, MR), max(MR, A_BLOCK_BYTES // (4 * kc) // MR * MR))
-    panels = -(-n // PANEL)
+    panels = -(-n // width)
     nb = max(-(-n // NC_MAX), threads if panels >= threads else 1)
     nb = min(panels, _round_up(nb, threads))
-    nc = -(-panels // nb) * PANEL
+    nc = -(-panels // nb) * width
     ms = m
     if -(-n // nc) < threads and m >= threads * MR:
         ms = _round_up(-(-m // threads), MR)
@@ -144,7 +145,8 @@ def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionOp) -> None:
     m, n, k = math.prod(out_shape[:-1]), out_shape[-1], lhs_shape[-1]
     rows = list(range(len(out_shape) - 1))
     strides = [epilogue_strides(e, out_shape, rows, [len(out_shape) - 1]) for e in op.epilogue_inputs if not _splat(e)]
-    if strict_mode() or any(s is None for s in strides):
+    mismatched = op.contraction_kind == ContractionKind.PACKED and shape_of(op.rhs)[-1] != gemm_width()  # type: ignore[attr-defined]
+    if strict_mode() or mismatched or any(s is None for s in strides):
         lower_contraction(fl, op)
         return
     out = fl.result_buffer(op.results[0])

@@ -1,6 +1,6 @@
 """`irc-pack-weights`: give contractions with a compile-time-known rhs a packed rhs.
 
-The GEMM engine reads its rhs as panels of `PANEL` columns ([ceil(N/16), K, 16], see
+The GEMM engine reads its rhs as panels of `gemm_width()` columns ([ceil(N/W), K, W], see
 `irt.pack`). For a weight that is known at compile time (a parameter, or computed from
 parameters and constants only), this pass inserts `irt.pack` on it and rewrites the
 contraction to `irt.contract packed`; compile-time folding then evaluates the pack once, so
@@ -16,6 +16,7 @@ Options:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -30,8 +31,18 @@ from irc.dialects import irt
 from irc.dialects.irt import ContractionKind, f32
 from irc.lowering.irc_fuse import FUSED_ATTR
 
-PANEL = 16
-"""Columns per rhs panel: the GEMM micro-kernel's register tile width (two 8-float vectors)."""
+def gemm_width() -> int:
+    """Columns per rhs panel = the GEMM micro-kernel's register tile width, two vectors: 32 on a
+    CPU with AVX-512 (libraries are built with -march=native), else 16 (AVX2); `IRC_GEMM_WIDTH`
+    overrides (16 or 32). Packed weights, the blocking and the C++ (`IRC_NR`) all use it."""
+    forced = os.environ.get("IRC_GEMM_WIDTH")
+    if forced:
+        if forced not in ("16", "32"):
+            raise ValueError(f"IRC_GEMM_WIDTH must be 16 or 32, got {forced!r}")
+        return int(forced)
+    from irc.runtime.build import cpu_features
+
+    return 32 if "avx512f" in cpu_features().split() else 16
 
 
 def compile_time_known(value: SSAValue, inputs: int) -> bool:
@@ -47,7 +58,7 @@ def compile_time_known(value: SSAValue, inputs: int) -> bool:
 def pack_contraction(op: irt.ContractionOp) -> irt.ContractOp:
     """`op` as `irt.contract packed`, its rhs through `irt.pack` (inserted before `op`)."""
     kind = op.contraction_kind
-    pack = irt.PackOp(op.rhs, "rows" if kind == ContractionKind.LINEAR else "cols", PANEL)  # type: ignore[attr-defined]
+    pack = irt.PackOp(op.rhs, "rows" if kind == ContractionKind.LINEAR else "cols", gemm_width())  # type: ignore[attr-defined]
     pack.result.name_hint = f"{op.rhs.name_hint or 'w'}_packed"  # type: ignore[attr-defined]
     Rewriter.insert_op(pack, InsertPoint.before(op))
     inputs = list(op.epilogue_inputs)

@@ -52,18 +52,21 @@ def _round_up(x: int, m: int) -> int:
 
 def choose_tiles(m: int, n: int, k: int, threads: int = 2) -> tuple[int, int, int, int]:
     """[MC, NC, KC, MS] for an M x N x K product: K in equal steps of at most KC_MAX; MC rows of
-    packed A per L2 block; OpenMP tasks of MS rows x NC columns, split by columns when there are
-    enough of them (each task then packs its B block once per K step), else by rows, in a
-    multiple of `threads` tasks so that two threads get the same work."""
+    packed A per L2 block; OpenMP tasks of MS rows x NC columns, in a multiple of `threads`
+    tasks so that two threads get the same work. Every task packs the A rows and B columns it
+    uses, so splitting by columns packs A once per task and splitting by rows packs B once per
+    task: split the larger of M and N (a 512-channel conv on a 7x7 image by rows, a wide layer
+    by columns)."""
     width = gemm_width()
     kc = -(-k // -(-k // KC_MAX))
     mc = min(_round_up(m, MR), max(MR, A_BLOCK_BYTES // (4 * kc) // MR * MR))
     panels = -(-n // width)
-    nb = max(-(-n // NC_MAX), threads if panels >= threads else 1)
-    nb = min(panels, _round_up(nb, threads))
+    by_rows = m > n and m >= threads * MR
+    nb = max(-(-n // NC_MAX), threads if panels >= threads and not by_rows else 1)
+    nb = min(panels, _round_up(nb, threads) if not by_rows else nb)
     nc = -(-panels // nb) * width
     ms = m
-    if -(-n // nc) < threads and m >= threads * MR:
+    if by_rows or (-(-n // nc) < threads and m >= threads * MR):
         ms = _round_up(-(-m // threads), MR)
     return mc, nc, kc, ms
 

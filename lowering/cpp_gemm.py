@@ -164,19 +164,18 @@ struct irc_im2col {
   }
 };
 
-// The register tile: ROWS (<= 6) x IRC_NR accumulated over kc in 2*ROWS vectors; the epilogue
-// runs on the last K step.
-template <int ROWS, class Epi>
-static inline void irc_tile(int64_t kc, const float* __restrict__ a, const float* __restrict__ b,
-                            float* __restrict__ c, int64_t ldc, int64_t cols, bool first, bool last,
-                            const Epi& epi, int64_t i0, int64_t j0) {
+// The register tile, K loop: ROWS (<= 6) x IRC_NR accumulated over kc in 2*ROWS vectors. It
+// does not depend on the epilogue, so a translation unit compiles it once per row count, not
+// once per GEMM (noinline: compile time).
+template <int ROWS>
+__attribute__((noinline)) static void irc_accumulate(int64_t kc, const float* __restrict__ a,
+                                                      const float* __restrict__ b, irc_vf (*acc)[2]) {
   // U independent partial sums per accumulator, so that even one row keeps 8 FMA chains in
-  // flight (FMA latency 4 x 2 ports); summed before the epilogue.
+  // flight (FMA latency 4 x 2 ports); summed at the end.
   constexpr int U = ROWS >= 4 ? 1 : ROWS == 3 ? 2 : 4 / ROWS;
-  irc_vf acc[ROWS][2], part[U][ROWS][2];
+  irc_vf part[U][ROWS][2];
   for (int u = 0; u < U; ++u)
     for (int r = 0; r < ROWS; ++r) part[u][r][0] = part[u][r][1] = irc_vf{};
-  for (int r = 0; r < ROWS; ++r) __builtin_prefetch(c + r * ldc, 1);
   int64_t k = 0;
 #pragma GCC unroll 4
   for (; k + U <= kc; k += U)
@@ -201,8 +200,26 @@ static inline void irc_tile(int64_t kc, const float* __restrict__ a, const float
     acc[r][1] = part[0][r][1];
     for (int u = 1; u < U; ++u) { acc[r][0] += part[u][r][0]; acc[r][1] += part[u][r][1]; }
   }
+}
+
+// One register tile of `rows` x `cols`: the K loop, then (on the last K step) the epilogue on
+// the accumulators before the tile's one store.
+template <class Epi>
+static inline void irc_tile(int64_t rows, int64_t kc, const float* __restrict__ a, const float* __restrict__ b,
+                            float* __restrict__ c, int64_t ldc, int64_t cols, bool first, bool last,
+                            const Epi& epi, int64_t i0, int64_t j0) {
+  irc_vf acc[IRC_MR][2];
+  for (int64_t r = 0; r < rows; ++r) __builtin_prefetch(c + r * ldc, 1);
+  switch (rows) {
+    case 6: irc_accumulate<6>(kc, a, b, acc); break;
+    case 5: irc_accumulate<5>(kc, a, b, acc); break;
+    case 4: irc_accumulate<4>(kc, a, b, acc); break;
+    case 3: irc_accumulate<3>(kc, a, b, acc); break;
+    case 2: irc_accumulate<2>(kc, a, b, acc); break;
+    default: irc_accumulate<1>(kc, a, b, acc); break;
+  }
   if (cols == IRC_NR) {
-    for (int r = 0; r < ROWS; ++r) {
+    for (int64_t r = 0; r < rows; ++r) {
       float* cr = c + r * ldc;
       irc_vf v[2] = {acc[r][0], acc[r][1]};
       if (!first) { v[0] += irc_loadv(cr); v[1] += irc_loadv(cr + IRC_L); }
@@ -216,7 +233,7 @@ static inline void irc_tile(int64_t kc, const float* __restrict__ a, const float
       }
     }
   } else {
-    for (int r = 0; r < ROWS; ++r) {
+    for (int64_t r = 0; r < rows; ++r) {
       float t[IRC_NR];
       irc_storev(t, acc[r][0]);
       irc_storev(t + IRC_L, acc[r][1]);
@@ -226,19 +243,6 @@ static inline void irc_tile(int64_t kc, const float* __restrict__ a, const float
         cr[q] = last ? epi(v, i0 + r, j0 + q) : v;
       }
     }
-  }
-}
-
-template <class Epi>
-static inline void irc_tile_rows(int64_t rows, int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                                 int64_t cols, bool first, bool last, const Epi& epi, int64_t i0, int64_t j0) {
-  switch (rows) {
-    case 6: irc_tile<6>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
-    case 5: irc_tile<5>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
-    case 4: irc_tile<4>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
-    case 3: irc_tile<3>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
-    case 2: irc_tile<2>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
-    default: irc_tile<1>(kc, a, b, c, ldc, cols, first, last, epi, i0, j0); break;
   }
 }
 
@@ -254,7 +258,7 @@ static inline void irc_gemm_task(int64_t K, const PA& pa, const PB& pb, float* c
       const irc_panels A = pa.get(0, ic, mc, p0, kc);
       for (int64_t jr = 0; jr < nc; jr += IRC_NR)
         for (int64_t ir = 0; ir < mc; ir += IRC_MR)
-          irc_tile_rows(mc - ir < IRC_MR ? mc - ir : IRC_MR, kc, A.p + (ir / IRC_MR) * A.stride,
+          irc_tile(mc - ir < IRC_MR ? mc - ir : IRC_MR, kc, A.p + (ir / IRC_MR) * A.stride,
                         B.p + (jr / IRC_NR) * B.stride, c + (ic + ir) * ldc + j0 + jr, ldc,
                         nc - jr < IRC_NR ? nc - jr : IRC_NR, p0 == 0, p0 + kc >= K, epi, ic + ir, j0 + jr);
     }

@@ -5,14 +5,16 @@ become an `irl.gemm` whose epilogue region is the op's own (`build_epilogue`), s
 bias + activation + residual runs on the register tile before its one store. This module
 decides, per shape and written on the op:
 
-* the cache blocking `tiles` (`choose_tiles`): KC so a rhs panel (`gemm_width()` columns) stays in L1, MC so
-  the packed lhs block stays in L2, and MC x NC blocks that split evenly between two threads;
+* the cache blocking `tiles` (`choose_tiles`): KC so a rhs panel (`gemm_width()` columns)
+  stays in L1, MC so the packed lhs block stays in L2, and tasks that split evenly between two
+  threads;
 * whether the product runs on OpenMP threads (`PARALLEL_FLOPS`);
 * how each epilogue input is read per row and column (`strides`; 0 broadcasts).
 
 What stays on the scalar loop nests of `irc_to_loops`/`loops_nn`: `IRC_STRICT` builds (the
 engine reassociates sums and uses FMA), depthwise-like convolutions (fewer than `MR` output
-channels per group), a packed rhs whose panel width is not this machine's, and an epilogue input whose broadcast is not affine in the flattened row. Attention
+channels per group), a packed rhs whose panel width is not this machine's, and an epilogue
+input whose broadcast is not affine in the flattened row. Attention
 (`irl.attention`) is two GEMMs per block of queries with the softmax between them; it stays on
 the scalar online-softmax nest when q, k and v broadcast their batch dimensions.
 """
@@ -24,20 +26,20 @@ from collections.abc import Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects import irl, irt, irt_nn, irt_reduce
 from irc.dialects.irt import ContractionKind, f32, shape_of
-from irc.lowering.irc_to_loops import FunctionLowering, describe, lower_contraction, lowers
+from irc.lowering.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe, lower_contraction, lowers
 from irc.lowering.loops_nn import lower_conv2d
 from irc.lowering.loops_reduce import lower_attention
 from irc.lowering.pack_weights import gemm_width
-from xdsl.dialects.builtin import FloatAttr, StringAttr
 
-MR = 6  # register tile rows (the micro-kernel keeps MR x 16 floats in 12 ymm registers)
-KC_MAX = 320  # a 16 x KC rhs panel (20 KiB) stays in the 32 KiB L1
-A_BLOCK_BYTES = 160 * 1024  # the packed MC x KC lhs block, in the 512 KiB L2
+MR = 6  # register tile rows (the micro-kernel keeps MR x width floats in 12 vector registers)
+KC_MAX = 320  # a 16 x KC rhs panel (20 KiB) stays in a 32 KiB L1 (Zen 3; 40 KiB at width 32 in 48 KiB)
+A_BLOCK_BYTES = 160 * 1024  # the packed MC x KC lhs block, well inside a 512 KiB L2
 NC_MAX = 1024
 PARALLEL_FLOPS = 400_000
 """Products smaller than this run on the calling thread: OpenMP's fork/join (a few µs) would
@@ -133,11 +135,9 @@ def _splat(v: SSAValue) -> bool:
 
 
 def _emit(fl: FunctionLowering, op, gemm: irl.GemmOp) -> None:
-    gemm.attributes["irc.kernel"] = StringAttr(describe(op))
+    gemm.attributes[KERNEL_ATTR] = StringAttr(describe(op))
     if fl.tag_ops:
-        from xdsl.dialects.builtin import IntegerAttr
-
-        gemm.attributes["irc.op"] = IntegerAttr(fl.op_index, 64)
+        gemm.attributes[OP_INDEX_ATTR] = IntegerAttr(fl.op_index, 64)
     fl.b.insert(gemm)
 
 

@@ -186,26 +186,59 @@ def lower_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
 
 @lowers(irt_nn.MaxPool2dOp)
 def lower_max_pool2d(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:
+    """One output row per parallel iteration, its columns innermost: the row starts at -inf and
+    every window tap (kh, kw) folds its valid column range [lo, hi) into it,
+    out[ow] = max(out[ow], x[ih, ow*sw - pw + kw*dw]). The column loop has no carried value, so
+    `irc-vectorize` runs it in SIMD lanes (the per-output form chained nine dependent maxes).
+    Each output still takes its taps in (kh, kw) order, as before."""
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
     x = fl.buffers[op.input]
     ah, aw = _axes(op, shape_of(op.input), shape, op.kernels)
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
-        n, c, oh, ow = ivs
+        n, c, oh = ivs
         hs, h_lo, h_hi = window_taps(fl, b, oh, ah)
-        ws, w_lo, w_hi = window_taps(fl, b, ow, aw)
 
-        def step(kb: Builder, taps: list[SSAValue], acc: SSAValue) -> SSAValue:
-            th, tw = taps
-            xv = _load(kb, x, [n, c, tap_index(fl, kb, hs, th, ah.dilation), tap_index(fl, kb, ws, tw, aw.dilation)])
-            return kb.insert(arith.MaximumfOp(acc, xv)).result
+        def fill(lb: Builder, ow: SSAValue) -> None:
+            _store(lb, fconst(lb, float("-inf")), out, [n, c, oh, ow])
 
-        init = fconst(b, float("-inf"))
-        m = reduction_loops(fl, b, [(h_lo, h_hi), (w_lo, w_hi)], ["kh", "kw"], init, step, additive=False)
-        _store(b, m, out, ivs)
+        _for(fl, b, fl.index(0), fl.index(aw.out), fill, "ow")
 
-    fl.nest(shape, describe(op), body)
+        def row(hb: Builder, kh: SSAValue) -> None:
+            ih = tap_index(fl, hb, hs, kh, ah.dilation)
+
+            def tap(kb: Builder, kw: SSAValue) -> None:
+                offset = _i(kb, arith.SubiOp, _mul(fl, kb, kw, aw.dilation), fl.index(aw.pad))  # kw*dw - pw
+                # columns with 0 <= ow*sw + offset < W
+                lo = _i(kb, arith.MaxSIOp, _ceil_div_clamped(fl, kb, _i(kb, arith.SubiOp, fl.index(0), offset), aw.stride),
+                        fl.index(0))
+                room = _i(kb, arith.SubiOp, fl.index(aw.size), offset)
+                hi = _i(kb, arith.MinSIOp, _ceil_div_clamped(fl, kb, room, aw.stride), fl.index(aw.out))
+
+                def fold(ib: Builder, ow: SSAValue) -> None:
+                    iw = _i(ib, arith.AddiOp, _mul(fl, ib, ow, aw.stride), offset)
+                    m = ib.insert(arith.MaximumfOp(_load(ib, out, [n, c, oh, ow]), _load(ib, x, [n, c, ih, iw]))).result
+                    _store(ib, m, out, [n, c, oh, ow])
+
+                _for(fl, kb, lo, hi, fold, "ow")
+
+            _for(fl, hb, fl.index(0), fl.index(aw.kernel), tap, "kw")
+
+        _for(fl, b, h_lo, h_hi, row, "kh")
+
+    fl.nest(shape[:3], describe(op), body)
+
+
+def _for(fl: FunctionLowering, b: Builder, lb: SSAValue, ub: SSAValue, body: Callable[[Builder, SSAValue], None],
+         name: str) -> None:
+    """for iv in [lb, ub): body(builder, iv), an `scf.for` carrying nothing."""
+    block = Block(arg_types=[IndexType()])
+    block.args[0].name_hint = name
+    inner = Builder(InsertPoint.at_end(block))
+    body(inner, block.args[0])
+    inner.insert(scf.YieldOp())
+    b.insert(scf.ForOp(lb, ub, fl.index(1), [], Region(block)))
 
 
 def _sum_window(fl, b, x, n, c, h_range, w_range) -> SSAValue:

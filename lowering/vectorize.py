@@ -8,8 +8,10 @@ induction variable `i` (the last one of an `scf.parallel`, the one of an `scf.fo
 * its body is straight-line: arith, math and memref.load/store only (no nested loop, no call,
   no allocation), so every lane runs the same instructions;
 * every memory access is contiguous or invariant in `i`: `i` is the last index (stride 1, the
-  buffers are dense row-major memrefs) or does not appear at all; `i` in any other index
-  position (a transpose, a strided walk) or in arithmetic disqualifies the loop;
+  buffers are dense row-major memrefs) or does not appear at all. A load may also read at
+  `i*s + c` in the last index (s a constant up to `MAX_LOAD_STRIDE`, c invariant: a strided
+  pooling window), which GCC does with a few contiguous loads and a permute. `i` in any other
+  index position (a transpose, a walk down a column) or in other arithmetic disqualifies the loop;
 * every store is indexed by `i` (one element per lane: no two lanes write the same place);
 * an `scf.for` carries no value, or exactly one marked `irc.reduction` ("add" or "max"): the
   emitter then makes it an OpenMP SIMD reduction.
@@ -25,8 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import memref, scf
-from xdsl.dialects.builtin import ModuleOp, StringAttr, UnitAttr
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -41,27 +43,58 @@ def is_vectorized(op: Operation) -> bool:
     return VECTORIZE_ATTR in op.attributes
 
 
+MAX_LOAD_STRIDE = 4
+"""The largest stride in `i` a vectorized load may have (beyond it GCC gathers element by element)."""
+
+
 def _last_index(op: memref.LoadOp | memref.StoreOp) -> SSAValue | None:
     return op.indices[-1] if op.indices else None
 
 
-def _straight_line_ok(op: Operation, iv: SSAValue) -> bool:
-    """One body op: allowed, and touching `iv` only as the last index of an access."""
+def _const_index(v: SSAValue) -> int | None:
+    if isinstance(v.owner, arith.ConstantOp) and isinstance(v.owner.value, IntegerAttr):
+        return v.owner.value.value.data
+    return None
+
+
+def _strided_in(ops: list[Operation], iv: SSAValue) -> dict[SSAValue, int]:
+    """Index values of the form iv*s + c (c invariant), each with its stride s; iv itself is 1."""
+    strided: dict[SSAValue, int] = {iv: 1}
+    for op in ops:
+        if isinstance(op, arith.MuliOp) and op.lhs in strided and _const_index(op.rhs) is not None:
+            strided[op.result] = strided[op.lhs] * _const_index(op.rhs)  # type: ignore[operator]
+        elif isinstance(op, (arith.AddiOp, arith.SubiOp)) and op.lhs in strided and op.rhs not in strided:
+            strided[op.result] = strided[op.lhs]
+        elif isinstance(op, arith.AddiOp) and op.rhs in strided and op.lhs not in strided:
+            strided[op.result] = strided[op.rhs]
+    return strided
+
+
+def _straight_line_ok(op: Operation, iv: SSAValue, strided: dict[SSAValue, int]) -> bool:
+    """One body op: allowed, and touching `iv` only as the last index of an access (stores: `iv`
+    itself; loads: `iv` or a short stride in it)."""
     if isinstance(op, (memref.LoadOp, memref.StoreOp)):
-        if any(i is iv for i in op.indices[:-1]):
+        if any(i in strided for i in op.indices[:-1]):
             return False
-        return _last_index(op) is iv or isinstance(op, memref.LoadOp)
+        last = _last_index(op)
+        if isinstance(op, memref.StoreOp):
+            return last is iv
+        return last not in strided or 0 < strided[last] <= MAX_LOAD_STRIDE  # type: ignore[index]
     if isinstance(op, (scf.YieldOp, scf.ReduceOp)):
         return True
     if op.dialect_name() not in ("arith", "math") or op.regions:
         return False
-    return all(operand is not iv for operand in op.operands)
+    if op.results and op.results[0] in strided:  # the index arithmetic of a strided load
+        return all(isinstance(use.operation, memref.LoadOp) or use.operation.results[0] in strided
+                   for use in op.results[0].uses)
+    return all(operand not in strided for operand in op.operands)
 
 
 def body_vectorizable(ops: list[Operation], iv: SSAValue) -> bool:
-    """Every op allowed, and no buffer both stored and read at an index invariant in `iv` (a
+    """Every op allowed, and no buffer both stored and read at an index other than `iv` (a
     later lane would read what an earlier one wrote)."""
-    if not all(_straight_line_ok(op, iv) for op in ops):
+    strided = _strided_in(ops, iv)
+    if not all(_straight_line_ok(op, iv, strided) for op in ops):
         return False
     stored = {op.memref for op in ops if isinstance(op, memref.StoreOp)}
     return not any(isinstance(op, memref.LoadOp) and op.memref in stored and _last_index(op) is not iv for op in ops)

@@ -64,12 +64,26 @@ func.func @conv1x1(%x: tensor<1x4x6x6xf32>, %w: tensor<8x4x1x1xf32>) -> tensor<1
 
 // -----
 
-// Max pool starts from -inf over the clamped window; avg pool (count_include_pad off) divides
-// by the clipped window's size; adaptive pool uses floor(o*H/OH) .. ceil((o+1)*H/OH).
+// Max pool works a row at a time: the output row starts at -inf, then every tap (kh in the
+// clamped window, kw) folds its valid column range into it, columns innermost (a loop
+// irc-vectorize can mark: no carried value, a stride-2 read); avg pool (count_include_pad off)
+// divides by the clipped window's size; adaptive pool uses floor(o*H/OH) .. ceil((o+1)*H/OH).
 // CHECK-LABEL: func.func @pools
-// CHECK:           %[[NEGINF:.*]] = arith.constant 0xff800000 : f32
-// CHECK-NEXT:      %{{.*}} = scf.for %kh = %{{.*}} to %{{.*}} step %c1 iter_args(%acc = %[[NEGINF]]) -> (f32) {
-// CHECK:               arith.maximumf %acc_1, %{{.*}} : f32
+// CHECK:           ^bb0(%i0: index, %i1: index, %i2: index):
+// CHECK:           scf.for %ow = %c0 to %c4 step %c1 {
+// CHECK-NEXT:        %[[NEGINF:.*]] = arith.constant 0xff800000 : f32
+// CHECK-NEXT:        memref.store %[[NEGINF]], %out0[%i0, %i1, %i2, %ow]
+// CHECK:           scf.for %kh = %{{.*}} to %{{.*}} step %c1 {
+// CHECK:             scf.for %kw = %c0 to %c3 step %c1 {
+// CHECK:               %[[LO:.*]] = arith.maxsi %{{.*}}, %c0 : index
+// CHECK:               %[[HI:.*]] = arith.minsi %{{.*}}, %c4 : index
+// CHECK-NEXT:          scf.for %ow_1 = %[[LO]] to %[[HI]] step %c1 {
+// CHECK-NEXT:            %[[IW0:.*]] = arith.muli %ow_1, %c2 : index
+// CHECK-NEXT:            %[[IW:.*]] = arith.addi %[[IW0]], %{{.*}} : index
+// CHECK-NEXT:            %[[OLD:.*]] = memref.load %out0[%i0, %i1, %i2, %ow_1]
+// CHECK-NEXT:            %[[NEW:.*]] = memref.load %x[%i0, %i1, %{{.*}}, %[[IW]]]
+// CHECK-NEXT:            %[[M:.*]] = arith.maximumf %[[OLD]], %[[NEW]] : f32
+// CHECK-NEXT:            memref.store %[[M]], %out0[%i0, %i1, %i2, %ow_1]
 // CHECK:         }) {irc.kernel = "irt.max_pool2d -> 1x2x4x4"}
 // CHECK:           %[[H0:.*]] = arith.maxsi %{{.*}}, %c0 : index
 // CHECK-NEXT:      %[[H1:.*]] = arith.minsi %{{.*}}, %c7 : index

@@ -88,3 +88,32 @@ func.func @softmax_dim0(%x: tensor<4x9xf32>) -> tensor<4x9xf32> {
   %p = irt.softmax %x dim 0 : tensor<4x9xf32>
   func.return %p : tensor<4x9xf32>
 }
+
+// Max pool's column loop reads its input at a stride of 2 (ow*2 + kw - 1) and writes the
+// output row at ow: marked. A stride of 8 would be gathered element by element: not marked.
+
+// CHECK-LABEL: func.func @max_pool
+// CHECK:           scf.for %ow_1 = %{{.*}} to %{{.*}} step %c1 {
+// CHECK-NEXT:        arith.muli %ow_1, %c2 : index
+// CHECK:           } {irc.vectorize}
+// CHECK-LABEL: func.func @max_pool_stride8
+// CHECK:           scf.for %ow_1 = %{{.*}} to %{{.*}} step %c1 {
+// CHECK-NEXT:        arith.muli %ow_1, %c8 : index
+// CHECK:           }
+// CHECK-NOT:       irc.vectorize
+// CHECK:         func.return
+// CPP-LABEL:   extern "C" void max_pool(
+// CPP:             #pragma omp simd
+// CPP-NEXT:        for (int64_t ow = 0; ow < 8; ++ow)
+// CPP:                 #pragma omp simd
+// CPP-NEXT:            for (int64_t [[OW:ow_[0-9]+]] = {{v[0-9]+}}; [[OW]] < {{v[0-9]+}}; ++[[OW]])
+// CPP:               irc_maxf(
+func.func @max_pool(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x8x8xf32> {
+  %m = irt.max_pool2d %x kernel [3, 3] stride [2, 2] padding [1, 1] dilation [1, 1] : (tensor<1x4x16x16xf32>) -> tensor<1x4x8x8xf32>
+  func.return %m : tensor<1x4x8x8xf32>
+}
+
+func.func @max_pool_stride8(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x2x2xf32> {
+  %m = irt.max_pool2d %x kernel [8, 8] stride [8, 8] padding [0, 0] dilation [1, 1] : (tensor<1x4x16x16xf32>) -> tensor<1x4x2x2xf32>
+  func.return %m : tensor<1x4x2x2xf32>
+}

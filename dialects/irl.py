@@ -21,7 +21,9 @@ A is `a` read as a row-major [M, K] matrix. B depends on `layout`:
 * `im2col`: B is the im2col matrix of the NCHW image `b` (convolution, geometry in `conv`:
   [batch, C, H, W, O, OH, OW, kH, kW, sH, sW, pH, pW, dH, dW, groups]); the product then runs
   per image and group: A is the group's [O/groups, C/groups*kH*kW] weights, C the group's
-  [O/groups, OH*OW] output.
+  [O/groups, OH*OW] output;
+* `im2col-packed`: as `im2col`, with `a` the weights already in the engine's 6-row panels,
+  [ceil(O/6), C/groups*kH*kW, 6] (`irt.pack "rows" 6`, at compile time).
 
 `tiles` = [MC, NC, KC, MS] is the cache blocking: OpenMP tasks of MS rows x NC columns of C,
 each taking K in steps of KC and its rows MC at a time;
@@ -47,7 +49,7 @@ from xdsl.irdl import (
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
-LAYOUTS = ("packed", "nk", "kn", "im2col")
+LAYOUTS = ("packed", "nk", "kn", "im2col", "im2col-packed")
 
 
 @irdl_op_definition
@@ -136,8 +138,8 @@ class GemmOp(IntArrays, IRDLOperation):
             raise VerifyException(
                 f"irl.gemm: strides needs 3 entries per epilogue input ({len(self.epilogue)}), got {len(self.ints('strides'))}"
             )
-        if (layout == "im2col") != (len(self.ints("conv")) == 16):
-            raise VerifyException("irl.gemm: the im2col layout (and only it) takes the 16 conv geometry values")
+        if layout.startswith("im2col") != (len(self.ints("conv")) == 16):
+            raise VerifyException("irl.gemm: the im2col layouts (and only they) take the 16 conv geometry values")
         block = self.body.block
         if len(block.args) != 1 + len(self.epilogue) or not isinstance(block.last_op, YieldOp):
             raise VerifyException(

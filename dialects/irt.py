@@ -649,8 +649,10 @@ class PackOp(IRDLOperation):
         %p = irt.pack %w "rows" 16 : (tensor<10x8xf32>) -> tensor<1x8x16xf32>   // p[q, k, r] = w[16q + r, k]
         %p = irt.pack %w "cols" 16 : (tensor<8x10xf32>) -> tensor<1x8x16xf32>   // p[q, k, r] = w[k, 16q + r]
 
-    `rows` packs an nn.Linear weight [N, K]; `cols` a matmul rhs [K, N]. Rules apply it to
-    parameters only, so compile-time folding packs each weight once, never per call.
+    `rows` packs an nn.Linear weight [N, K]; `cols` a matmul rhs [K, N]. `rows` also takes a
+    tensor of more dimensions, read as [D0, D1*D2*...]: a conv2d weight [O, C, kH, kW] becomes
+    the engine's lhs panels [ceil(O/width), C*kH*kW, width]. Rules apply it to parameters only,
+    so compile-time folding packs each weight once, never per call.
     """
 
     name = "irt.pack"
@@ -662,8 +664,8 @@ class PackOp(IRDLOperation):
     assembly_format = "$input $axis $width attr-dict `:` functional-type($input, $result)"
 
     def __init__(self, input: SSAValue, axis: str, width: int):
-        rows, cols = shape_of(input)
-        panel, other = (rows, cols) if axis == "rows" else (cols, rows)
+        shape = shape_of(input)
+        panel, other = (shape[0], math.prod(shape[1:])) if axis == "rows" else (shape[1], shape[0])
         super().__init__(
             operands=[input],
             result_types=[TensorType(f32, [-(-panel // width), other, width])],
@@ -676,12 +678,13 @@ class PackOp(IRDLOperation):
 
     def verify_(self) -> None:
         a = shape_of(self.input)
-        if self.axis.data not in ("rows", "cols") or len(a) != 2 or self.panel_width < 1:
+        rows = self.axis.data == "rows"
+        if self.axis.data not in ("rows", "cols") or len(a) < 2 or (len(a) != 2 and not rows) or self.panel_width < 1:
             raise VerifyException(
-                f"irt.pack: packs a 2-D tensor by `rows` or `cols` in panels of width >= 1, got {_fmt(a)} "
-                f"by {self.axis.data} {self.panel_width}"
+                f"irt.pack: packs a 2-D tensor by `rows` or `cols` (or a higher one by `rows`) in panels of "
+                f"width >= 1, got {_fmt(a)} by {self.axis.data} {self.panel_width}"
             )
-        panel, other = a if self.axis.data == "rows" else a[::-1]
+        panel, other = (a[0], math.prod(a[1:])) if rows else (a[1], a[0])
         expected = (-(-panel // self.panel_width), other, self.panel_width)
         if shape_of(self.result) != expected:
             raise VerifyException(f"irt.pack: result shape should be {_fmt(expected)}, got {_fmt(shape_of(self.result))}")

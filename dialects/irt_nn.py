@@ -147,11 +147,19 @@ class Conv2dOp(StridedWindow, EpilogueOp):
       `irt.linear`), and the batch-norm fold is a plain rewrite of (weight, bias) operands.
       Activations, residual adds and any bias written as a separate add still fuse into the
       epilogue through the generic `contraction-epilogue` rule.
+    * `packed` (optional) is the same weight as the GEMM engine's lhs panels,
+      `irt.pack %w "rows" R` = [ceil(O/R), C/groups*kH*kW, R], added by `irc-pack-weights` when
+      the weight is known at compile time, so folding packs it once instead of every call. It
+      must hold exactly `pack(weight)`: a rewrite that changes the weight drops it. `weight`
+      stays the op's meaning (verifier, reference, the scalar nest); only the engine reads `packed`.
+
+        %y = irt.conv2d %x, %w packed(%wp : tensor<3x27x6xf32>) stride [1, 1] ... -> tensor<1x16x8x8xf32>
     """
 
     name = "irt.conv2d"
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
+    packed = opt_operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     epilogue = var_operand_def(TensorType)
     stride = prop_def(DenseArrayBase.constr(i64))
@@ -163,7 +171,7 @@ class Conv2dOp(StridedWindow, EpilogueOp):
     traits = traits_def(Pure())
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "$input `,` $weight (`bias` `(` $bias^ `:` type($bias) `)`)? "
+        "$input `,` $weight (`packed` `(` $packed^ `:` type($packed) `)`)? (`bias` `(` $bias^ `:` type($bias) `)`)? "
         "(`epilogue` `(` $epilogue^ `:` type($epilogue) `)`)? "
         "`stride` $stride `padding` $padding `dilation` $dilation `groups` $groups `:` "
         "`(` type($input) `,` type($weight) `)` `->` type($result) attr-dict-with-keyword ($body^)?"
@@ -182,9 +190,10 @@ class Conv2dOp(StridedWindow, EpilogueOp):
         groups: int = 1,
         epilogue: Sequence[SSAValue] = (),
         body: Region | None = None,
+        packed: SSAValue | None = None,
     ):
         super().__init__(
-            operands=[input, weight, bias, list(epilogue)],
+            operands=[input, weight, packed, bias, list(epilogue)],
             result_types=[result_type],
             regions=[body if body is not None else Region()],
             properties={
@@ -213,7 +222,8 @@ class Conv2dOp(StridedWindow, EpilogueOp):
 
     def with_epilogue(self, inputs: Sequence[SSAValue], body: Region, result_type: Attribute) -> Operation:
         return Conv2dOp(
-            self.input, self.weight, self.bias, result_type, epilogue=inputs, body=body, **self.geometry()
+            self.input, self.weight, self.bias, result_type, epilogue=inputs, body=body, packed=self.packed,
+            **self.geometry()
         )
 
     # -- verification ---------------------------------------------------------------------
@@ -248,6 +258,14 @@ class Conv2dOp(StridedWindow, EpilogueOp):
             if shape_of(self.bias) != (wt[0],):
                 raise VerifyException(
                     f"irt.conv2d: bias must be [{wt[0]}] (one per output channel), got {_fmt(shape_of(self.bias))}"
+                )
+        if self.packed is not None:
+            p = shape_of(self.packed)
+            k = wt[1] * wt[2] * wt[3]
+            if len(p) != 3 or p[2] < 1 or p[1] != k or p[0] != -(-wt[0] // p[2]):
+                raise VerifyException(
+                    f"irt.conv2d: packed weight {_fmt(p)} should be [ceil({wt[0]}/R), {k}, R], the weight "
+                    f"{_fmt(wt)} in panels of R rows"
                 )
         expected = self.expected_shape()
         if min(expected[2:]) < 1:

@@ -104,7 +104,9 @@ def kernels(module: ModuleOp) -> list[Kernel]:
     for op in _function(module).body.block.ops:
         if isinstance(op, (*VIEWS, irt.ConstantOp, func.ReturnOp)):
             continue
-        reads = {_storage(v) for v in op.operands if not isinstance(v.owner, irt.ConstantOp)}
+        # A conv with a packed weight reads the panels only (`weight` stays for its meaning).
+        unread = op.weight if isinstance(op, irt_nn.Conv2dOp) and op.packed is not None else None
+        reads = {_storage(v) for v in op.operands if not isinstance(v.owner, irt.ConstantOp) and v is not unread}
         moved = sum(nbytes(v) for v in reads) + sum(nbytes(r) for r in op.results)
         fused = op.attributes.get("irc.fused")
         names = tuple(s.data for s in fused.data) if isinstance(fused, ArrayAttr) else (op.name,)

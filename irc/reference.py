@@ -143,7 +143,7 @@ def _constant(op: irt.ConstantOp, inputs: list[Tensor]) -> Tensor:
 
 @reference(irt.PackOp)
 def _pack(op: irt.PackOp, inputs: list[Tensor]) -> Tensor:
-    w = inputs[0] if op.axis.data == "rows" else inputs[0].t()
+    w = inputs[0].reshape(inputs[0].shape[0], -1) if op.axis.data == "rows" else inputs[0].t()
     panels, other, width = irt.shape_of(op.result)
     padded = w.new_zeros(panels * width, other)
     padded[: w.shape[0]] = w

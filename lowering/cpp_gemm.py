@@ -357,7 +357,7 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
     layout = op.layout.data
     a, b, c = em.n(op.a), em.n(op.b), em.n(op.c)
     strides = op.ints("strides")
-    conv = layout == "im2col"
+    conv = layout.startswith("im2col")
     em.line("{")
     em.depth += 1
     if conv:
@@ -368,7 +368,10 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         em.depth += 1
         em.line(f"const irc_im2col irc_b{{{b} + (irc_n*{c_in} + irc_g*{cg})*{h * w}, {cg}, {h}, {w}, {kh}, {kw}, "
                 f"{sh}, {sw}, {ph}, {pw}, {dh}, {dw}, {ow}}};")
-        em.line(f"const irc_dense<IRC_MR, false> irc_a{{{a} + irc_g*{m * k}, {k}, {m}}};")
+        if layout == "im2col-packed":  # panels never straddle groups (m % 6 == 0 when groups > 1)
+            em.line(f"const irc_prepacked<IRC_MR> irc_a{{{a} + irc_g*{-(-m // 6) * 6 * k}, {k}}};")
+        else:
+            em.line(f"const irc_dense<IRC_MR, false> irc_a{{{a} + irc_g*{m * k}, {k}, {m}}};")
         em.line(f"float* irc_c = {c} + (irc_n*{o} + irc_g*{m})*{n};")
         row = f"irc_g*{m} + i"
     else:

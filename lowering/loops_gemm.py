@@ -1,7 +1,7 @@
 """`irc-to-loops` for matrix products, convolutions and attention: the GEMM engine's `irl` ops.
 
 Contractions (`irt.linear`, `irt.matmul`, `irt.contract`, packed or not) and convolutions
-become an `irl.gemm` whose epilogue region is the op's own (`build_epilogue`), so a fused
+(their weights packed at compile time or not) become an `irl.gemm` whose epilogue region is the op's own (`build_epilogue`), so a fused
 bias + activation + residual runs on the register tile before its one store. This module
 decides, per shape and written on the op:
 
@@ -183,8 +183,11 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     out = fl.result_buffer(op.result)
     body, kept = epilogue_region(op.build_epilogue, inputs, bias=op.bias is not None)
     (sh, sw), (ph, pw), (dh, dw) = op.strides, op.paddings, op.dilations
+    # weights packed at compile time (irc-pack-weights) when their panels suit this engine
+    packed = op.packed is not None and shape_of(op.packed)[2] == MR and (groups == 1 or mg % MR == 0)
     gemm = irl.GemmOp(
-        "im2col", fl.buffers[op.weight], fl.buffers[op.input], out, [fl.buffers[v] for v in kept],
+        "im2col-packed" if packed else "im2col", fl.buffers[op.packed if packed else op.weight],  # type: ignore[index]
+        fl.buffers[op.input], out, [fl.buffers[v] for v in kept],
         sizes=(mg, p, kg), tiles=choose_tiles(mg, p, kg), strides=[x for s in strides for x in s],  # type: ignore[union-attr]
         conv=(batch, c_in, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups),
         body=body, parallel=2 * mg * p * kg * groups >= PARALLEL_FLOPS,
@@ -200,7 +203,10 @@ def lower_pack(fl: FunctionLowering, op: irt.PackOp) -> None:
     src = fl.buffers[op.input]
     width = op.panel_width
     rows = op.axis.data == "rows"
-    edge = shape_of(op.input)[0 if rows else 1]
+    in_shape = shape_of(op.input)
+    edge = in_shape[0 if rows else 1]
+    if len(in_shape) > 2:  # "rows" of a conv weight: [O, C*kH*kW]
+        src = fl.view(src, [in_shape[0], math.prod(in_shape[1:])])
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
         q, kk, r = ivs

@@ -328,7 +328,7 @@ def lower_adaptive_avg_pool2d(fl: FunctionLowering, op: irt_nn.AdaptiveAvgPool2d
 @accumulate(irt_nn.Conv2dOp)
 def _conv2d(op: irt_nn.Conv2dOp, inputs: list[torch.Tensor]) -> torch.Tensor:
     x, w = inputs[0], inputs[1]
-    b = inputs[2] if op.bias is not None else None
+    b = inputs[2 + (op.packed is not None)] if op.bias is not None else None
     return F.conv2d(x, w, b, op.strides, op.paddings, op.dilations, op.group_count)
 
 

@@ -1,11 +1,15 @@
-"""`irc-pack-weights`: give contractions with a compile-time-known rhs a packed rhs.
+"""`irc-pack-weights`: give contractions and convolutions with compile-time-known weights
+packed weights.
 
 The GEMM engine reads its rhs as panels of `gemm_width()` columns ([ceil(N/W), K, W], see
-`irt.pack`). For a weight that is known at compile time (a parameter, or computed from
-parameters and constants only), this pass inserts `irt.pack` on it and rewrites the
-contraction to `irt.contract packed`; compile-time folding then evaluates the pack once, so
-the weight is packed when the compiled module is created, never per call. A contraction whose
-rhs is a run-time value is left alone (the GEMM packs such operands on the fly).
+`irt.pack`) and its lhs as panels of `GEMM_ROWS` rows. For a weight that is known at compile
+time (a parameter, or computed from parameters and constants only), this pass inserts
+`irt.pack` on it: a contraction becomes `irt.contract packed` (its rhs replaced); a conv2d,
+whose weight is the lhs of its im2col product, gets the panels as its `packed` operand.
+Compile-time folding then evaluates the pack once, so the weight is packed when the compiled
+module is created, never per call. Run-time operands are left alone (the GEMM packs them on
+the fly), and so are convs the engine does not run (fewer than `GEMM_ROWS` output channels
+per group) or whose groups would split a panel.
 
     irc-opt model.mlir -p 'irc-pack-weights{inputs=1}'
 
@@ -27,8 +31,8 @@ from xdsl.ir import Block, BlockArgument, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from irc.dialects import irt
-from irc.dialects.irt import ContractionKind, f32
+from irc.dialects import irt, irt_nn
+from irc.dialects.irt import ContractionKind, f32, shape_of
 from irc.lowering.irc_fuse import FUSED_ATTR
 
 def gemm_width() -> int:
@@ -43,6 +47,10 @@ def gemm_width() -> int:
     from irc.runtime.build import cpu_features
 
     return 32 if "avx512f" in cpu_features().split() else 16
+
+
+GEMM_ROWS = 6
+"""Rows of the engine's register tile (`IRC_MR` in `cpp_gemm.py`): the lhs panel height."""
 
 
 def compile_time_known(value: SSAValue, inputs: int) -> bool:
@@ -90,3 +98,16 @@ class PackWeightsPass(ModulePass):
                     packed.attributes.setdefault(FUSED_ATTR, ArrayAttr([StringAttr(op.name)]))  # provenance
                     packed.result.name_hint = op.results[0].name_hint
                     Rewriter.replace_op(op, packed)
+                elif isinstance(op, irt_nn.Conv2dOp) and op.packed is None and compile_time_known(op.weight, self.inputs):
+                    out_per_group = shape_of(op.weight)[0] // op.group_count
+                    if out_per_group >= GEMM_ROWS and (op.group_count == 1 or out_per_group % GEMM_ROWS == 0):
+                        pack = irt.PackOp(op.weight, "rows", GEMM_ROWS)
+                        pack.result.name_hint = f"{op.weight.name_hint or 'w'}_packed"
+                        Rewriter.insert_op(pack, InsertPoint.before(op))
+                        body = op.detach_region(op.body)
+                        conv = irt_nn.Conv2dOp(op.input, op.weight, op.bias, op.result.type, epilogue=list(op.epilogue),
+                                               body=body, packed=pack.result, **op.geometry())
+                        for name, attr in op.attributes.items():
+                            conv.attributes[name] = attr
+                        conv.result.name_hint = op.result.name_hint
+                        Rewriter.replace_op(op, conv)

@@ -85,7 +85,7 @@ def _straight_line_ok(op: Operation, iv: SSAValue, strided: dict[SSAValue, int])
     if op.dialect_name() not in ("arith", "math") or op.regions:
         return False
     if op.results and op.results[0] in strided:  # the index arithmetic of a strided load
-        return all(isinstance(use.operation, memref.LoadOp) or use.operation.results[0] in strided
+        return all(isinstance(use.operation, memref.LoadOp) or any(r in strided for r in use.operation.results)
                    for use in op.results[0].uses)
     return all(operand not in strided for operand in op.operands)
 

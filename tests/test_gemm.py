@@ -79,8 +79,15 @@ CONVS = {
     "1x1": dict(cin=64, cout=32, k=1, stride=1, pad=0, dil=1, groups=1, hw=(5, 5)),
     "dilated": dict(cin=4, cout=6, k=3, stride=1, pad=2, dil=2, groups=1, hw=(8, 8)),
     "groups": dict(cin=8, cout=12, k=3, stride=1, pad=1, dil=1, groups=2, hw=(6, 6)),
+    "groups-8": dict(cin=4, cout=16, k=3, stride=1, pad=1, dil=1, groups=2, hw=(6, 6)),  # 8 rows a group: not packed
     "deep-K": dict(cin=64, cout=7, k=3, stride=1, pad=0, dil=1, groups=1, hw=(6, 9)),  # K = 576: two KC steps
 }
+
+
+def _packed_conv(g: dict) -> bool:
+    """Whether irc-pack-weights gives the conv's weight 6-row panels (whole panels per group)."""
+    per_group = g["cout"] // g["groups"]
+    return g["groups"] == 1 or per_group % 6 == 0
 
 
 @pytest.mark.parametrize("name", CONVS)
@@ -105,6 +112,21 @@ def test_conv_bn_relu_residual_through_im2col(name, batch):
         res = torch.randn_like(m.conv(x))
     cm = check(m, x, res)
     assert "irc_im2col" in cm.cpp_source and _gemm_kernels(cm) == 1
+    assert ("irc_prepacked<IRC_MR> irc_a" in cm.cpp_source) == _packed_conv(g)
+
+
+def test_conv_weights_packed_at_compile_time_follow_in_place_updates():
+    """The conv's 6-row weight panels are folded from the (BN-folded) weight; updating the conv
+    or BN parameters in place packs them again before the next call."""
+    m = nn.Sequential(nn.Conv2d(8, 20, 3, padding=1), nn.BatchNorm2d(20), nn.ReLU()).eval()
+    x = torch.randn(1, 8, 10, 10)
+    cm = irc.compile(m, (x,))
+    assert "irc_prepacked<IRC_MR> irc_a" in cm.cpp_source
+    with torch.no_grad():
+        for _ in range(2):
+            m[0].weight.mul_(-0.5)
+            m[1].running_var.mul_(2.0)
+            torch.testing.assert_close(cm(x), m(x), rtol=1e-4, atol=1e-5)
 
 
 ATTENTION = {

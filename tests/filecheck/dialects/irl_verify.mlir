@@ -1,6 +1,6 @@
 // RUN: irc-opt %s --verify-diagnostics --split-input-file | filecheck %s
 
-// CHECK: Operation does not verify: irl.gemm: layout must be one of packed, nk, kn, im2col, got 'tn'
+// CHECK: Operation does not verify: irl.gemm: layout must be one of packed, nk, kn, im2col, im2col-packed, got 'tn'
 func.func @layout(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) {
   irl.gemm "tn" %x, %w -> %y sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] conv [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
   ^bb0(%acc: f32):
@@ -22,7 +22,7 @@ func.func @strides(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %b: memref<4xf32>, 
 
 // -----
 
-// CHECK: Operation does not verify: irl.gemm: the im2col layout (and only it) takes the 16 conv geometry values
+// CHECK: Operation does not verify: irl.gemm: the im2col layouts (and only they) take the 16 conv geometry values
 func.func @conv(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) {
   irl.gemm "im2col" %x, %w -> %y sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] conv [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
   ^bb0(%acc: f32):

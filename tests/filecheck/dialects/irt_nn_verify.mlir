@@ -115,3 +115,11 @@ func.func @adaptive(%x: tensor<1x2x9x9xf32>) -> tensor<1x3x2x2xf32> {
   %0 = irt.adaptive_avg_pool2d %x : (tensor<1x2x9x9xf32>) -> tensor<1x3x2x2xf32>
   func.return %0 : tensor<1x3x2x2xf32>
 }
+
+// -----
+
+// CHECK: Operation does not verify: irt.conv2d: packed weight 2x27x6 should be [ceil(16/R), 27, R], the weight 16x3x3x3 in panels of R rows
+func.func @conv_packed_shape(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>, %wp: tensor<2x27x6xf32>) -> tensor<1x16x8x8xf32> {
+  %0 = irt.conv2d %x, %w packed(%wp : tensor<2x27x6xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x8x8xf32>
+  func.return %0 : tensor<1x16x8x8xf32>
+}

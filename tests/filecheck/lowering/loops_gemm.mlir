@@ -1,4 +1,5 @@
 // RUN: irc-opt %s -p irc-to-loops --split-input-file | filecheck %s
+// RUN: irc-opt %s -p irc-to-loops -t cpp --split-input-file | filecheck %s --check-prefix=CPP
 // RUN: irc-opt %s -p irc-to-loops -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
 
 // The GEMM engine's lowering: one irl.gemm per contraction or convolution, its cache blocking,
@@ -75,6 +76,19 @@ func.func @conv(%x: tensor<1x6x8x8xf32>, %w: tensor<12x3x3x3xf32>, %b: tensor<12
     %r = arith.maximumf %a, %z : f32
     irt.yield %r : f32
   }
+  func.return %y : tensor<1x12x8x8xf32>
+}
+
+// -----
+
+// The same conv with its weights packed at compile time (irc-pack-weights): A is read from the
+// panels, [ceil(O/6), C/g*kH*kW, 6]; a group starts at panel g*(O/g)/6.
+// CHECK-LABEL: func.func @conv_packed
+// CHECK:         irl.gemm "im2col-packed" %wp, %x -> %out0 sizes [6, 64, 27] tiles [6, 32, 27, 6] strides [] conv [1, 6, 8, 8, 12, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2] parallel 0
+// CPP-LABEL:   extern "C" void conv_packed(
+// CPP:           const irc_prepacked<IRC_MR> irc_a{wp + irc_g*162, 27};
+func.func @conv_packed(%x: tensor<1x6x8x8xf32>, %w: tensor<12x3x3x3xf32>, %wp: tensor<2x27x6xf32>) -> tensor<1x12x8x8xf32> {
+  %y = irt.conv2d %x, %w packed(%wp : tensor<2x27x6xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 2 : (tensor<1x6x8x8xf32>, tensor<12x3x3x3xf32>) -> tensor<1x12x8x8xf32>
   func.return %y : tensor<1x12x8x8xf32>
 }
 

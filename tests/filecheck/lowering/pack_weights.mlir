@@ -47,3 +47,35 @@ func.func @runtime_rhs(%x: tensor<8x5xf32>, %w: tensor<3x8xf32>) -> tensor<3x5xf
   %y = irt.matmul %w, %x : (tensor<3x8xf32>, tensor<8x5xf32>) -> tensor<3x5xf32>
   func.return %y : tensor<3x5xf32>
 }
+
+// -----
+
+// A conv2d's weight is the lhs of its im2col product: packed by rows in panels of the register
+// tile's 6 rows, [O, C, kH, kW] read as [O, C*kH*kW], and given to the conv as `packed` (the
+// weight itself stays the op's meaning).
+
+// CHECK-LABEL: func.func @conv
+// CHECK-NEXT:    %w_packed = irt.pack %w "rows" 6 : (tensor<16x3x3x3xf32>) -> tensor<3x27x6xf32>
+// CHECK-NEXT:    %y = irt.conv2d %x, %w packed(%w_packed : tensor<3x27x6xf32>) bias(%b : tensor<16xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
+func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>, %b: tensor<16xf32>) -> tensor<1x16x8x8xf32> {
+  %y = irt.conv2d %x, %w bias(%b : tensor<16xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x8x8xf32>
+  func.return %y : tensor<1x16x8x8xf32>
+}
+
+// -----
+
+// Grouped convs are packed only when every group's output channels fill whole panels (12 per
+// group here); 8 per group would put two groups in one panel, and a depthwise conv (1 per
+// group) does not run on the GEMM engine at all.
+
+// CHECK-LABEL: func.func @grouped
+// CHECK-NEXT:    %w12_packed = irt.pack %w12 "rows" 6 : (tensor<24x2x1x1xf32>) -> tensor<4x2x6xf32>
+// CHECK-NEXT:    %a = irt.conv2d %x, %w12 packed(%w12_packed : tensor<4x2x6xf32>) stride
+// CHECK-NEXT:    %b = irt.conv2d %x, %w8 stride
+// CHECK-NEXT:    %c = irt.conv2d %x, %wd stride
+func.func @grouped(%x: tensor<1x4x5x5xf32>, %w12: tensor<24x2x1x1xf32>, %w8: tensor<16x2x1x1xf32>, %wd: tensor<4x1x3x3xf32>) -> (tensor<1x24x5x5xf32>, tensor<1x16x5x5xf32>, tensor<1x4x5x5xf32>) {
+  %a = irt.conv2d %x, %w12 stride [1, 1] padding [0, 0] dilation [1, 1] groups 2 : (tensor<1x4x5x5xf32>, tensor<24x2x1x1xf32>) -> tensor<1x24x5x5xf32>
+  %b = irt.conv2d %x, %w8 stride [1, 1] padding [0, 0] dilation [1, 1] groups 2 : (tensor<1x4x5x5xf32>, tensor<16x2x1x1xf32>) -> tensor<1x16x5x5xf32>
+  %c = irt.conv2d %x, %wd stride [1, 1] padding [1, 1] dilation [1, 1] groups 4 : (tensor<1x4x5x5xf32>, tensor<4x1x3x3xf32>) -> tensor<1x4x5x5xf32>
+  func.return %a, %b, %c : tensor<1x24x5x5xf32>, tensor<1x16x5x5xf32>, tensor<1x4x5x5xf32>
+}

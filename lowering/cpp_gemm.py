@@ -116,12 +116,15 @@ template <int R, bool cols> struct irc_dense {
 };
 
 // The im2col matrix of one NCHW image (C channels): B[(c, kh, kw)][(oh, ow)], packed into
-// 16-column panels; padded taps read as 0. A panel's columns are cut into runs on one output
-// row, so the inner loop is a (strided) row copy with the edges clamped once per run.
+// IRC_NR-column panels; padded taps read as 0. A panel's columns are cut into runs on one output
+// row. The walk is tap-major: for each kernel tap (kh, kw) the runs' clamped column ranges and
+// source offsets are worked out once (the divisions), then every channel's row of that tap is a
+// plain (strided) row copy.
 struct irc_im2col {
   const float* x; int64_t C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OW;
   irc_panels get(int slot, int64_t j0, int64_t n, int64_t p0, int64_t kc) const {
     float* buf = irc_scratch(slot, (n + IRC_NR - 1) / IRC_NR * IRC_NR * kc);
+    const int64_t taps = KH * KW, HW = H * W;
     for (int64_t q = 0; q * IRC_NR < n; ++q) {
       float* dst = buf + q * kc * IRC_NR;
       const int64_t w = n - q * IRC_NR < IRC_NR ? n - q * IRC_NR : IRC_NR;
@@ -132,32 +135,35 @@ struct irc_im2col {
         r += OW - ow < w - r ? OW - ow : w - r;
       }
       run_r[runs] = w;
-      int64_t c = p0 / (KH * KW), kh = p0 / KW % KH, kw = p0 % KW;
-      for (int64_t k = 0; k < kc; ++k) {
-        float* d = dst + k * IRC_NR;
-        const float* xc = x + c * H * W;
-        for (int64_t t = 0; t < runs; ++t) {
-          const int64_t ih = run_oh[t] * SH - PH + kh * DH, len = run_r[t + 1] - run_r[t];
-          float* dr = d + run_r[t];
-          if (ih < 0 || ih >= H) {
-            for (int64_t u = 0; u < len; ++u) dr[u] = 0.0f;
-            continue;
-          }
-          const float* row = xc + ih * W;
-          const int64_t iw0 = run_ow[t] * SW - PW + kw * DW;
-          // columns u with 0 <= iw0 + u*SW < W
-          int64_t lo = iw0 >= 0 ? 0 : (-iw0 + SW - 1) / SW;
-          int64_t hi = iw0 >= W ? 0 : (W - iw0 + SW - 1) / SW;
-          if (lo > len) lo = len;
-          if (hi > len) hi = len;
-          if (hi < lo) hi = lo;
-          for (int64_t u = 0; u < lo; ++u) dr[u] = 0.0f;
-          if (SW == 1) { for (int64_t u = lo; u < hi; ++u) dr[u] = row[iw0 + u]; }
-          else { for (int64_t u = lo; u < hi; ++u) dr[u] = row[iw0 + u * SW]; }
-          for (int64_t u = hi; u < len; ++u) dr[u] = 0.0f;
+      for (int64_t t = 0; t < taps; ++t) {
+        // the channels whose row k = c*taps + t falls in [p0, p0 + kc)
+        const int64_t c_lo = p0 <= t ? 0 : (p0 - t + taps - 1) / taps, c_hi = (p0 + kc - 1 - t) / taps + 1;
+        if (p0 + kc - 1 < t || c_lo >= c_hi) continue;
+        const int64_t kh = t / KW, kw = t % KW;
+        int64_t off[IRC_NR], lo[IRC_NR], hi[IRC_NR];  // per run: source offset in a channel, copied [lo, hi)
+        for (int64_t u = 0; u < runs; ++u) {
+          const int64_t len = run_r[u + 1] - run_r[u], ih = run_oh[u] * SH - PH + kh * DH;
+          const int64_t iw0 = run_ow[u] * SW - PW + kw * DW;
+          int64_t a = iw0 >= 0 ? 0 : (-iw0 + SW - 1) / SW, b = iw0 >= W ? 0 : (W - iw0 + SW - 1) / SW;
+          if (ih < 0 || ih >= H) a = b = 0;
+          a = a < len ? a : len;
+          b = b < len ? b : len;
+          lo[u] = a; hi[u] = b > a ? b : a; off[u] = ih * W + iw0;
         }
-        for (int64_t u = w; u < IRC_NR; ++u) d[u] = 0.0f;
-        if (++kw == KW) { kw = 0; if (++kh == KH) { kh = 0; ++c; } }
+        for (int64_t c = c_lo; c < c_hi; ++c) {
+          float* d = dst + (c * taps + t - p0) * IRC_NR;
+          const float* xc = x + c * HW;
+          for (int64_t u = 0; u < runs; ++u) {
+            float* dr = d + run_r[u];
+            const int64_t len = run_r[u + 1] - run_r[u];
+            const float* src = xc + off[u];
+            for (int64_t e = 0; e < lo[u]; ++e) dr[e] = 0.0f;
+            if (SW == 1) { for (int64_t e = lo[u]; e < hi[u]; ++e) dr[e] = src[e]; }
+            else { for (int64_t e = lo[u]; e < hi[u]; ++e) dr[e] = src[e * SW]; }
+            for (int64_t e = hi[u]; e < len; ++e) dr[e] = 0.0f;
+          }
+          for (int64_t e = w; e < IRC_NR; ++e) d[e] = 0.0f;
+        }
       }
     }
     return {buf, kc * IRC_NR};
@@ -266,9 +272,16 @@ static inline void irc_gemm_task(int64_t K, const PA& pa, const PB& pb, float* c
 }
 
 // The product as tasks of MS rows x NC columns, shared among OpenMP threads when `parallel`.
+// Rows are split only to share the work: on one thread the task takes all M rows, so the B
+// panels (an im2col matrix, say) are packed once rather than once per row task.
 template <class PA, class PB, class Epi>
 static void irc_gemm(int64_t M, int64_t N, int64_t K, const PA& pa, const PB& pb, float* c, int64_t ldc,
                      const Epi& epi, int64_t MC, int64_t NC, int64_t KC, int64_t MS, bool parallel) {
+#ifdef _OPENMP
+  if (!parallel || omp_get_max_threads() == 1) MS = M;
+#else
+  MS = M;
+#endif
   const int64_t mb = (M + MS - 1) / MS, nb = (N + NC - 1) / NC;
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t bj = 0; bj < nb; ++bj)

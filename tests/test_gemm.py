@@ -81,6 +81,8 @@ CONVS = {
     "groups": dict(cin=8, cout=12, k=3, stride=1, pad=1, dil=1, groups=2, hw=(6, 6)),
     "groups-8": dict(cin=4, cout=16, k=3, stride=1, pad=1, dil=1, groups=2, hw=(6, 6)),  # 8 rows a group: not packed
     "deep-K": dict(cin=64, cout=7, k=3, stride=1, pad=0, dil=1, groups=1, hw=(6, 9)),  # K = 576: two KC steps
+    # K = 333 in two steps of 167: the second starts at channel 18, tap 5 (im2col is walked tap-major)
+    "K-mid-channel": dict(cin=37, cout=6, k=3, stride=2, pad=1, dil=1, groups=1, hw=(7, 9)),
 }
 
 
@@ -164,6 +166,17 @@ def test_same_results_at_any_thread_count(threads, monkeypatch):
     assert "irc_gemm(96, 520, 300" in cm.cpp_source and ", true);" in cm.cpp_source  # threaded
     with torch.no_grad():
         torch.testing.assert_close(cm(x), model(x))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv_split_by_rows_at_any_thread_count(threads, monkeypatch):
+    """48 output channels on a 4x4 image: tasks split the rows (channels); one thread takes all
+    rows in one task (one im2col packing), two threads a task each."""
+    monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
+    model = nn.Sequential(nn.Conv2d(40, 48, 3, padding=1), nn.ReLU()).eval()
+    x = torch.randn(1, 40, 4, 4)
+    cm = check(model, x)
+    assert re.search(r"irc_gemm\(48, 16, 360, irc_a, irc_b, irc_c, 16, irc_epi, \d+, \d+, \d+, 24, true\);", cm.cpp_source)
 
 
 def test_strict_builds_keep_the_sequential_scalar_nests(monkeypatch):

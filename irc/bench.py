@@ -14,7 +14,11 @@ GFLOP/s = the model's FLOPs per forward call / median latency.
 
 `--threads N` sets `torch.set_num_threads(N)` (eager, Inductor and irc follow it),
 `IRC_NUM_THREADS=N` and ONNX Runtime's intra-op thread count (inter-op: 1); `--threads 1,2`
-runs each count and reports a row per model and count.
+runs each count and reports a row per model and count. ONNX Runtime's intra-op threads are
+told not to spin between calls (`session.intra_op.allow_spinning = 0`): spinning, they keep the
+second core busy after every ONNX Runtime call, and the next contender in the round-robin runs
+on one core (measured: eager's cnn at 2 threads went from 0.27 to 0.85 ms). ONNX Runtime pays
+for this on the smallest models (its cnn at 2 threads: 59 -> 81 µs).
 
 Outputs in `--out`: `bench.md` (the table, also printed), `bench.json` (every raw number)
 and `bench.png` (ratios to eager per model and contender). The exit code is 1 if irc fails
@@ -233,6 +237,7 @@ def ort_runner(ort, path: Path, inputs, expected, threads: int) -> Callable[[], 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see the module doc
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
     if len(names) != len(inputs):
@@ -432,6 +437,7 @@ def markdown_report(rows: list[BenchRow], meta: dict) -> str:
         *([f"- warning: {w}" for w in meta["warnings"]]),
         f"- {RATIO_NOTE}",
         "- times are medians per forward call of interleaved round-robin repeats; GFLOP/s = FLOPs / median",
+        "- ONNX Runtime's intra-op threads do not spin between calls (they would hold a core during the other contenders' turns)",
         "",
         render_markdown(*summary_rows(rows)),
         "",

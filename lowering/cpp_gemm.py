@@ -125,6 +125,7 @@ struct irc_im2col {
   irc_panels get(int slot, int64_t j0, int64_t n, int64_t p0, int64_t kc) const {
     float* buf = irc_scratch(slot, (n + IRC_NR - 1) / IRC_NR * IRC_NR * kc);
     const int64_t taps = KH * KW, HW = H * W;
+    const int64_t c_first = p0 / taps, t_first = p0 % taps, c_end = (p0 + kc) / taps, t_end = (p0 + kc) % taps;
     for (int64_t q = 0; q * IRC_NR < n; ++q) {
       float* dst = buf + q * kc * IRC_NR;
       const int64_t w = n - q * IRC_NR < IRC_NR ? n - q * IRC_NR : IRC_NR;
@@ -135,16 +136,18 @@ struct irc_im2col {
         r += OW - ow < w - r ? OW - ow : w - r;
       }
       run_r[runs] = w;
-      for (int64_t t = 0; t < taps; ++t) {
-        // the channels whose row k = c*taps + t falls in [p0, p0 + kc)
-        const int64_t c_lo = p0 <= t ? 0 : (p0 - t + taps - 1) / taps, c_hi = (p0 + kc - 1 - t) / taps + 1;
-        if (p0 + kc - 1 < t || c_lo >= c_hi) continue;
-        const int64_t kh = t / KW, kw = t % KW;
+      for (int64_t t = 0, kh = 0, kw = 0; t < taps; ++t, kw = kw + 1 == KW ? 0 : kw + 1, kh += kw == 0) {
+        // the channels whose row k = c*taps + t falls in [p0, p0 + kc) (no division: it is slow
+        // next to a small conv's copies)
+        const int64_t c_lo = c_first + (t < t_first), c_hi = c_end + (t < t_end);
+        if (c_lo >= c_hi) continue;
         int64_t off[IRC_NR], lo[IRC_NR], hi[IRC_NR];  // per run: source offset in a channel, copied [lo, hi)
         for (int64_t u = 0; u < runs; ++u) {
           const int64_t len = run_r[u + 1] - run_r[u], ih = run_oh[u] * SH - PH + kh * DH;
           const int64_t iw0 = run_ow[u] * SW - PW + kw * DW;
-          int64_t a = iw0 >= 0 ? 0 : (-iw0 + SW - 1) / SW, b = iw0 >= W ? 0 : (W - iw0 + SW - 1) / SW;
+          int64_t a, b;
+          if (SW == 1) { a = iw0 >= 0 ? 0 : -iw0; b = W - iw0; }
+          else { a = iw0 >= 0 ? 0 : (-iw0 + SW - 1) / SW; b = iw0 >= W ? 0 : (W - iw0 + SW - 1) / SW; }
           if (ih < 0 || ih >= H) a = b = 0;
           a = a < len ? a : len;
           b = b < len ? b : len;

@@ -1,8 +1,9 @@
 """This machine's roofline: measured peak FP32 FLOP rate and memory bandwidth.
 
 Both come from two small kernels built with the same compiler and flags as irc's own code: a
-loop of independent 8-wide fused multiply-adds (the compute roof) and a sum over a 64 MiB array
-(the memory roof, streaming reads).
+loop of independent fused multiply-adds as wide as the build's vectors (16 floats with AVX-512,
+as irc's GEMM tile uses, else 8; the compute roof) and a sum over a 64 MiB array (the memory
+roof, streaming reads).
 """
 
 from __future__ import annotations
@@ -20,19 +21,26 @@ SOURCE = r"""
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-typedef float v8 __attribute__((vector_size(32)));
+#ifdef __AVX512F__
+#define IRC_LANES 16
+#else
+#define IRC_LANES 8
+#endif
+typedef float vf __attribute__((vector_size(IRC_LANES * 4)));
 
-// 12 independent FMA chains of 8 lanes per thread: 2 * 8 * 12 FLOPs per iteration.
+extern "C" int irc_peak_lanes() { return IRC_LANES; }
+
+// 12 independent FMA chains of IRC_LANES lanes per thread: 2 * IRC_LANES * 12 FLOPs per iteration.
 extern "C" float irc_peak(int64_t iters, int threads) {
   float total = 0;
   #pragma omp parallel num_threads(threads) reduction(+:total)
   {
-    v8 a[12];
-    for (int i = 0; i < 12; ++i) a[i] = (v8){} + 1.0f + i * 1e-3f;
-    const v8 x = (v8){} + 0.999999f, y = (v8){} + 1e-7f;
+    vf a[12];
+    for (int i = 0; i < 12; ++i) a[i] = (vf){} + 1.0f + i * 1e-3f;
+    const vf x = (vf){} + 0.999999f, y = (vf){} + 1e-7f;
     for (int64_t n = 0; n < iters; ++n)
       for (int i = 0; i < 12; ++i) a[i] = a[i] * x + y;
-    for (int i = 0; i < 12; ++i) for (int l = 0; l < 8; ++l) total += a[i][l];
+    for (int i = 0; i < 12; ++i) for (int l = 0; l < IRC_LANES; ++l) total += a[i][l];
   }
   return total;
 }
@@ -45,7 +53,7 @@ extern "C" float irc_stream(const float* __restrict__ p, int64_t n, int threads)
 }
 """
 
-FLOPS_PER_ITER = 2 * 8 * 12
+CHAINS = 12
 
 
 @dataclass(frozen=True)
@@ -78,7 +86,7 @@ def measure(threads: int) -> Roofline:
     lib.irc_stream.restype = ctypes.c_float
     iters = 2_000_000
     t = _best(lambda: lib.irc_peak(iters, threads))
-    peak = FLOPS_PER_ITER * iters * threads / t / 1e9
+    peak = 2 * lib.irc_peak_lanes() * CHAINS * iters * threads / t / 1e9
     data = torch.ones(16 * 1024 * 1024)  # 64 MiB: beyond the last-level cache
     t = _best(lambda: lib.irc_stream(data.data_ptr(), data.numel(), threads))
     return Roofline(threads, peak, data.numel() * 4 / t / 1e9)

@@ -89,10 +89,11 @@ template <class F> static inline F irc_copysign(F x, F s) {  // |x| with the sig
 #ifndef IRC_LIBM
 // exp: x = n ln2 + r, |r| <= ln2/2; exp(r) by Cephes' degree-6 polynomial; times 2^n in two
 // steps so results in the subnormal range round once. Inputs are clamped to [-104, 88.8], where
-// the formula itself gives 0 and inf; NaN is passed through at the end.
+// the formula itself gives 0 and inf. The clamps are written `c < x ? c : x`, a single min/max
+// instruction that returns x when x is NaN; NaN then flows through the arithmetic to the result.
 template <class F> static inline F irc_exp(F x) {
-  F xc = x < 88.8f ? x : 88.8f;
-  xc = xc > -104.0f ? xc : -104.0f;
+  F xc = 88.8f < x ? irc_k<F>(88.8f) : x;
+  xc = -104.0f > xc ? irc_k<F>(-104.0f) : xc;
   const F shifter = irc_k<F>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
   F kf = irc_fma(xc, irc_k<F>(1.44269504088896341f), shifter);
   const auto n = irc_bits(kf) - 0x4b400000;
@@ -104,8 +105,7 @@ template <class F> static inline F irc_exp(F x) {
   F p = irc_fma(q, r * r, r) + 1.0f;
   const auto n1 = n >> 1;
   const auto n2 = n - n1;
-  F y = p * irc_float((n1 + 127) << 23) * irc_float((n2 + 127) << 23);
-  return x != x ? x : y;
+  return p * irc_float((n1 + 127) << 23) * irc_float((n2 + 127) << 23);
 }
 
 // log: x = m 2^e with m in [sqrt(1/2), sqrt(2)); log(m) by Cephes' degree-9 polynomial in m - 1.
@@ -156,8 +156,7 @@ template <class F> static inline F irc_erf(F x) {
   q = irc_fma(q, t, irc_k<F>(-1.28717512e-1f));
   q = irc_fma(q, t, -t);
   const F large = irc_copysign(1.0f - irc_exp(q), x);
-  const F r = irc_absf(x) > 0.927734375f ? large : small;
-  return x != x ? x : r;
+  return irc_absf(x) > 0.927734375f ? large : small;  // NaN: small, which is NaN
 }
 #else
 static inline float irc_exp(float x) { return __builtin_expf(x); }

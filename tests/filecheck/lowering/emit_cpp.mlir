@@ -65,3 +65,30 @@ func.func @act(%x: tensor<4x4xf32>) -> tensor<16xf32> {
   %f = irt.reshape %s : (tensor<4x4xf32>) -> tensor<16xf32>
   func.return %f : tensor<16xf32>
 }
+
+// A long reduction (300 iterations, constant bounds) keeps 64 partial results, filled a chunk
+// of 64 iterations at a time under `omp simd` (independent vector accumulators instead of one
+// that waits on the add's latency), combines them, then runs the 44 remaining iterations.
+// Softmax's row max starts its partial results at -inf and combines them with irc_maxf.
+
+// CHECK-LABEL: extern "C" void long_rows(
+// CHECK:         float [[ACC:acc[0-9_]*]] = 0.0f;
+// CHECK-NEXT:    float [[P:acc[0-9_]*_parts]][64];
+// CHECK-NEXT:    for (int irc_j = 0; irc_j < 64; ++irc_j) [[P]][irc_j] = 0.0f;
+// CHECK-NEXT:    for (int64_t [[C:chunk[0-9_]*]] = 0; [[C]] < 256; [[C]] += 64)
+// CHECK:           #pragma omp simd
+// CHECK-NEXT:      for (int64_t [[I:[a-z0-9_]+]] = [[C]]; [[I]] < [[C]] + 64; ++[[I]])
+// CHECK:             [[P]][[[I]] - [[C]]] = {{v[0-9]+}};
+// CHECK:         #pragma omp simd reduction(+:[[ACC]])
+// CHECK-NEXT:    for (int irc_j = 0; irc_j < 64; ++irc_j) [[ACC]] = [[ACC]] + [[P]][irc_j];
+// CHECK-NEXT:    #pragma omp simd reduction(+:[[ACC]])
+// CHECK-NEXT:    for (int64_t {{[a-z0-9_]+}} = 256; {{[a-z0-9_]+}} < 300; ++{{[a-z0-9_]+}})
+// CHECK:         float [[MP:acc[0-9_]*_parts]][64];
+// CHECK-NEXT:    for (int irc_j = 0; irc_j < 64; ++irc_j) [[MP]][irc_j] = -__builtin_inff();
+// CHECK:         #pragma omp simd reduction(max:[[MAX:acc[0-9_]*]])
+// CHECK-NEXT:    for (int irc_j = 0; irc_j < 64; ++irc_j) [[MAX]] = irc_maxf([[MAX]], [[MP]][irc_j]);
+func.func @long_rows(%x: tensor<4x300xf32>) -> (tensor<4xf32>, tensor<4x300xf32>) {
+  %s = irt.reduce sum %x [1] : (tensor<4x300xf32>) -> tensor<4xf32>
+  %p = irt.softmax %x dim -1 : tensor<4x300xf32>
+  func.return %s, %p : tensor<4xf32>, tensor<4x300xf32>
+}

@@ -29,6 +29,7 @@ from xdsl.rewriter import InsertPoint
 from irc.dialects import irt_nn
 from irc.dialects.irt import shape_of
 from irc.lowering.irc_to_loops import REDUCTION_ATTR, FunctionLowering, describe, lowers
+from irc.lowering.loops_reduce import for_loop
 from irc.reference import accumulate, reference
 
 # ---------------------------------------------------------------------------------------------
@@ -200,15 +201,16 @@ def lower_max_pool2d(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:
         n, c, oh = ivs
         hs, h_lo, h_hi = window_taps(fl, b, oh, ah)
 
-        def fill(lb: Builder, ow: SSAValue) -> None:
+        def fill(lb: Builder, ow: SSAValue, _: list) -> list:
             _store(lb, fconst(lb, float("-inf")), out, [n, c, oh, ow])
+            return []
 
-        _for(fl, b, fl.index(0), fl.index(aw.out), fill, "ow")
+        for_loop(fl, b, aw.out, [], fill, "ow")
 
-        def row(hb: Builder, kh: SSAValue) -> None:
+        def row(hb: Builder, kh: SSAValue, _: list) -> list:
             ih = tap_index(fl, hb, hs, kh, ah.dilation)
 
-            def tap(kb: Builder, kw: SSAValue) -> None:
+            def tap(kb: Builder, kw: SSAValue, _: list) -> list:
                 offset = _i(kb, arith.SubiOp, _mul(fl, kb, kw, aw.dilation), fl.index(aw.pad))  # kw*dw - pw
                 # columns with 0 <= ow*sw + offset < W
                 lo = _i(kb, arith.MaxSIOp, _ceil_div_clamped(fl, kb, _i(kb, arith.SubiOp, fl.index(0), offset), aw.stride),
@@ -216,29 +218,21 @@ def lower_max_pool2d(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:
                 room = _i(kb, arith.SubiOp, fl.index(aw.size), offset)
                 hi = _i(kb, arith.MinSIOp, _ceil_div_clamped(fl, kb, room, aw.stride), fl.index(aw.out))
 
-                def fold(ib: Builder, ow: SSAValue) -> None:
+                def fold(ib: Builder, ow: SSAValue, _: list) -> list:
                     iw = _i(ib, arith.AddiOp, _mul(fl, ib, ow, aw.stride), offset)
                     m = ib.insert(arith.MaximumfOp(_load(ib, out, [n, c, oh, ow]), _load(ib, x, [n, c, ih, iw]))).result
                     _store(ib, m, out, [n, c, oh, ow])
+                    return []
 
-                _for(fl, kb, lo, hi, fold, "ow")
+                for_loop(fl, kb, hi, [], fold, "ow", lb=lo)
+                return []
 
-            _for(fl, hb, fl.index(0), fl.index(aw.kernel), tap, "kw")
+            for_loop(fl, hb, aw.kernel, [], tap, "kw")
+            return []
 
-        _for(fl, b, h_lo, h_hi, row, "kh")
+        for_loop(fl, b, h_hi, [], row, "kh", lb=h_lo)
 
     fl.nest(shape[:3], describe(op), body)
-
-
-def _for(fl: FunctionLowering, b: Builder, lb: SSAValue, ub: SSAValue, body: Callable[[Builder, SSAValue], None],
-         name: str) -> None:
-    """for iv in [lb, ub): body(builder, iv), an `scf.for` carrying nothing."""
-    block = Block(arg_types=[IndexType()])
-    block.args[0].name_hint = name
-    inner = Builder(InsertPoint.at_end(block))
-    body(inner, block.args[0])
-    inner.insert(scf.YieldOp())
-    b.insert(scf.ForOp(lb, ub, fl.index(1), [], Region(block)))
 
 
 def _sum_window(fl, b, x, n, c, h_range, w_range) -> SSAValue:

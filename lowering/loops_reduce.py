@@ -70,14 +70,15 @@ def for_loop(
     body: Callable[[Builder, SSAValue, Accs], Accs],
     name: str = "j",
     reduction: bool = False,
+    lb: int | SSAValue = 0,
 ) -> Accs:
-    """scf.for iv in [0, ub) carrying `inits`; `body(builder, iv, accs)` returns the next accs."""
+    """scf.for iv in [lb, ub) carrying `inits`; `body(builder, iv, accs)` returns the next accs."""
     block = Block(arg_types=[IndexType()] + [f32] * len(inits))
     block.args[0].name_hint = name
     inner = Builder(InsertPoint.at_end(block))
     inner.insert(scf.YieldOp(*body(inner, block.args[0], list(block.args[1:]))))
-    upper = fl.index(ub) if isinstance(ub, int) else ub
-    loop = b.insert(scf.ForOp(fl.index(0), upper, fl.index(1), inits, Region(block)))
+    lower, upper = (fl.index(v) if isinstance(v, int) else v for v in (lb, ub))
+    loop = b.insert(scf.ForOp(lower, upper, fl.index(1), inits, Region(block)))
     if reduction and len(inits) == 1:
         loop.attributes[REDUCTION_ATTR] = StringAttr("add")
     return list(loop.results)

@@ -35,6 +35,7 @@ from irc.dialects import irt, irt_nn
 from irc.dialects.irt import ContractionKind, f32, shape_of
 from irc.lowering.irc_fuse import FUSED_ATTR
 
+
 def gemm_width() -> int:
     """Columns per rhs panel = the GEMM micro-kernel's register tile width, two vectors: 32 on a
     CPU with AVX-512 (libraries are built with -march=native), else 16 (AVX2); `IRC_GEMM_WIDTH`
@@ -76,6 +77,19 @@ def pack_contraction(op: irt.ContractionOp) -> irt.ContractOp:
     return irt.ContractOp(ContractionKind.PACKED, op.lhs, pack.result, inputs, op.results[0].type, Region(block))  # type: ignore[attr-defined]
 
 
+def pack_conv(op: irt_nn.Conv2dOp) -> irt_nn.Conv2dOp | None:
+    """`op` with its weight's `GEMM_ROWS`-row panels (`irt.pack`, inserted before `op`) as its
+    `packed` operand; None for a conv the engine would not read them for."""
+    out_per_group = shape_of(op.weight)[0] // op.group_count
+    if out_per_group < GEMM_ROWS or (op.group_count > 1 and out_per_group % GEMM_ROWS):
+        return None
+    pack = irt.PackOp(op.weight, "rows", GEMM_ROWS)
+    pack.result.name_hint = f"{op.weight.name_hint or 'w'}_packed"
+    Rewriter.insert_op(pack, InsertPoint.before(op))
+    return irt_nn.Conv2dOp(op.input, op.weight, op.bias, op.result.type, epilogue=list(op.epilogue),
+                           body=op.detach_region(op.body), packed=pack.result, **op.geometry())
+
+
 @dataclass(frozen=True)
 class PackWeightsPass(ModulePass):
     name = "irc-pack-weights"
@@ -87,27 +101,19 @@ class PackWeightsPass(ModulePass):
             if not isinstance(fn, func.FuncOp) or fn.is_declaration:
                 continue
             for op in list(fn.body.block.ops):
+                new = None
                 if (
                     isinstance(op, irt.ContractionOp)
                     and op.contraction_kind != ContractionKind.PACKED
                     and compile_time_known(op.rhs, self.inputs)  # type: ignore[attr-defined]
                 ):
-                    packed = pack_contraction(op)
-                    for name, attr in op.attributes.items():
-                        packed.attributes[name] = attr
-                    packed.attributes.setdefault(FUSED_ATTR, ArrayAttr([StringAttr(op.name)]))  # provenance
-                    packed.result.name_hint = op.results[0].name_hint
-                    Rewriter.replace_op(op, packed)
+                    new = pack_contraction(op)
                 elif isinstance(op, irt_nn.Conv2dOp) and op.packed is None and compile_time_known(op.weight, self.inputs):
-                    out_per_group = shape_of(op.weight)[0] // op.group_count
-                    if out_per_group >= GEMM_ROWS and (op.group_count == 1 or out_per_group % GEMM_ROWS == 0):
-                        pack = irt.PackOp(op.weight, "rows", GEMM_ROWS)
-                        pack.result.name_hint = f"{op.weight.name_hint or 'w'}_packed"
-                        Rewriter.insert_op(pack, InsertPoint.before(op))
-                        body = op.detach_region(op.body)
-                        conv = irt_nn.Conv2dOp(op.input, op.weight, op.bias, op.result.type, epilogue=list(op.epilogue),
-                                               body=body, packed=pack.result, **op.geometry())
-                        for name, attr in op.attributes.items():
-                            conv.attributes[name] = attr
-                        conv.result.name_hint = op.result.name_hint
-                        Rewriter.replace_op(op, conv)
+                    new = pack_conv(op)
+                if new is None:
+                    continue
+                for name, attr in op.attributes.items():
+                    new.attributes[name] = attr
+                new.attributes.setdefault(FUSED_ATTR, ArrayAttr([StringAttr(op.name)]))  # provenance
+                new.results[0].name_hint = op.results[0].name_hint
+                Rewriter.replace_op(op, new)

@@ -22,6 +22,7 @@ build on a CPU without AVX-512 still computes right, in pairs of narrower vector
 from __future__ import annotations
 
 from irc.dialects import irl
+from irc.lowering.pack_weights import GEMM_ROWS
 
 GEMM_LIBRARY = r"""
 // ---- irc GEMM engine (lowering/cpp_gemm.py) ----------------------------------------------
@@ -384,8 +385,8 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         em.depth += 1
         em.line(f"const irc_im2col irc_b{{{b} + (irc_n*{c_in} + irc_g*{cg})*{h * w}, {cg}, {h}, {w}, {kh}, {kw}, "
                 f"{sh}, {sw}, {ph}, {pw}, {dh}, {dw}, {ow}}};")
-        if layout == "im2col-packed":  # panels never straddle groups (m % 6 == 0 when groups > 1)
-            em.line(f"const irc_prepacked<IRC_MR> irc_a{{{a} + irc_g*{-(-m // 6) * 6 * k}, {k}}};")
+        if layout == "im2col-packed":  # panels never straddle groups (m % rows == 0 when groups > 1)
+            em.line(f"const irc_prepacked<IRC_MR> irc_a{{{a} + irc_g*{-(-m // GEMM_ROWS) * GEMM_ROWS * k}, {k}}};")
         else:
             em.line(f"const irc_dense<IRC_MR, false> irc_a{{{a} + irc_g*{m * k}, {k}, {m}}};")
         em.line(f"float* irc_c = {c} + (irc_n*{o} + irc_g*{m})*{n};")

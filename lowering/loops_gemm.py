@@ -1,8 +1,9 @@
 """`irc-to-loops` for matrix products, convolutions and attention: the GEMM engine's `irl` ops.
 
 Contractions (`irt.linear`, `irt.matmul`, `irt.contract`, packed or not) and convolutions
-(their weights packed at compile time or not) become an `irl.gemm` whose epilogue region is the op's own (`build_epilogue`), so a fused
-bias + activation + residual runs on the register tile before its one store. This module
+(their weights packed at compile time or not) become an `irl.gemm` whose epilogue region is
+the op's own (`build_epilogue`), so a fused bias + activation + residual runs on the register
+tile before its one store. This module
 decides, per shape and written on the op:
 
 * the cache blocking `tiles` (`choose_tiles`): KC so a rhs panel (`gemm_width()` columns)
@@ -35,9 +36,9 @@ from irc.dialects.irt import ContractionKind, f32, shape_of
 from irc.lowering.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe, lower_contraction, lowers
 from irc.lowering.loops_nn import lower_conv2d
 from irc.lowering.loops_reduce import lower_attention
-from irc.lowering.pack_weights import gemm_width
+from irc.lowering.pack_weights import GEMM_ROWS, gemm_width
 
-MR = 6  # register tile rows (the micro-kernel keeps MR x width floats in 12 vector registers)
+MR = GEMM_ROWS  # register tile rows (the micro-kernel keeps MR x width floats in 12 vector registers)
 KC_MAX = 320  # a 16 x KC rhs panel (20 KiB) stays in a 32 KiB L1 (Zen 3; 40 KiB at width 32 in 48 KiB)
 A_BLOCK_BYTES = 160 * 1024  # the packed MC x KC lhs block, well inside a 512 KiB L2
 NC_MAX = 1024

@@ -6,7 +6,8 @@ function, parameter pointers, shapes, error labels) is pre-bound as globals of t
 code, so a call is: validate each input, allocate outputs, one ``fn(...)``, return.
 
 The native ABI is ``void f(float* in0, ..., float* param0, ..., float* out0, ..., [float* arena])``:
-user inputs, then parameters, then outputs, all contiguous float32 on the CPU, except inputs
+user inputs, then parameters, then outputs, all contiguous float32 on the CPU (an input that is
+not contiguous is copied for the call), except inputs
 whose spec is int64 (embedding indices: ``int64_t*``); then, for a function whose intermediates
 were planned by ``irc-plan-memory``, the scratch arena: one per calling thread, allocated on the
 thread's first call and reused, so concurrent calls never share scratch.
@@ -122,8 +123,9 @@ def make_forward(
 ) -> Callable[..., Any]:
     """Return ``forward(*args)`` calling the ctypes function ``fn`` once per call.
 
-    ``inputs`` describe the user arguments, checked in order for count, type, device, dtype,
-    exact shape and contiguity (any mismatch raises :class:`~irc.errors.InputError`).
+    ``inputs`` describe the user arguments, checked in order for count, type, device, dtype and
+    exact shape (any mismatch raises :class:`~irc.errors.InputError`); a non-contiguous input
+    (channels_last, transposed, a slice) is copied to a contiguous one for the call.
     ``params`` must be contiguous float32 CPU tensors; their pointers are taken now and the
     tensors are kept alive by the wrapper (so update them in place, never rebind them).
     ``outputs`` are freshly allocated per call; a single output is returned bare unless
@@ -198,10 +200,8 @@ def make_forward(
             f"    if {a}.shape != _S{i}:",
             f"        raise InputError(",
             f"            f'{{_L{i}}}: expected shape {{_S{i}}}, got {{tuple({a}.shape)}}')",
-            f"    if not {a}.is_contiguous():",
-            f"        raise InputError(",
-            f"            f'{{_L{i}}}: expected a contiguous tensor, got strides "
-            f"{{{a}.stride()}}; call .contiguous() on it first')",
+            f"    if not {a}.is_contiguous():",  # channels_last, transposed, sliced: one copy
+            f"        {a} = {a}.contiguous()",
         ]
     outs = [f"o{i}" for i in range(len(outputs))]
     env["_empty_like"] = torch.empty_like

@@ -289,6 +289,14 @@ class CompiledModule:
             reports.append(report)
         if self._first.eager_nodes:
             reports.append("Run in eager PyTorch: " + ", ".join(str(n) for n in self._first.eager_nodes) + "\n")
+        copies = [
+            f"input {i} ({name!r}) has strides {x.stride()}: each call copies its {x.numel() * x.element_size()} "
+            "bytes to a contiguous tensor first (pass it contiguous to skip the copy)"
+            for i, (name, x) in enumerate(zip(self._input_names, self._example_inputs))
+            if isinstance(x, torch.Tensor) and not x.is_contiguous()
+        ]
+        if copies:
+            reports.append("Input copies: " + "; ".join(copies) + "\n")
         return "\n".join(reports)
 
     def _profile(self, v: Version, fused, runs: int):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +43,21 @@ DEFAULT_MAX_VERSIONS = 8
 log = logging.getLogger("irc")
 
 Shapes = tuple[tuple[int, ...], ...]
+
+_LIVE: weakref.WeakSet[CompiledModule] = weakref.WeakSet()  # for irc.refresh_weights()
+
+
+def refresh_weights(model: torch.nn.Module | None = None) -> int:
+    """`refresh_weights()` of every live CompiledModule (those torch.compile(backend="irc")
+    made included), or of those compiled from `model` or one of its submodules; returns how
+    many were refreshed. The call to make after writing weights through `.data`."""
+    targets = list(_LIVE)
+    if model is not None:
+        owned = {id(t) for t in (*model.parameters(), *model.buffers())}
+        targets = [cm for cm in targets if any(id(t) in owned for t in cm._weights.tensors())]
+    for cm in targets:
+        cm.refresh_weights()
+    return len(targets)
 
 
 @dataclass
@@ -90,6 +106,7 @@ class CompiledModule:
         self._roots = [r for r in (model, graph_module) if isinstance(r, torch.nn.Module)]
         self._weight_names = read_tensor_names(graph_module)
         self._weights = self._watch()
+        _LIVE.add(self)
 
     def _watch(self) -> WeightGuard:
         versions = list(self.versions.values())

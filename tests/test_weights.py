@@ -263,3 +263,27 @@ def test_forward_defaults_are_specialized():
         cm(x, torch.zeros(3, 4, dtype=torch.bool))
     cm2 = irc.compile(lambda x, y, alpha=0.5: x * alpha + y, (x, x))
     torch.testing.assert_close(cm2(x, x), x * 0.5 + x)
+
+
+def test_torch_compile_sees_changed_weights():
+    m, x = mlp(), torch.randn(3, 8)
+    compiled = torch.compile(m, backend="irc")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), m(x))
+        m[0].weight.data = torch.randn(16, 8)  # new storage: seen per call
+        torch.testing.assert_close(compiled(x), m(x))
+        m[0].weight = nn.Parameter(torch.randn(16, 8))  # a new object
+        torch.testing.assert_close(compiled(x), m(x))
+        m[2].weight.data.mul_(2)  # through .data: the contract is irc.refresh_weights()
+        assert irc.refresh_weights(m) >= 1
+        torch.testing.assert_close(compiled(x), m(x))
+    torch._dynamo.reset()
+
+
+def test_refresh_weights_selects_the_model():
+    a, b, x = mlp(), mlp(), torch.randn(3, 8)
+    cms = [irc.compile(a, (x,)), irc.compile(b, (x,))]
+    assert irc.refresh_weights(a) == 1
+    b[0].weight.data.mul_(3)
+    assert irc.refresh_weights(b) == 1
+    same(cms[1], b, x)

@@ -8,6 +8,7 @@ and whose other nodes run in eager PyTorch (`irc/partition.py`).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 import threading
@@ -35,7 +36,7 @@ from irc.lowering.vectorize import VectorizePass
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
 from irc.runtime.wrapper import PACKED_SUFFIX
-from irc.weights import WeightGuard, read_tensor_names, sync, watch
+from irc.weights import WeightGuard, mode_modules, read_tensor_names, sync, watch
 
 LEVELS = ("import", "fused", "loops")
 DEFAULT_MAX_VERSIONS = 8
@@ -104,6 +105,8 @@ class CompiledModule:
         # Where the model keeps its weights: the user's module (a traced GraphModule holds its
         # own references to get_attr tensors, so reassigning them on the model would not reach it).
         self._roots = [r for r in (model, graph_module) if isinstance(r, torch.nn.Module)]
+        # A model symbolic_trace can trace again (not a GraphModule): traced again when its mode changes.
+        self._retrace = model if isinstance(model, torch.nn.Module) and not isinstance(model, fx.GraphModule) else None
         self._weight_names = read_tensor_names(graph_module)
         self._weights = self._watch()
         _LIVE.add(self)
@@ -114,6 +117,7 @@ class CompiledModule:
             self._roots, self._weight_names,
             bound=[t for v in versions for t in v.bound],
             folded_sources=[t for v in versions for t in v.folded_sources],
+            modes=mode_modules(self.graph_module, self._roots[0] if self._roots else None),
         )
 
     def __call__(self, *inputs: torch.Tensor) -> Any:
@@ -160,13 +164,17 @@ class CompiledModule:
             reasons = self._weights.reasons()
             log.info("irc: %s; rebuilding %d version(s) against the model's current weights",
                      "; ".join(reasons) or "refresh_weights()", len(self.versions))
+            if self._retrace is not None and self._weights.mode_changed():
+                self.graph_module = trace(self._retrace, len(self._input_names))
+                self._roots[-1] = self.graph_module
+                self._weight_names = read_tensor_names(self.graph_module)
             sync(self.graph_module, self._roots[0], self._weight_names)
             current = next((s for s, v in self.versions.items() if v.forward is self._forward), None)
             rebuilt: dict[Shapes, Version] = {}
             for shapes, old in self.versions.items():
                 inputs = self._example_inputs if old is self._first else _stand_in_inputs(shapes, self._input_dtypes)
                 try:
-                    rebuilt[shapes] = self._build(inputs, first=False)
+                    rebuilt[shapes] = self._build(self.graph_module, inputs, first=False)
                 except IrcError as e:
                     raise IrcError(
                         f"irc: rebuilding for the model's new weights failed ({'; '.join(reasons) or 'refresh'}):\n{e}"
@@ -212,7 +220,7 @@ class CompiledModule:
             len(self.versions) + 1, self.max_versions, "; ".join(changed),
         )
         try:
-            version = self._build(inputs, first=False)
+            version = self._build(self.graph_module, inputs, first=False)
         except IrcError as e:
             raise IrcError(
                 f"irc: compiling for the new input shapes {_fmt_shapes(shapes)} failed "
@@ -369,6 +377,19 @@ def _stand_in_inputs(shapes: Shapes, dtypes: Sequence[torch.dtype] | None) -> tu
     return tuple(torch.zeros(s, dtype=d) for s, d in zip(shapes, dtypes))
 
 
+@contextlib.contextmanager
+def _buffers_kept(gm: fx.GraphModule):
+    """Run `gm` (to trace shapes, to recompute for a backward) without changing its buffers:
+    in train mode a batch norm updates its running statistics on every run."""
+    saved = [(b, b.clone()) for b in gm.buffers()] if any(m.training for m in gm.modules()) else []
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, before in saved:
+                b.copy_(before)
+
+
 class _NativeForward(torch.autograd.Function):
     """A call that eager PyTorch would record for autograd: the forward runs natively, the
     backward recomputes the graph in eager PyTorch (with the same weights) and differentiates
@@ -389,12 +410,14 @@ class _NativeForward(torch.autograd.Function):
         n = ctx.n_inputs
         inputs = [a.detach().requires_grad_(a.requires_grad) for a in args[:n]]
         wrt = [t for t in (*inputs, *args[n:]) if t.requires_grad]
-        with torch.enable_grad():
+        # The recomputation must not repeat the forward's side effects (a batch norm in train
+        # mode updates its running statistics): the buffers are put back as they were.
+        with _buffers_kept(ctx.cm.graph_module), torch.enable_grad():
             out = ctx.cm.graph_module(*inputs)
-        outs = list(out) if ctx.tuple_out else [out]
-        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
-        got = iter(torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)
-                   if pairs else [None] * len(wrt))
+            outs = list(out) if ctx.tuple_out else [out]
+            pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+            got = iter(torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)
+                       if pairs else [None] * len(wrt))
         result = [next(got) if t.requires_grad else None for t in (*inputs, *args[n:])]
         return (None, None, *result)
 
@@ -494,10 +517,10 @@ def compile(
         log.info("irc: forward arguments not among the example inputs are compiled as their defaults: %s", specialized)
     options = dict(fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir)
 
-    def build(inputs: Sequence[torch.Tensor], first: bool = True) -> Version:
+    def build(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], first: bool = True) -> Version:
         return _build_version(gm, inputs, fallback=fallback, first=first, **options)
 
-    cm = CompiledModule(gm, build(inputs), build, max_versions, model=model, example_inputs=inputs)
+    cm = CompiledModule(gm, build(gm, inputs), build, max_versions, model=model, example_inputs=inputs)
     cm._options = options
     cm.specialized = specialized
     return cm
@@ -505,6 +528,11 @@ def compile(
 
 def _build_version(gm: fx.GraphModule, inputs, *, fuse, cxx_flags, dump_dir, fallback: bool, first: bool) -> Version:
     """The whole graph native; or, if unsupported nodes and `fallback`, a partitioned version."""
+    with _buffers_kept(gm):
+        return _build_any_version(gm, inputs, fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir, fallback=fallback, first=first)
+
+
+def _build_any_version(gm: fx.GraphModule, inputs, *, fuse, cxx_flags, dump_dir, fallback: bool, first: bool) -> Version:
     try:
         return _native_version(gm, inputs, fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir)
     except UnsupportedOpError:

@@ -53,24 +53,35 @@ class WatchedTensor:
 
 
 class WeightGuard:
-    """The per-call check over every tensor a compiled graph reads from its model."""
+    """The per-call check over every tensor a compiled graph reads from its model, and over the
+    train/eval mode of the modules whose meaning depends on it."""
 
-    def __init__(self, watched: list[WatchedTensor]):
+    def __init__(self, watched: list[WatchedTensor], modes: list[tuple[str, nn.Module]] = ()):
         self.watched = watched
         self._entries = [(w.table, w.key, w.tensor, w.data_ptr, w.version) for w in watched]
+        self.modes = [(name, m, m.training) for name, m in modes]
 
     def stale(self) -> bool:
-        """Has any watched tensor been reassigned, given new storage, or (if a copy) updated?"""
+        """Has any watched tensor been reassigned, given new storage, or (if a copy) updated,
+        or a watched module switched between train() and eval()?"""
         for table, key, tensor, ptr, version in self._entries:
             current = table.get(key)
             if current is not tensor or current.data_ptr() != ptr:
                 return True
             if version is not None and current._version != version:
                 return True
+        for _, module, training in self.modes:
+            if module.training is not training:
+                return True
         return False
 
+    def mode_changed(self) -> bool:
+        return any(m.training is not t for _, m, t in self.modes)
+
     def reasons(self) -> list[str]:
-        return [r for w in self.watched if (r := w.changed()) is not None]
+        modes = [f"{n or 'the model'} is now in {'train' if m.training else 'eval'} mode"
+                 for n, m, t in self.modes if m.training is not t]
+        return [r for w in self.watched if (r := w.changed()) is not None] + modes
 
     def tensors(self) -> list[torch.Tensor]:
         return [w.tensor for w in self.watched]
@@ -90,6 +101,25 @@ def read_tensor_names(gm: fx.GraphModule) -> list[str]:
     return list(names)
 
 
+MODE_DEPENDENT = (
+    nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm, nn.MultiheadAttention,
+    nn.TransformerEncoderLayer, nn.TransformerDecoderLayer,
+)
+"""Modules whose result depends on `training`; their converters read it at compile time."""
+
+
+def mode_modules(gm: fx.GraphModule, root: nn.Module | None) -> list[tuple[str, nn.Module]]:
+    """The modules whose train/eval mode a compiled graph depends on: the mode-dependent
+    modules it calls, and the model itself (a traced `self.training` is a constant)."""
+    found = [("", root)] if root is not None else []
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            mod = gm.get_submodule(str(node.target))
+            if isinstance(mod, MODE_DEPENDENT):
+                found.append((str(node.target), mod))
+    return found
+
+
 def _locate(root: nn.Module, name: str) -> tuple[dict, str] | None:
     """The dict entry holding tensor `name` in `root` (None if `root` has no such tensor)."""
     *path, key = name.split(".")
@@ -105,7 +135,8 @@ def _locate(root: nn.Module, name: str) -> tuple[dict, str] | None:
 
 
 def watch(
-    roots: Iterable[nn.Module], names: list[str], bound: list[torch.Tensor], folded_sources: list[torch.Tensor]
+    roots: Iterable[nn.Module], names: list[str], bound: list[torch.Tensor], folded_sources: list[torch.Tensor],
+    modes: list[tuple[str, nn.Module]] = (),
 ) -> WeightGuard:
     """A guard over the tensors `names` as the first of `roots` that has each one keeps them.
 
@@ -124,7 +155,7 @@ def watch(
         t = table[key]
         copied = id(t) not in refolded and (t.numel() == 0 or t.data_ptr() not in in_place)
         watched.append(WatchedTensor(name, table, key, t, t.data_ptr(), t._version if copied else None))
-    return WeightGuard(watched)
+    return WeightGuard(watched, modes)
 
 
 def sync(gm: fx.GraphModule, root: nn.Module, names: list[str]) -> None:

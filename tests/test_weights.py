@@ -287,3 +287,47 @@ def test_refresh_weights_selects_the_model():
     b[0].weight.data.mul_(3)
     assert irc.refresh_weights(b) == 1
     same(cms[1], b, x)
+
+
+def test_switching_to_train_mode_after_compiling():
+    m, x = cnn(), torch.randn(4, 3, 8, 8)
+    reference = cnn()
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    m.train()
+    reference.train()
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), reference(x))  # batch statistics, as eager
+    torch.testing.assert_close(m[1].running_mean, reference[1].running_mean)  # updated once, like eager
+    m.eval()
+    reference.eval()
+    same(cm, reference, x)
+
+
+class TracedMode(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return y * 2 if self.training else y  # a Python branch symbolic_trace bakes in
+
+
+def test_a_traced_training_flag_is_traced_again():
+    m, x = TracedMode().eval(), torch.randn(3, 8)
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    m.train()
+    same(cm, m, x)
+
+
+def test_autograd_in_train_mode_updates_running_stats_once():
+    m, ref, x = cnn().train(), cnn().train(), torch.randn(4, 3, 8, 8)
+    cm = irc.compile(m, (x,))
+    m.load_state_dict(ref.state_dict())
+    cm(x).sum().backward()
+    ref(x).sum().backward()
+    torch.testing.assert_close(m[1].running_var, ref[1].running_var)
+    for p, q in zip(m.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)

@@ -604,6 +604,7 @@ def _native_version(
         params=params,
         outputs=[TensorSpec(f"out{i}", s) for i, s in enumerate(graph.output_shapes)],
         return_tuple=graph.return_tuple,
+        output_spec=graph.output_spec,
         set_threads=lib.irc_set_num_threads,
         scratch_bytes=stats["arena_bytes"],
         packed=getattr(lib, graph.func_name + PACKED_SUFFIX),

@@ -266,22 +266,31 @@ class CompiledModule:
         return [first] if first.graph is not None else list(first.partitions.values())
 
     def save(self, path: str | Path) -> Path:
-        """Write an AOT artifact (library, folded weights, manifest) for the example input shapes;
-        `irc.load(path)` runs it without recompiling. See irc/aot.py."""
+        """Write an AOT artifact holding every version compiled so far (one library per set of
+        input shapes, the folded weights, a manifest); `irc.load(path)` runs it without
+        recompiling and dispatches on the input shapes like this module. See irc/aot.py."""
         from irc import aot
 
-        v = self._first
-        if v.graph is None or v.library_path is None:
-            raise IrcError(
-                "only a model compiled entirely to native code can be saved; this one runs "
-                f"{len(v.eager_nodes)} node(s) in eager PyTorch: {', '.join(n.target for n in v.eager_nodes)}"
-            )
-        g = v.graph
-        return aot.save(
-            path, library_path=v.library_path, func_name=g.func_name, input_names=g.input_names,
-            input_shapes=g.input_shapes, input_dtypes=g.input_dtypes, output_shapes=g.output_shapes, return_tuple=g.return_tuple,
-            params=g.params, cxx_flags=self._options["cxx_flags"], arena_bytes=v.memory.get("arena_bytes", 0),
-        )
+        versions = []
+        for shapes, v in self.versions.items():
+            if v.graph is None or v.library_path is None:
+                raise IrcError(
+                    f"cannot save: the version for input shapes {_fmt_shapes(shapes)} runs {len(v.eager_nodes)} "
+                    f"node(s) in eager PyTorch ({', '.join(str(n) for n in v.eager_nodes)}), and an artifact "
+                    "holds native code only. Compile with fallback=False to see why they are unsupported, "
+                    "or compile a new module for the shapes you want to save"
+                )
+            plan = getattr(v.forward, "fold_plan", None)
+            if plan is not None and plan.stale():  # weights updated in place since the last call
+                plan.refold()
+            g = v.graph
+            versions.append(aot.ArtifactVersion(
+                library_path=v.library_path, func_name=g.func_name, input_names=g.input_names,
+                input_shapes=g.input_shapes, input_dtypes=g.input_dtypes, output_shapes=g.output_shapes,
+                return_tuple=g.return_tuple, output_spec=g.output_spec, params=g.params,
+                arena_bytes=v.memory.get("arena_bytes", 0),
+            ))
+        return aot.save(path, versions, self._options["cxx_flags"])
 
     def explain(self, profile: bool = False, runs: int = 20, roofline_png: str | Path | None = None) -> str:
         """What irc did (see irc/explain.py); with `profile`, each kernel's measured time and

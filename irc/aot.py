@@ -52,6 +52,7 @@ DTYPES = {"float32": torch.float32, "int64": torch.int64}
 WEIGHTS, MANIFEST = "weights.pt", "manifest.json"
 SIGNATURE_SUFFIX = "__signature"  # `const char* NAME__signature()`, emitted by lowering/emit_cpp.py
 ELEMENT_BYTES = 4  # the arena is float32 (irc-plan-memory)
+Shapes = tuple[tuple[int, ...], ...]
 
 # Instruction-set extensions a -march=native build may use (x86 and Arm names from /proc/cpuinfo).
 ISA_FEATURES = frozenset(
@@ -98,6 +99,28 @@ class ArtifactVersion:
     output_spec: pytree.TreeSpec | None
     params: Sequence[tuple[str, torch.Tensor]]
     arena_bytes: int
+
+    @classmethod
+    def of(cls, shapes: Shapes, v: Any) -> ArtifactVersion:
+        """What to save of `v`, an `irc.api.Version` for input `shapes`, its folded weights
+        brought up to date; IrcError if it is not all native code."""
+        if v.graph is None or v.library_path is None:
+            raise IrcError(
+                f"cannot save: the version for input shapes {_fmt(shapes)} runs {len(v.eager_nodes)} "
+                f"node(s) in eager PyTorch ({', '.join(str(n) for n in v.eager_nodes)}), and an artifact "
+                "holds native code only. Compile with fallback=False to see why they are unsupported, "
+                "or compile a new module for the shapes you want to save"
+            )
+        plan = getattr(v.forward, "fold_plan", None)
+        if plan is not None and plan.stale():  # weights updated in place since the last call
+            plan.refold()
+        g = v.graph
+        return cls(
+            library_path=v.library_path, func_name=g.func_name, input_names=g.input_names,
+            input_shapes=g.input_shapes, input_dtypes=g.input_dtypes, output_shapes=g.output_shapes,
+            return_tuple=g.return_tuple, output_spec=g.output_spec, params=g.params,
+            arena_bytes=v.memory.get("arena_bytes", 0),
+        )
 
 
 def save(path: str | Path, versions: Sequence[ArtifactVersion], cxx_flags: Sequence[str] | None) -> Path:
@@ -245,8 +268,6 @@ def _content_hash(manifest: dict[str, Any]) -> str:
     body = {k: v for k, v in manifest.items() if k != "content_hash"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
-
-Shapes = tuple[tuple[int, ...], ...]
 
 
 class LoadedModule:

@@ -385,3 +385,26 @@ def test_save_writes_weights_updated_in_place_since_the_last_call(tmp_path):
     loaded = irc.load(cm.save(tmp_path / "art"))
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), m(x))
+
+
+def test_save_writes_weights_reassigned_since_the_last_call(tmp_path):
+    m, x = _model(), torch.randn(2, 12)
+    cm = irc.compile(m, (x,))
+    m[2].weight = nn.Parameter(torch.randn(3, 8))
+    loaded = irc.load(cm.save(tmp_path / "art"))
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(x), m(x))
+
+
+def test_a_dict_output_gets_eager_gradients():
+    # Before: the dict came back from the autograd function untracked (grad_fn None).
+    torch.manual_seed(0)
+    m, x = DictOut(), torch.randn(3, 6)
+    out = irc.compile(m, (x,))(x)
+    assert out["logits"].grad_fn is not None
+    (out["logits"].sum() + out["extra"][0].pow(2).sum()).backward()
+    native = m.lin.weight.grad.clone()
+    m.zero_grad()
+    eager = m(x)
+    (eager["logits"].sum() + eager["extra"][0].pow(2).sum()).backward()
+    torch.testing.assert_close(native, m.lin.weight.grad)

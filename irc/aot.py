@@ -129,8 +129,11 @@ def save(path: str | Path, versions: Sequence[ArtifactVersion], cxx_flags: Seque
 
     out = Path(os.path.realpath(path))
     _check_target(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _new_dir_beside(out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = _new_dir_beside(out)
+    except OSError as e:
+        raise IrcError(f"cannot save to {out}: {e.strerror or e} ({e.filename})") from None
     try:
         files: dict[str, str] = {}
         unique: dict[tuple, int] = {}  # (dtype, shape, sha256 of the bytes) -> index in weights.pt
@@ -181,6 +184,8 @@ def save(path: str | Path, versions: Sequence[ArtifactVersion], cxx_flags: Seque
         _write(tmp / MANIFEST, (json.dumps(manifest, indent=2) + "\n").encode())
         _fsync(tmp)
         _replace_dir(tmp, out)
+    except OSError as e:
+        raise IrcError(f"cannot save to {out}: {e.strerror or e} ({e.filename})") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)  # gone already unless something failed
     return out
@@ -238,7 +243,7 @@ def _replace_dir(tmp: Path, out: Path) -> None:
         return
     except OSError as e:
         if e.errno not in (errno.ENOTEMPTY, errno.EEXIST):
-            raise IrcError(f"cannot save to {out}: {e.strerror}") from None
+            raise
     libc = ctypes.CDLL(None, use_errno=True)
     renameat2 = getattr(libc, "renameat2", None)
     if renameat2 is not None:
@@ -269,7 +274,6 @@ def _content_hash(manifest: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-
 class LoadedModule:
     """A model loaded from an artifact: call it like the model. Calls dispatch on the input
     shapes to the version saved for them; other shapes raise InputError naming the saved ones."""
@@ -287,8 +291,9 @@ class LoadedModule:
         return list(self._forwards)
 
     def __call__(self, *inputs: torch.Tensor) -> Any:
+        current = self._forward  # another thread may switch it meanwhile
         try:
-            return self._forward(*inputs)
+            return current(*inputs)
         except InputError:
             if len(inputs) != self._n_inputs or not all(isinstance(x, torch.Tensor) for x in inputs):
                 raise
@@ -300,7 +305,7 @@ class LoadedModule:
                     f"no version in {self.path} takes inputs of shapes {_fmt(tuple(tuple(x.shape) for x in inputs))}; "
                     f"it was saved for {'; '.join(_fmt(s) for s in self._forwards)}"
                 ) from None
-            if forward is self._forward:
+            if forward is current:
                 raise
         self._forward = forward
         return forward(*inputs)
@@ -382,8 +387,8 @@ def _check_schema(value: Any, schema: Any, where: Path, at: str) -> None:
             return
     elif isinstance(schema, dict):
         if isinstance(value, dict):
-            [(key_type, item_schema)] = schema.items() if isinstance(next(iter(schema)), type) else [(None, None)]
-            if key_type is not None:
+            if len(schema) == 1 and isinstance(next(iter(schema)), type):  # {key type: item schema}
+                (item_schema,) = schema.values()
                 for k, item in value.items():
                     _check_schema(item, item_schema, where, f"{at}[{k!r}]")
                 return

@@ -408,3 +408,39 @@ def test_a_dict_output_gets_eager_gradients():
     eager = m(x)
     (eager["logits"].sum() + eager["extra"][0].pow(2).sum()).backward()
     torch.testing.assert_close(native, m.lin.weight.grad)
+
+
+def test_saving_where_no_directory_can_be_made_is_an_irc_error(tmp_path):
+    (tmp_path / "file").write_text("")
+    cm = irc.compile(_model(), (torch.randn(2, 12),))
+    with pytest.raises(irc.IrcError, match="cannot save to .*file/art"):
+        cm.save(tmp_path / "file" / "art")
+
+
+def test_a_serving_process_survives_another_process_saving_over_its_artifact(saved, tmp_path):
+    art = _copy(saved, tmp_path)
+    m, x = _model(), saved[1]
+    torch.save((x, m(x).detach()), tmp_path / "io.pt")
+    script = textwrap.dedent(
+        f"""
+        import sys, torch, irc
+        loaded = irc.load({str(art)!r})
+        x, expected = torch.load({str(tmp_path / 'io.pt')!r})
+        print("loaded", flush=True)
+        sys.stdin.readline()  # the parent saves another model over the artifact meanwhile
+        torch.testing.assert_close(loaded(x), expected)
+        print("ok", flush=True)
+        """
+    )
+    server = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().strip() == "loaded", server.stderr.read()
+        other = nn.Sequential(nn.Linear(12, 32), nn.Tanh(), nn.Linear(32, 3)).eval()
+        irc.compile(other, (x,)).save(art)
+        out, err = server.communicate("go\n", timeout=120)
+    finally:
+        server.kill()
+    assert server.returncode == 0 and out.strip() == "ok", (server.returncode, err)
+    with torch.no_grad():
+        torch.testing.assert_close(irc.load(art)(x), other(x))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 from torch import fx
 
 from irc.context import irc_context
@@ -124,7 +125,9 @@ class CompiledModule:
         if self._weights.stale():
             self._rebind_weights()
         if torch.is_grad_enabled() and self._wants_grad(inputs):
-            return _NativeForward.apply(self, len(inputs), *inputs, *self._grad_params())
+            structure: list = []  # the output's pytree spec: apply passes tensors, not dicts or lists
+            leaves = _NativeForward.apply(self, len(inputs), structure, *inputs, *self._grad_params())
+            return pytree.tree_unflatten(list(leaves), structure[0])
         return self._call_native(inputs)
 
     def _call_native(self, inputs: tuple) -> Any:
@@ -274,22 +277,16 @@ class CompiledModule:
         return [first] if first.graph is not None else list(first.partitions.values())
 
     def save(self, path: str | Path) -> Path:
-        """Write an AOT artifact (library, folded weights, manifest) for the example input shapes;
-        `irc.load(path)` runs it without recompiling. See irc/aot.py."""
+        """Write an AOT artifact holding every version compiled so far (one library per set of
+        input shapes, the folded weights, a manifest); `irc.load(path)` runs it without
+        recompiling and dispatches on the input shapes like this module. See irc/aot.py."""
         from irc import aot
 
-        v = self._first
-        if v.graph is None or v.library_path is None:
-            raise IrcError(
-                "only a model compiled entirely to native code can be saved; this one runs "
-                f"{len(v.eager_nodes)} node(s) in eager PyTorch: {', '.join(n.target for n in v.eager_nodes)}"
-            )
-        g = v.graph
-        return aot.save(
-            path, library_path=v.library_path, func_name=g.func_name, input_names=g.input_names,
-            input_shapes=g.input_shapes, input_dtypes=g.input_dtypes, output_shapes=g.output_shapes, return_tuple=g.return_tuple,
-            params=g.params, cxx_flags=self._options["cxx_flags"], arena_bytes=v.memory.get("arena_bytes", 0),
-        )
+        with self._lock:
+            if self._weights.stale():  # what the next call would do: the model's weights as they are now
+                self._rebind_weights()
+            versions = [aot.ArtifactVersion.of(shapes, v) for shapes, v in self.versions.items()]
+        return aot.save(path, versions, self._options["cxx_flags"])
 
     def explain(self, profile: bool = False, runs: int = 20, roofline_png: str | Path | None = None) -> str:
         """What irc did (see irc/explain.py); with `profile`, each kernel's measured time and
@@ -397,12 +394,12 @@ class _NativeForward(torch.autograd.Function):
     `torch.inference_mode()` to skip this (the fastest path)."""
 
     @staticmethod
-    def forward(ctx, cm: CompiledModule, n_inputs: int, *args: torch.Tensor) -> Any:
+    def forward(ctx, cm: CompiledModule, n_inputs: int, structure: list, *args: torch.Tensor) -> Any:
         ctx.cm, ctx.n_inputs = cm, n_inputs
         ctx.save_for_backward(*args)
-        out = cm._call_native(args[:n_inputs])
-        ctx.tuple_out = isinstance(out, tuple)
-        return out
+        leaves, spec = pytree.tree_flatten(cm._call_native(args[:n_inputs]))
+        structure.append(spec)
+        return tuple(leaves)
 
     @staticmethod
     def backward(ctx, *grads: torch.Tensor) -> Any:
@@ -414,12 +411,12 @@ class _NativeForward(torch.autograd.Function):
         # mode updates its running statistics): the buffers are put back as they were.
         with _buffers_kept(ctx.cm.graph_module), torch.enable_grad():
             out = ctx.cm.graph_module(*inputs)
-            outs = list(out) if ctx.tuple_out else [out]
+            outs = pytree.tree_leaves(out)
             pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
             got = iter(torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)
                        if pairs else [None] * len(wrt))
         result = [next(got) if t.requires_grad else None for t in (*inputs, *args[n:])]
-        return (None, None, *result)
+        return (None, None, None, *result)
 
 
 def trace(model: Any, n_inputs: int | None = None) -> fx.GraphModule:
@@ -632,6 +629,7 @@ def _native_version(
         params=params,
         outputs=[TensorSpec(f"out{i}", s) for i, s in enumerate(graph.output_shapes)],
         return_tuple=graph.return_tuple,
+        output_spec=graph.output_spec,
         set_threads=lib.irc_set_num_threads,
         scratch_bytes=stats["arena_bytes"],
         packed=getattr(lib, graph.func_name + PACKED_SUFFIX),

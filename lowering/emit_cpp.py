@@ -2,7 +2,11 @@
 
     irc-opt model.mlir -p irc-fuse,irc-to-loops -t cpp
 
-Each function becomes an `extern "C"` entry point taking one `float* __restrict__` per buffer.
+Each function becomes an `extern "C"` entry point taking one `float* __restrict__` per buffer,
+with two twins: `NAME__packed(void* const* a)` (one array of all the pointers, the Python
+wrapper's cheap call) and `NAME__signature()`, a JSON string `{"args": [[dtype, shape], ...]}`
+naming every buffer's element type and shape in order, so a loader checks what it passes against
+what the library was built for (irc/aot.py).
 `scf.parallel` becomes `#pragma omp parallel for collapse(n)`, an `scf.for` marked as an additive
 reduction becomes `#pragma omp simd reduction(+:acc)`, and each kernel (a top-level loop nest)
 is preceded by a comment naming the IR op it came from. Constants are inlined as literals.
@@ -92,6 +96,10 @@ def _const_trips(op: scf.ParallelOp, d: int) -> int:
     if isinstance(lb, arith.ConstantOp) and isinstance(ub, arith.ConstantOp):
         return ub.value.value.data - lb.value.value.data
     return SIMD_MIN_OUTER  # unknown bounds: assume many
+
+
+SIGNATURE_SUFFIX = "__signature"
+SIGNATURE_DTYPES = {"float": "float32", "int64_t": "int64"}  # C++ element type -> torch's name in `__signature`
 
 
 def ctype(t: Attribute) -> str:
@@ -213,6 +221,9 @@ class CppEmitter:
         types = [f"{ctype(a.type.element_type)}*" for a in op.body.block.args]
         casts = ", ".join(f"static_cast<{t}>(a[{i}])" for i, t in enumerate(types))
         self.line(f'extern "C" void {op.sym_name.data}__packed(void* const* a) {{ {op.sym_name.data}({casts}); }}')
+        signature = json.dumps({"args": [[SIGNATURE_DTYPES[ctype(a.type.element_type)], list(a.type.get_shape())]
+                                         for a in op.body.block.args]}, separators=(",", ":"))
+        self.line(f'extern "C" const char* {op.sym_name.data}{SIGNATURE_SUFFIX}() {{ return {json.dumps(signature)}; }}')
 
     @emit.register
     def _(self, op: func.ReturnOp) -> None:

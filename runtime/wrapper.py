@@ -120,6 +120,7 @@ def make_forward(
     set_threads: Any | None = None,
     scratch_bytes: int = 0,
     packed: Any | None = None,
+    output_spec: Any | None = None,
 ) -> Callable[..., Any]:
     """Return ``forward(*args)`` calling the ctypes function ``fn`` once per call.
 
@@ -135,6 +136,8 @@ def make_forward(
     (64-byte aligned) as the last argument. ``packed``, the entry point's
     ``__packed`` twin, if given, is called instead of ``fn`` with one per-thread
     array of all the pointers (parameters and arena filled in once per thread).
+    ``output_spec``, a ``torch.utils._pytree.TreeSpec`` with one leaf per output, if given,
+    rebuilds the model's output structure (a dict, a list, nested tuples) from the outputs.
 
     The generated source is available as ``forward.__irc_source__``.
     """
@@ -157,6 +160,8 @@ def make_forward(
         raise ValueError("a compiled function needs at least one output")
     if len(outputs) > 1 and not return_tuple:
         raise ValueError(f"{len(outputs)} outputs need return_tuple=True")
+    if output_spec is not None and output_spec.num_leaves != len(outputs):
+        raise ValueError(f"the output structure has {output_spec.num_leaves} tensors, not {len(outputs)}")
 
     fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(params) + len(outputs) + (scratch_bytes > 0))
     fn.restype = None
@@ -234,7 +239,7 @@ def make_forward(
         for slot, t in zip(slots, args + outs):
             lines.append(f"    c[{slot}] = {t}.data_ptr()")
         lines.append("    _packed(c)")
-        lines.append(f"    return ({', '.join(outs)},)" if return_tuple else f"    return {outs[0]}")
+        lines.append(_return(outs, return_tuple, output_spec, env))
         return _define(lines, env)
     call_args = [f"{a}.data_ptr()" for a in args]
     call_args += [f"_P{i}" for i in range(len(params))]
@@ -249,8 +254,16 @@ def make_forward(
         ]
         call_args.append("s")
     lines.append(f"    _fn({', '.join(call_args)})")
-    lines.append(f"    return ({', '.join(outs)},)" if return_tuple else f"    return {outs[0]}")
+    lines.append(_return(outs, return_tuple, output_spec, env))
     return _define(lines, env)
+
+
+def _return(outs: list[str], return_tuple: bool, output_spec: Any | None, env: dict[str, Any]) -> str:
+    """The generated ``return`` line: the outputs bare, as a tuple, or rebuilt into ``output_spec``."""
+    if output_spec is not None:
+        env["_spec"] = output_spec
+        return f"    return _spec.unflatten([{', '.join(outs)}])"
+    return f"    return ({', '.join(outs)},)" if return_tuple else f"    return {outs[0]}"
 
 
 def _define(lines: list[str], env: dict[str, Any]) -> Callable[..., Any]:

@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+import torch.utils._pytree as pytree
 from torch import fx, nn
 from torch.fx.passes.shape_prop import ShapeProp
 from xdsl.builder import Builder
@@ -48,6 +49,7 @@ class ImportedGraph:
     output_shapes: list[tuple[int, ...]]
     return_tuple: bool
     input_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, or int64 (embedding indices)
+    output_spec: pytree.TreeSpec | None = None  # a dict/list/nested output's structure; None: one tensor or a flat tuple
 
 
 def tensor_type(shape: Sequence[int], dtype: torch.dtype = torch.float32) -> TensorType:
@@ -195,12 +197,12 @@ class FxImporter:
         self.builder = Builder(InsertPoint.at_end(block))
 
         outputs: list[SSAValue] = []
-        return_tuple = False
+        return_tuple, output_spec = False, None
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 continue
             if node.op == "output":
-                outputs, return_tuple = self._outputs(node)
+                outputs, return_tuple, output_spec = self._outputs(node)
                 continue
             self._import_node(node)
 
@@ -220,6 +222,7 @@ class FxImporter:
             output_shapes=[irt.shape_of(v) for v in outputs],
             return_tuple=return_tuple,
             input_dtypes=[x.dtype for x in example_inputs],
+            output_spec=output_spec,
         )
 
     def _check_index_input(self, placeholder: fx.Node) -> None:
@@ -316,9 +319,10 @@ class FxImporter:
             raise Unsupported("the attribute is not a float32 tensor")
         return imp.param_args[id(t)]
 
-    def _outputs(self, node: fx.Node) -> tuple[list[SSAValue], bool]:
-        out = node.args[0]
-        items = list(out) if isinstance(out, (tuple, list)) else [out]
+    def _outputs(self, node: fx.Node) -> tuple[list[SSAValue], bool, pytree.TreeSpec | None]:
+        """The returned values (the output's tensors, flattened), whether they come back as a
+        tuple, and the structure to rebuild from that tuple when it is not a flat one."""
+        items, spec = pytree.tree_flatten(_plain(node.args[0]))
         values = []
         for item in items:
             if not isinstance(item, fx.Node):
@@ -339,7 +343,22 @@ class FxImporter:
                 self.unsupported.append(
                     UnsupportedNode(node.name, "output", f"returns {type(v).__name__} {item.name}; irc returns tensors")
                 )
-        return values, isinstance(out, (tuple, list))
+        if spec.is_leaf():
+            return values, False, None
+        if spec.type is tuple and all(c.is_leaf() for c in spec.children()):
+            return values, True, None
+        return values, True, spec
+
+
+def _plain(out: Any) -> Any:
+    """A graph's output with FX's immutable containers as the dict and list eager returns."""
+    if isinstance(out, dict):
+        return {k: _plain(v) for k, v in out.items()}
+    if isinstance(out, list):
+        return [_plain(v) for v in out]
+    if type(out) is tuple:
+        return tuple(_plain(v) for v in out)
+    return out
 
 
 def _fetch_attr(gm: fx.GraphModule, target: str) -> Any:

@@ -21,7 +21,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
-from irc.frontend.fx_importer import FxImporter, Unsupported
+from irc.frontend.fx_importer import INPUT_DTYPES, EagerTensor, FxImporter, describe_target, tensor_type
 
 log = logging.getLogger("irc")
 
@@ -30,7 +30,7 @@ CALLABLE = ("call_function", "call_method", "call_module")
 
 class _Probe(FxImporter):
     """An import that goes on past unsupported nodes: a node that depends on one gets a stand-in
-    function argument of the right type instead, so its own converter is tried as well."""
+    for its result (what the eager node will compute), so its own converter is tried as well."""
 
     def _import_node(self, node: fx.Node) -> None:
         for producer in node.all_input_nodes:
@@ -39,13 +39,17 @@ class _Probe(FxImporter):
         super()._import_node(node)
 
     def _stand_in(self, node: fx.Node) -> None:
-        try:
-            t = self.result_type(node)
-        except Unsupported:
-            return  # not a float32 tensor: its users stay skipped (they run eagerly)
-        block = self.builder.insertion_point.block
-        self.values[node] = block.insert_arg(t, len(block.args))
+        """A float32 or int64 tensor becomes a new function argument; anything else an
+        `EagerTensor`, which makes each node taking it unsupported as well."""
+        meta = node.meta.get("tensor_meta")
         self.failed.discard(node)
+        if meta is None or not hasattr(meta, "shape"):
+            self.values[node] = EagerTensor(node.name, None, "eager")
+        elif meta.dtype not in INPUT_DTYPES:
+            self.values[node] = EagerTensor(node.name, meta.dtype, "eager")
+        else:
+            block = self.builder.insertion_point.block
+            self.values[node] = block.insert_arg(tensor_type(tuple(meta.shape), meta.dtype), len(block.args))
 
 
 def unsupported_nodes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> list[UnsupportedNode]:
@@ -84,8 +88,8 @@ class Partitioned:
 
     module: fx.GraphModule  # call it like the model
     native: dict[str, Any] = field(default_factory=dict)  # partition name -> compile_graph's result
-    eager: list[UnsupportedNode] = field(default_factory=list)  # nodes run by PyTorch
-    failed_partitions: dict[str, str] = field(default_factory=dict)  # supported, but compiling failed
+    eager: list[UnsupportedNode] = field(default_factory=list)  # nodes run by PyTorch (failed partitions' too)
+    failed_partitions: dict[str, str] = field(default_factory=dict)  # supported, but compiling failed: why
 
 
 def partition(
@@ -112,7 +116,12 @@ def partition(
         try:
             forward, info = compile_graph(sub, part_inputs[name])
         except IrcError as e:  # e.g. a partition taking or returning a Python number: stays eager
-            result.failed_partitions[name] = str(e).splitlines()[0]
+            reason = str(e).splitlines()[0]
+            result.failed_partitions[name] = reason
+            result.eager += [
+                UnsupportedNode(n.name, describe_target(n, sub), f"its partition {name} failed to compile: {reason}")
+                for n in sub.graph.nodes if n.op in CALLABLE
+            ]
             continue
         setattr(split, name, NativePartition(forward, info))
         result.native[name] = info
@@ -137,7 +146,8 @@ def _partition_inputs(split: fx.GraphModule, example_inputs: Sequence[torch.Tens
 def describe_fallback(p: Partitioned) -> str:
     """One line for the log: which ops run eagerly and how many native partitions there are."""
     targets = sorted({n.target for n in p.eager})
-    nodes = ", ".join(f"{n.node} ({n.target}: {n.reason})" for n in p.eager)
+    unsupported = [n for n in p.eager if not n.reason.startswith("its partition ")]
+    nodes = ", ".join(f"{n.node} ({n.target}: {n.reason})" for n in unsupported)
     msg = (
         f"irc runs {len(p.eager)} node(s) in eager PyTorch ({', '.join(targets)}) and the rest as "
         f"{len(p.native)} native partition(s): {nodes}"

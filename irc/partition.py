@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import torch
 from torch import fx, nn
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch._prims_common import is_non_overlapping_and_dense_or_false
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
@@ -71,15 +73,52 @@ class _Supported(OperatorSupportBase):
 
 
 class NativePartition(nn.Module):
-    """A compiled partition inside the split GraphModule (inputs made contiguous for it)."""
+    """A compiled partition inside the split GraphModule: inputs made contiguous for it, results
+    laid out like the traced ones (`like_traced`), for the eager nodes and autograd after it."""
 
-    def __init__(self, forward: Callable[..., Any], source: Any):
+    def __init__(self, forward: Callable[..., Any], source: Any, layouts: list | None = None):
         super().__init__()
         self._native = forward
         self.compiled = source  # what compile_graph returned (IR, C++ source, library)
+        self._layouts = layouts  # per result: (shape, stride) as traced, or None
 
     def forward(self, *args: Any) -> Any:
-        return self._native(*(a if a.is_contiguous() else a.contiguous() for a in args))
+        out = self._native(*(a if a.is_contiguous() else a.contiguous() for a in args))
+        if not self._layouts:
+            return out
+        if isinstance(out, (tuple, list)):
+            return type(out)(like_traced(t, layout) for t, layout in zip(out, self._layouts))
+        return like_traced(out, self._layouts[0])
+
+
+def traced_layouts(gm: fx.GraphModule) -> list:
+    """(shape, stride) of each result of `gm` as ShapeProp or FakeTensor tracing recorded it
+    (None where unknown or symbolic)."""
+    (output,) = [n for n in gm.graph.nodes if n.op == "output"]
+    items = output.args[0] if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+    layouts = []
+    for item in items:
+        meta = (item.meta.get("tensor_meta") or item.meta.get("val")) if isinstance(item, fx.Node) else None
+        shape, stride = getattr(meta, "shape", None), None
+        if meta is not None:
+            stride = meta.stride() if callable(getattr(meta, "stride", None)) else getattr(meta, "stride", None)
+        concrete = shape is not None and stride is not None and all(type(v) is int for v in (*shape, *stride))
+        layouts.append((tuple(shape), tuple(stride)) if concrete else None)
+    return layouts
+
+
+def like_traced(t: Any, layout: tuple | None) -> Any:
+    """`t` copied into the strides the traced graph had, when they differ: eager code after a
+    native result may depend on them (`aten.view` needs viewable strides; the training graph's
+    backward reads saved activations as laid out in the forward). Overlapping layouts (expanded
+    tensors) are left contiguous."""
+    if layout is None or not isinstance(t, torch.Tensor) or tuple(t.shape) != layout[0] or t.stride() == layout[1]:
+        return t
+    if t.numel() <= 1 or not is_non_overlapping_and_dense_or_false(
+        torch.empty_strided(layout[0], layout[1], device="meta")
+    ):
+        return t
+    return torch.empty_strided(layout[0], layout[1], dtype=t.dtype).copy_(t)
 
 
 @dataclass
@@ -102,6 +141,7 @@ def partition(
     info)`) and eager nodes. `unsupported` (default: probe the importer) names the eager nodes."""
     if unsupported is None:
         unsupported = unsupported_nodes(gm, example_inputs)
+    unsupported = list(unsupported) + _tuple_producers(gm, {n.node for n in unsupported})
     names = {n.node for n in unsupported}
     work = fx.GraphModule(gm, copy.deepcopy(gm.graph))  # the partitioner rewrites its graph
     partitioner = CapabilityBasedPartitioner(work, _Supported(names), allows_single_node_partition=True)
@@ -123,9 +163,27 @@ def partition(
                 for n in sub.graph.nodes if n.op in CALLABLE
             ]
             continue
-        setattr(split, name, NativePartition(forward, info))
+        setattr(split, name, NativePartition(forward, info, traced_layouts(sub)))
         result.native[name] = info
     return result
+
+
+def _tuple_producers(gm: fx.GraphModule, eager: set[str]) -> list[UnsupportedNode]:
+    """Nodes with several results (`max_pool2d_with_indices`, `native_layer_norm` ...) of which
+    an eager node takes one: a partition cannot hand a tuple over, so the producer and its other
+    `getitem`s run eagerly too."""
+    found: list[UnsupportedNode] = []
+    for node in gm.graph.nodes:
+        producer = node.args[0] if node.target is operator.getitem and node.args else None
+        if node.name not in eager or not isinstance(producer, fx.Node) or producer.op not in CALLABLE:
+            continue
+        for n in (producer, *producer.users):
+            if n.name not in eager and (n is producer or n.target is operator.getitem):
+                eager.add(n.name)
+                found.append(UnsupportedNode(
+                    n.name, describe_target(n, gm), f"{node.name}, a result of {producer.name}, runs in eager PyTorch"
+                ))
+    return found
 
 
 def _partition_inputs(split: fx.GraphModule, example_inputs: Sequence[torch.Tensor], names: set[str]) -> dict[str, tuple]:

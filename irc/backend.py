@@ -84,7 +84,8 @@ def _options(given: dict[str, Any]) -> dict[str, Any]:
 
 def warn_eager(error: BaseException, what: str = "this graph") -> None:
     """The one WARNING when irc declines a graph: what failed, and how to get the error instead."""
-    reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    reason = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    reason = reason if len(reason) <= 600 else reason[:600] + " ..."
     if not isinstance(error, IrcError):
         reason = f"{type(error).__name__}: {reason} (an internal error in irc; please report it)"
     log.warning(

@@ -234,7 +234,8 @@ class DynamoGraph:
         try:
             gm = self._specialize(args)
             inputs = [args[i] for i in self.input_idx]
-            cm: CompiledModule | None = compile(gm, inputs, fallback=self.fallback, **self.options)
+            with _warnings_as_info(enabled=bool(self.compiled)):  # the partition note: once per graph
+                cm: CompiledModule | None = compile(gm, inputs, fallback=self.fallback, **self.options)
         except Exception as e:  # whatever irc cannot do, PyTorch runs (one WARNING says why)
             if not self.fallback:
                 raise
@@ -281,6 +282,27 @@ class DynamoGraph:
                 continue
             env[node] = graph.node_copy(node, lambda n: env[n])
         return fx.GraphModule(root, graph)
+
+
+class _warnings_as_info(logging.Filter):
+    """While active, WARNINGs on logger "irc" are logged at INFO (compiling the same Dynamo
+    graph again for other values: its fallback note was already given once)."""
+
+    def __init__(self, enabled: bool):
+        super().__init__()
+        self.enabled = enabled
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING:
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+    def __enter__(self) -> None:
+        if self.enabled:
+            log.addFilter(self)
+
+    def __exit__(self, *exc: Any) -> None:
+        log.removeFilter(self)
 
 
 _NUMBERS = (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)

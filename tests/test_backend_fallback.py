@@ -346,3 +346,27 @@ def test_native_results_keep_the_traced_layout_for_eager_nodes():
     cm = irc.compile(transposed_then_eager_view, (x,))
     torch.testing.assert_close(cm(x), transposed_then_eager_view(x))
     assert [n.node for n in cm.eager_nodes] == ["flat_of_transpose"]
+
+
+class ScaledMaskedFill(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.alpha = 0.5
+
+    def forward(self, x, mask):
+        return (x * self.alpha).masked_fill(mask, -1.0) + 1
+
+
+def test_a_graph_compiled_again_for_a_new_value_warns_once(caplog):
+    m, x = ScaledMaskedFill(), torch.randn(4, 8)
+    mask = x > 0
+    seen: list = []
+    f = compiled(m, dynamic=True, record=seen)
+    with torch.no_grad(), caplog.at_level(logging.INFO, logger="irc"):
+        for alpha in (0.5, 3.0):
+            m.alpha = alpha
+            torch.testing.assert_close(f(x, mask), m(x, mask))
+    (dg,) = seen
+    assert len(dg.compiled) == 2
+    assert len(warnings(caplog)) == 1  # the second version's partition note is at INFO
+    assert any("masked_fill" in r.getMessage() for r in caplog.records if r.levelno == logging.INFO)

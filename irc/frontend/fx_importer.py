@@ -52,14 +52,34 @@ class ImportedGraph:
     output_spec: pytree.TreeSpec | None = None  # a dict/list/nested output's structure; None: one tensor or a flat tuple
 
 
+@dataclass(frozen=True)
+class EagerTensor:
+    """The value of a node only PyTorch can hold here: a tensor of a dtype irc does not compile
+    (bool masks, int32 indices, float64/float16/bfloat16 ...) given as an input, or any value an
+    eager node computes that irc cannot take (dtype None: not a single tensor). Any node taking
+    it is unsupported (an eager node when falling back)."""
+
+    name: str
+    dtype: torch.dtype | None
+    origin: str  # "input", or "eager" (the result of a node PyTorch runs)
+
+    def what(self) -> str:
+        kind = "input" if self.origin == "input" else "computed in eager PyTorch"
+        return f"{self.name}, a {self.dtype} tensor {kind}" if self.dtype else f"{self.name}, a non-tensor value {kind}"
+
+    def reason(self) -> str:
+        return f"it takes {self.what()}; irc compiles float32 tensors (and int64 ones as embedding indices)"
+
+
 def tensor_type(shape: Sequence[int], dtype: torch.dtype = torch.float32) -> TensorType:
     """`tensor<...xf32>`, or `tensor<...xi64>` for int64 (irc's only other dtype: embedding indices)."""
     return TensorType(i64 if dtype == torch.int64 else f32, list(shape))
 
 
 INPUT_DTYPES = (torch.float32, torch.int64)
-"""Example-input dtypes irc compiles; int64 tensors may only flow into converters marked
-`accepts_int64` (embedding indices), any other use is an unsupported node."""
+"""Input dtypes irc compiles; int64 tensors may only flow into converters marked `accepts_int64`
+(embedding indices), any other use is an unsupported node, as is any use of an input of another
+dtype (an `EagerTensor`)."""
 
 
 def accepts_int64(converter: Converter) -> Converter:
@@ -173,25 +193,23 @@ class FxImporter:
         for p, x in zip(placeholders, example_inputs):
             if not isinstance(x, torch.Tensor):
                 raise IrcError(f"example input '{p.name}' is a {type(x).__name__}; irc compiles tensor inputs only")
-            if x.dtype not in INPUT_DTYPES:
-                raise IrcError(
-                    f"example input '{p.name}' is {x.dtype}; irc compiles float32 tensors "
-                    "(and int64 ones as embedding indices) only"
-                )
             if x.device.type != "cpu":
                 raise IrcError(f"example input '{p.name}' is on {x.device}; irc compiles for the CPU")
-        for p, x in zip(placeholders, example_inputs):
-            if x.dtype == torch.int64:
-                self._check_index_input(p)
         _propagate_shapes(self.gm, example_inputs)
 
         self.params = params = self._collect_params()
-        arg_types = [tensor_type(x.shape, x.dtype) for x in example_inputs] + [tensor_type(t.shape) for _, t in params]
+        native = [(p, x) for p, x in zip(placeholders, example_inputs) if x.dtype in INPUT_DTYPES]
+        arg_types = [tensor_type(x.shape, x.dtype) for _, x in native] + [tensor_type(t.shape) for _, t in params]
         self.block = block = Block(arg_types=arg_types)
-        for p, arg in zip(placeholders, block.args):
+        for (p, _), arg in zip(native, block.args):
             arg.name_hint = _ssa_name(p.name)
             self.values[p] = arg
-        for (name, t), arg in zip(params, block.args[len(placeholders):]):
+        for p, x in zip(placeholders, example_inputs):
+            if x.dtype not in INPUT_DTYPES:  # its users are unsupported nodes (eager with fallback)
+                self.values[p] = EagerTensor(p.name, x.dtype, "input")
+                if not p.users:
+                    self._unsupported(p, f"an unused {x.dtype} input; irc compiles float32 tensors")
+        for (name, t), arg in zip(params, block.args[len(native):]):
             arg.name_hint = _ssa_name(name)
             self.param_args[id(t)] = arg
         self.builder = Builder(InsertPoint.at_end(block))
@@ -225,24 +243,6 @@ class FxImporter:
             output_spec=output_spec,
         )
 
-    def _check_index_input(self, placeholder: fx.Node) -> None:
-        """An int64 input must feed at least one embedding (a converter marked `accepts_int64`);
-        its other uses are reported as unsupported nodes during the import."""
-
-        def takes_int64(node: fx.Node) -> bool:
-            try:
-                return bool(getattr(self._converter(node), "accepts_int64", False))
-            except Unsupported:
-                return False
-
-        users = list(placeholder.users)
-        if not any(takes_int64(u) for u in users):
-            used_by = ", ".join(f"{u.name} ({describe_target(u, self.gm)})" for u in users) or "nothing"
-            raise IrcError(
-                f"example input '{placeholder.name}' is torch.int64; irc compiles int64 tensors only as "
-                f"embedding indices (nn.Embedding, F.embedding), and it is used by {used_by}"
-            )
-
     def _collect_params(self) -> list[tuple[str, torch.Tensor]]:
         """Every tensor the graph reads from the module, once each, in first-use order."""
         found: dict[int, tuple[str, torch.Tensor]] = {}
@@ -270,6 +270,9 @@ class FxImporter:
                 return
             args = fx.node.map_arg(node.args, lambda n: self.values[n])
             kwargs = fx.node.map_arg(node.kwargs, lambda n: self.values[n])
+            eager = [v for v in (self.values.get(i) for i in node.all_input_nodes) if isinstance(v, EagerTensor)]
+            if eager:
+                raise Unsupported(eager[0].reason())
             if not getattr(converter, "accepts_int64", False):
                 ints = [i.name for i in node.all_input_nodes if is_int64(self.values.get(i))]
                 if ints:
@@ -333,7 +336,9 @@ class FxImporter:
             if item in self.failed:
                 continue
             v = self.values[item]
-            if is_int64(v):
+            if isinstance(v, EagerTensor):
+                self.unsupported.append(UnsupportedNode(node.name, "output", f"returns {v.what()}; irc returns float32 tensors"))
+            elif is_int64(v):
                 self.unsupported.append(
                     UnsupportedNode(node.name, "output", f"returns the int64 tensor {item.name}; irc returns float32 tensors")
                 )

@@ -30,6 +30,7 @@ Outputs keep the structure Dynamo expects (the graph's tuple).
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -169,14 +170,18 @@ class DynamoGraph:
         self._warned_eager = False
         # AOTAutograd's forward: its results laid out as traced (the backward may view them)
         self._layouts = traced_layouts(gm) if weights_as_inputs else None
+        self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> Any:
         key = self._key(args)
         entry = self.compiled.get(key)
         if entry is None or any(args[i] is not p for i, p in zip(self.param_idx, entry[0])):
-            if entry is None and len(self.compiled) >= self.options["max_versions"]:
-                return self._over_max_versions(args, len(self.compiled))
-            entry = self._compile(args, key)
+            with self._lock:  # threads making first calls at once compile once
+                entry = self.compiled.get(key)
+                if entry is None or any(args[i] is not p for i, p in zip(self.param_idx, entry[0])):
+                    if entry is None and len(self.compiled) >= self.options["max_versions"]:
+                        return self._over_max_versions(args, len(self.compiled))
+                    entry = self._compile(args, key)
         cm = entry[1]
         if cm is None:
             return self.gm(*args)

@@ -331,3 +331,27 @@ def test_autograd_in_train_mode_updates_running_stats_once():
     torch.testing.assert_close(m[1].running_var, ref[1].running_var)
     for p, q in zip(m.parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad)
+
+
+def test_torch_compile_first_calls_from_threads():
+    m = mlp()
+    compiled = torch.compile(m, backend="irc", dynamic=False)
+    inputs = [torch.randn(b, 8) for b in (2, 3, 5, 7)]
+    start, errors = threading.Barrier(len(inputs)), []
+
+    def worker(x):
+        try:
+            start.wait()
+            with torch.no_grad():
+                for _ in range(3):
+                    torch.testing.assert_close(compiled(x), m(x))
+        except BaseException as e:  # reported on the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(x,)) for x in inputs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch._dynamo.reset()
+    assert not errors, errors[0]

@@ -41,6 +41,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects import irt
+from irc.dialects.static_shape import check_static
 from irc.lowering.irc_fuse import FUSED_ATTR
 
 KERNEL_ATTR = "irc.kernel"
@@ -66,9 +67,10 @@ def lowers(*op_types: type[Operation]) -> Callable[[LoweringFn], LoweringFn]:
 REDUCTION_ATTR = "irc.reduction"
 
 
-def memref_type(t: Attribute) -> MemRefType:
+def memref_type(t: Attribute, what: str = "an argument or result") -> MemRefType:
     if not isinstance(t, TensorType):
-        raise ValueError(f"irc-to-loops expects functions on tensors (irt level), got an argument or result of type {t}")
+        raise ValueError(f"irc-to-loops expects functions on tensors (irt level), got {what} of type {t}")
+    check_static("irc-to-loops", what, t)
     return MemRefType(t.element_type, t.get_shape())
 
 
@@ -111,6 +113,8 @@ class FunctionLowering:
 
     def nest(self, shape: Sequence[int], label: str, body: Callable[[Builder, list[SSAValue]], None]) -> None:
         """One parallel loop nest over `shape`; `body(builder, ivs)` builds the per-element work."""
+        if any(s < 0 for s in shape):  # verifiers reject dynamic dims: never print one as a bound
+            raise ValueError(f"irc-to-loops: loop bounds {list(shape)} of `{label}` are not static sizes >= 0")
         if not shape:
             body(self.b, [])
             return
@@ -155,8 +159,9 @@ class FunctionLowering:
         old = self.fn.body.block
         ret = old.last_op
         assert isinstance(ret, func.ReturnOp)
-        in_types = [memref_type(a.type) for a in old.args]
-        out_types = [memref_type(v.type) for v in ret.arguments]
+        name = self.fn.sym_name.data
+        in_types = [memref_type(a.type, f"argument {i} of @{name}") for i, a in enumerate(old.args)]
+        out_types = [memref_type(v.type, f"result {i} of @{name}") for i, v in enumerate(ret.arguments)]
         self.block = Block(arg_types=in_types + out_types)
         self.b = Builder(InsertPoint.at_end(self.block))
         for a, new in zip(old.args, self.block.args):

@@ -139,6 +139,12 @@ class ReduceOp(StaticShapeOp):
                 f"irt.reduce: dims {list(dims)} must be sorted, distinct and within 0..{len(shape) - 1} "
                 f"for input {_fmt(shape)}"
             )
+        empty = [d for d in dims if shape[d] == 0]
+        if self.reduce_kind == ReduceKind.MAX and empty:
+            raise VerifyException(
+                f"irt.reduce: max over dimension {empty[0]} of size 0 (input {_fmt(shape)}) has no value; "
+                "torch.amax raises for it too"
+            )
         expected = reduced_shape(shape, dims, self.keeps_dims)
         if shape_of(self.result) != expected:
             raise VerifyException(

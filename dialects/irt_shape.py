@@ -78,7 +78,7 @@ class SliceOp(StaticShapeOp):
         for d, (n, size, off, st) in enumerate(zip(a, r, offs, strides)):
             if st < 1:
                 raise VerifyException(f"irt.slice: stride {st} in dimension {d} must be >= 1")
-            if size < 1 or off < 0 or off + (size - 1) * st >= n:
+            if size < 0 or off < 0 or (size > 0 and off + (size - 1) * st >= n):  # an empty box: any offset
                 raise VerifyException(
                     f"irt.slice: dimension {d} takes {size} element(s) from offset {off} with stride {st}, "
                     f"outside the input's size {n} (input {_fmt(a)}, result {_fmt(r)})"

@@ -5,7 +5,8 @@ After this pass a function takes one `memref` per input and parameter, then one 
 
 * a value the function returns is computed straight into its output buffer;
 * other results get a `memref.alloc`, freed before the return;
-* `irt.reshape` is a view (`memref.reinterpret_cast`), never a copy.
+* `irt.reshape` is a view (`memref.reinterpret_cast`), never a copy;
+* an op whose results have no elements (an empty batch) gets its buffers and no kernel.
 
 Every computing op becomes one loop nest whose independent output dimensions form one
 `scf.parallel`; contractions add an inner `scf.for` reduction carrying the accumulator. The
@@ -81,6 +82,10 @@ def describe(op: Operation) -> str:
     if isinstance(fused, ArrayAttr):
         head += f" ({' + '.join(s.data for s in fused.data)})"
     return f"{head} -> {_shape_str(op.results[0])}"
+
+
+def _empty(v: SSAValue) -> bool:
+    return isinstance(v.type, TensorType) and math.prod(irt.shape_of(v)) == 0
 
 
 def _shape_str(v: SSAValue) -> str:
@@ -208,6 +213,10 @@ class FunctionLowering:
         )
 
     def lower(self, op: Operation) -> None:
+        if op.results and type(op) not in VIEW_OPS and all(_empty(r) for r in op.results):
+            for r in op.results:  # zero elements to compute (an empty batch): no kernel at all
+                self.result_buffer(r)
+            return
         for cls in type(op).__mro__:
             if cls in LOWERINGS:
                 LOWERINGS[cls](self, op)

@@ -13,7 +13,6 @@ their epilogue is interpreted the same way. Other ops register in `REFERENCE`.
 from __future__ import annotations
 
 import math
-
 from collections.abc import Callable, Sequence
 
 import torch

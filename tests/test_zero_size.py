@@ -11,7 +11,7 @@ from torch import nn
 
 import irc
 from irc.errors import IrcError
-from tests.irc_testing import check
+from irc_testing import check
 
 
 class Fn1(nn.Module):

@@ -40,6 +40,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from irc.dialects import irl
+from irc.dialects.static_shape import static_shape_error
 from irc.lowering.cpp_gemm import GEMM_LIBRARY, emit_attention, emit_gemm
 from irc.lowering.pack_weights import gemm_width
 from irc.lowering.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
@@ -108,6 +109,14 @@ def ctype(t: Attribute) -> str:
     if isinstance(t, (IndexType, IntegerType)):
         return "int64_t"
     raise NotImplementedError(f"cpp emitter: no C++ type for {t}")
+
+
+def static_buffer(t: Attribute, what: str) -> Attribute:
+    """`t` if it is a static shape; sizes, strides and bounds are all printed from it."""
+    reason = static_shape_error(what, t)
+    if reason is not None:
+        raise ValueError(f"cpp emitter: {reason}")
+    return t
 
 
 def float_literal(value: float) -> str:
@@ -213,6 +222,7 @@ class CppEmitter:
         for arg in op.body.block.args:
             if not isinstance(arg.type, MemRefType):
                 raise NotImplementedError(f"cpp emitter: function arguments must be memrefs, got {arg.type}")
+            static_buffer(arg.type, f"argument {arg.index} of @{op.sym_name.data}")
             params.append(f"{ctype(arg.type.element_type)}* __restrict__ {self.fresh(arg, 'arg')}")
         self.line("")
         self.line(f'extern "C" void {op.sym_name.data}({", ".join(params)})')
@@ -301,7 +311,7 @@ class CppEmitter:
 
     @emit.register
     def _(self, op: memref.AllocOp) -> None:
-        t = op.memref.type
+        t = static_buffer(op.memref.type, "a memref.alloc")
         size = math.prod(t.get_shape()) * 4
         size = (size + 63) // 64 * 64  # aligned_alloc wants a multiple of the alignment
         name = self.fresh(op.memref, "buf")
@@ -314,6 +324,7 @@ class CppEmitter:
     @emit.register
     def _(self, op: memref.ReinterpretCastOp) -> None:
         (offset,) = op.static_offsets.get_values()
+        static_buffer(op.result.type, "a memref.reinterpret_cast")
         name = self.fresh(op.result, "view")
         self.line(f"[[maybe_unused]] float* __restrict__ {name} = {self.n(op.source)} + {offset};  // view as {op.result.type}")
 

@@ -373,12 +373,30 @@ def _fetch_attr(gm: fx.GraphModule, target: str) -> Any:
     return obj
 
 
+class _ShapeProp(ShapeProp):
+    """ShapeProp remembering the node it runs, to name it when the model fails there."""
+
+    node: fx.Node | None = None
+
+    def run_node(self, n: fx.Node) -> Any:
+        self.node = n
+        return super().run_node(n)
+
+
 def _propagate_shapes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> None:
+    prop = _ShapeProp(gm)
     try:
         with torch.no_grad():
-            ShapeProp(gm).propagate(*example_inputs)
-    except Exception as e:  # the user's model failed on the user's inputs: say so plainly
-        raise IrcError(f"running the model on the example inputs failed: {type(e).__name__}: {e}") from e
+            prop.propagate(*example_inputs)
+    except Exception as e:  # the user's model failed on the user's inputs: say so plainly, with eager's reason
+        cause: BaseException = e
+        while cause.__cause__ is not None:  # ShapeProp wraps the model's own error
+            cause = cause.__cause__
+        where = f" at node {prop.node.name}" if prop.node is not None else ""
+        raise IrcError(
+            f"running the model on the example inputs failed{where} (eager PyTorch raises too): "
+            f"{type(cause).__name__}: {cause}"
+        ) from e
 
 
 def import_fx(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor], func_name: str = "forward") -> ImportedGraph:

@@ -159,6 +159,11 @@ class ElementwiseOp(StaticShapeOp):
     def build_scalar(self, b: Builder, args: Sequence[SSAValue]) -> SSAValue:
         raise NotImplementedError
 
+    def scalar_body(self) -> Region | None:
+        """The region `build_scalar` copies, when the op stores its computation as one
+        (`irt.elementwise`); None when `build_scalar` builds its ops afresh."""
+        return None
+
     def verify_(self) -> None:
         for i, v in enumerate(self.elementwise_inputs()):
             _check_f32_tensor(self, v, f"operand {i}")
@@ -371,6 +376,9 @@ class ElementwiseFusedOp(ElementwiseOp):
     def build_scalar(self, b: Builder, args: Sequence[SSAValue]) -> SSAValue:
         return clone_body(b, self.body, args)
 
+    def scalar_body(self) -> Region | None:
+        return self.body
+
     def verify_(self) -> None:
         super().verify_()
         _verify_scalar_region(self, self.body, len(self.inputs))
@@ -430,6 +438,11 @@ class EpilogueOp(StaticShapeOp):
 
     def build_epilogue(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         return acc
+
+    def epilogue_body(self) -> Region | None:
+        """The region over (acc, *epilogue_inputs) `build_epilogue` copies, when the op stores its
+        epilogue as one (built by fusion); None when `build_epilogue` builds its ops afresh."""
+        return None
 
     def with_epilogue(self, inputs: Sequence[SSAValue], body: Region, result_type: Attribute) -> Operation:
         """The same accumulation with epilogue `body` over (acc, *inputs) in place of the current one."""
@@ -575,6 +588,9 @@ class ContractOp(ContractionOp):
 
     def build_epilogue(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         return clone_body(b, self.body, [acc, *args])
+
+    def epilogue_body(self) -> Region | None:
+        return self.body
 
     def verify_(self) -> None:
         super().verify_()

@@ -220,6 +220,9 @@ class Conv2dOp(StridedWindow, EpilogueOp):
     def build_epilogue(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
         return clone_body(b, self.body, [acc, *args]) if self.body.blocks else acc
 
+    def epilogue_body(self) -> Region | None:
+        return self.body if self.body.blocks else None
+
     def with_epilogue(self, inputs: Sequence[SSAValue], body: Region, result_type: Attribute) -> Operation:
         return Conv2dOp(
             self.input, self.weight, self.bias, result_type, epilogue=inputs, body=body, packed=self.packed,

@@ -25,15 +25,8 @@ from torch import fx
 from irc.context import irc_context
 from irc.debugging import CompileLog, configure_logging
 from irc.errors import CompileError, InputError, IrcError, UnsupportedNode, UnsupportedOpError
-from irc.fold_params import fold_parameters
 from irc.frontend.fx_importer import ImportedGraph, import_fx
-from irc.lowering.emit_cpp import emit_cpp, strict_mode
-from irc.lowering.irc_fuse import IrcFusePass
-from irc.lowering.irc_to_loops import IrcToLoopsPass
-from irc.lowering.pack_weights import PackWeightsPass
-from irc.lowering.parallelize import ParallelizePass
-from irc.lowering.plan_memory import PlanMemoryPass, memory_stats
-from irc.lowering.vectorize import VectorizePass
+from irc.pipeline import lower
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
 from irc.runtime.wrapper import PACKED_SUFFIX
@@ -582,34 +575,10 @@ def _native_version(
     clog = CompileLog(dump_dir)
     clog.write("fx-graph.py", gm.code)
     graph = import_fx(gm, inputs)
-    module, ctx = graph.module, irc_context()
-    ir = {"import": str(module)}
+    ir = {"import": str(graph.module)}
     clog.write("import.mlir", ir["import"])
-    if fuse:
-        clog.stage("irc-fuse", "-p irc-fuse", ir["import"], lambda: (IrcFusePass().apply(ctx, module), module.verify()))
-        clog.write("irc-fuse.mlir", str(module))
-    if not strict_mode():  # the GEMM engine's packed weights (strict builds keep scalar loops)
-        pack = PackWeightsPass(inputs=len(graph.input_names))
-        before = str(module)
-        clog.stage("irc-pack-weights", f"-p 'irc-pack-weights{{inputs={pack.inputs}}}'", before,
-                   lambda: (pack.apply(ctx, module), module.verify()))
-        clog.write("irc-pack-weights.mlir", str(module))
-    before = str(module)
-    plan, _ = clog.stage("fold-parameters", None, before, lambda: (fold_parameters(graph), module.verify()))
-    ir["fused"] = str(module)
-    clog.write("fold-parameters.mlir", ir["fused"])
-    to_loops = IrcToLoopsPass(tag_ops=profile)
-    clog.stage("irc-to-loops", "-p irc-to-loops", ir["fused"], lambda: (to_loops.apply(ctx, module), module.verify()))
-    ir["loops"] = str(module)
-    clog.write("irc-to-loops.mlir", ir["loops"])
-    loop_passes = (("irc-vectorize", VectorizePass()), ("irc-plan-memory", PlanMemoryPass()), ("irc-parallelize", ParallelizePass()))
-    for name, loop_pass in loop_passes:
-        clog.stage(name, f"-p {name}", ir["loops"], lambda: (loop_pass.apply(ctx, module), module.verify()))
-        ir["loops"] = str(module)  # the "loops" level is the IR as emitted, after the loop-level passes
-        clog.write(f"{name}.mlir", ir["loops"])
-    target = "-t cpp" + (" (profiling build)" if profile else "")
-    source = clog.stage("cpp", target, ir["loops"], lambda: emit_cpp(module, profile=profile))
-    stats = memory_stats(module)
+    lowered = lower(graph, ir, clog, fuse=fuse, cxx_flags=cxx_flags, profile=profile)  # or the pipeline cache's
+    plan, source, stats = lowered.plan, lowered.source, lowered.memory
     specs = [TensorSpec(n, s, d) for n, s, d in zip(graph.input_names, graph.input_shapes, graph.input_dtypes)]
     clog.write("model.cpp", source)
 

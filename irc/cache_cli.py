@@ -11,7 +11,7 @@ from pathlib import Path
 
 from irc.runtime import cache_dir
 
-ENTRY_SUFFIXES = (".so", ".cpp", ".sha256")
+ENTRY_SUFFIXES = (".so", ".cpp", ".sha256", ".pipeline")  # .pipeline: irc/pipeline.py
 
 
 def _entries(root: Path) -> list[Path]:

@@ -156,6 +156,12 @@ def read_scores(value: SSAValue) -> Form:
     return _combine(BINARY_KINDS[type(op)], forms[0], forms[1])
 
 
+ATTENTION_REACH = 8
+"""Links read up from the final batch_matmul: softmax, the scale/mask chain (any number of
+mul/div steps, one add, or merged), q @ k^T and its transpose; chains longer than this fuse
+too when nothing changes under them during irc-fuse."""
+
+
 def attention_parts(producer: Operation, consumer: Operation, index: int) -> Scores | None:
     """The (q, k, scale, mask) of `softmax(scores, -1) @ v`, or None if it is not attention."""
     if not isinstance(producer, SoftmaxOp) or not isinstance(consumer, BatchMatmulOp) or index != 0:
@@ -210,5 +216,6 @@ RULES: tuple[FusionRule, ...] = (
         where=(is_lhs, softmax_last_dim, single_user, is_attention),
         combine=to_attention,
         doc="softmax(q @ k^T * scale [+ mask], dim=-1) @ v -> irt.attention",
+        reach=ATTENTION_REACH,
     ),
 )

@@ -28,6 +28,7 @@ A function without intermediates is left as it is (no arena argument, `irc.arena
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -82,10 +83,41 @@ class Slot:
     def end(self) -> int:
         return max(b.end for b in self.members)
 
-    def live_with(self, other: Slot) -> bool:
-        if not any(b.uses for b in self.members) or not any(b.uses for b in other.members):
-            return False  # a dead buffer conflicts with nothing
-        return self.start <= other.end and other.start <= self.end
+
+class _Placed:
+    """The slots placed so far, found by live interval in time proportional to the answer (a
+    scan of every placed slot per new one is quadratic): those live at `start` (a segment tree
+    over the top-level op indices) and those starting after it, up to `end` (a sorted list)."""
+
+    def __init__(self, points: int):
+        self.size = 1 << max(points, 1).bit_length()
+        self.covering: list[list[tuple]] = [[] for _ in range(2 * self.size)]
+        self.starts: list[tuple[int, int, tuple]] = []  # (start, order, item), sorted
+
+    def add(self, start: int, end: int, item: tuple) -> None:
+        start = max(start, 0)  # a slot with a never-used member starts at -1: the same overlaps
+        lo, hi = start + self.size, end + self.size + 1
+        while lo < hi:  # the tree nodes whose ranges together are [start, end]
+            if lo & 1:
+                self.covering[lo].append(item)
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                self.covering[hi].append(item)
+            lo, hi = lo // 2, hi // 2
+        bisect.insort(self.starts, (start, len(self.starts), item))
+
+    def overlapping(self, start: int, end: int) -> list[tuple]:
+        start = max(start, 0)
+        found: list[tuple] = []
+        node = start + self.size
+        while node:
+            found += self.covering[node]
+            node //= 2
+        lo = bisect.bisect_left(self.starts, (start + 1,))
+        hi = bisect.bisect_left(self.starts, (end + 1,))
+        found += (item for _, _, item in self.starts[lo:hi])
+        return found
 
 
 def _aligned(n: int) -> int:
@@ -146,11 +178,16 @@ class FunctionPlan:
     def in_place_pairs(self) -> list[tuple[Buffer, Buffer]]:
         """(input, output) pairs where the output may take the input's slot (see module doc)."""
         pairs, donors, takers = [], set(), set()
+        ending: dict[int, list[Buffer]] = {}  # top-level op index -> the buffers dying / born there
+        starting: dict[int, list[Buffer]] = {}
+        for b in self.buffers.values():
+            ending.setdefault(b.end, []).append(b)
+            starting.setdefault(b.start, []).append(b)
         for i, top in enumerate(self.top):
             if not isinstance(top, scf.ParallelOp):
                 continue
-            dying = [b for b in self.buffers.values() if b.end == i and b not in donors]
-            born = [b for b in self.buffers.values() if b.start == i and b not in takers]
+            dying = [b for b in ending.get(i, ()) if b not in donors]
+            born = [b for b in starting.get(i, ()) if b not in takers]
             for out in born:
                 for inp in dying:
                     if inp is not out and self._elementwise(top, inp, out):
@@ -201,24 +238,29 @@ class FunctionPlan:
             slot_of[b] = Slot([b])
             slots.append(slot_of[b])
         if in_place:
+            gone_slots: set[int] = set()
             for inp, out in self.in_place_pairs():
                 keep, gone = slot_of[inp], slot_of[out]
                 keep.members += gone.members
                 for b in gone.members:
                     slot_of[b] = keep
-                slots.remove(gone)
-        placed: list[tuple[Slot, int]] = []
+                gone_slots.add(id(gone))
+            slots = [s for s in slots if id(s) not in gone_slots]
+        placed = _Placed(len(self.top))
         arena = 0
-        for slot in sorted(slots, key=lambda s: (-s.bytes, s.start)):
-            offset = 0
-            for other, at in sorted((p for p in placed if p[0].live_with(slot)), key=lambda p: p[1]):
-                if offset + slot.bytes <= at:
-                    break
-                offset = max(offset, _aligned(at + other.bytes))
-            placed.append((slot, offset))
+        for n, slot in enumerate(sorted(slots, key=lambda s: (-s.bytes, s.start))):
+            offset, size = 0, slot.bytes
+            live = any(b.uses for b in slot.members)  # a dead buffer conflicts with nothing
+            start, end = slot.start, slot.end
+            if live:
+                for at, _, other_bytes in sorted(placed.overlapping(start, end)):
+                    if offset + size <= at:
+                        break
+                    offset = max(offset, _aligned(at + other_bytes))
+                placed.add(start, end, (offset, n, size))
             for b in slot.members:
                 b.offset = offset
-            arena = max(arena, _aligned(offset + slot.bytes))
+            arena = max(arena, _aligned(offset + size))
         return slots, arena
 
     # -- rewriting ---------------------------------------------------------------------------

@@ -132,6 +132,25 @@ def build_library(
     raise CompileError(command, output, src_path, _hint(cxx, flags, returncode, output))
 
 
+def cache_file(key: str, suffix: str) -> Path:
+    """`<cache dir>/<key[:2]>/<key><suffix>`: an entry of another kind beside the libraries (the
+    pipeline cache, irc/pipeline.py), its directories created and checked as for a library."""
+    root = cache_dir()
+    shard = root / key[:2]
+    _makedirs(root)
+    _makedirs(shard)
+    check_private(root)
+    check_private(shard)
+    return shard / f"{key}{suffix}"
+
+
+def write_cache_file(key: str, suffix: str, data: bytes) -> Path:
+    """Write `cache_file(key, suffix)` atomically (a reader sees the old entry or the new one)."""
+    path = cache_file(key, suffix)
+    _write_atomic(path, data)
+    return path
+
+
 def cpu_features() -> str:
     """The CPU's feature flags (Linux `/proc/cpuinfo`), so a cache shared between machines
     never hands a library built with -march=native to a CPU lacking its instructions."""

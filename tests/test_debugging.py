@@ -20,7 +20,8 @@ def _mlp():
     return nn.Sequential(nn.Linear(16, 8), nn.ReLU(), nn.Linear(8, 4), nn.Sigmoid()).eval()
 
 
-def test_dump_dir_has_every_stage_numbered(tmp_path):
+def test_dump_dir_has_every_stage_numbered(tmp_path, monkeypatch):
+    monkeypatch.setenv("IRC_PIPELINE_CACHE", "0")  # every pass runs (a hit dumps what it skipped)
     irc.compile(_mlp(), (torch.randn(2, 16),), dump_dir=tmp_path)
     (run,) = tmp_path.iterdir()
     names = sorted(p.name for p in run.iterdir())
@@ -38,6 +39,7 @@ def test_dump_dir_has_every_stage_numbered(tmp_path):
 
 def test_irc_dump_dir_environment_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("IRC_DUMP_DIR", str(tmp_path))
+    monkeypatch.setenv("IRC_PIPELINE_CACHE", "0")
     irc.compile(_mlp(), (torch.randn(1, 16),), fuse=False)
     (run,) = tmp_path.iterdir()
     assert (run / "04-fold-parameters.mlir").exists()  # no irc-fuse stage without fusion
@@ -45,6 +47,7 @@ def test_irc_dump_dir_environment_variable(tmp_path, monkeypatch):
 
 def test_failing_pass_leaves_a_reproducer_that_fails_the_same_way(tmp_path, monkeypatch, capsys):
     monkeypatch.delitem(irc_to_loops.LOWERINGS, irc_to_loops.irt.ElementwiseOp)  # a broken compiler
+    monkeypatch.setenv("IRC_PIPELINE_CACHE", "0")  # which the pipeline cache does not know about
     with pytest.raises(PassFailure) as err:
         irc.compile(_mlp(), (torch.randn(2, 16),), fuse=False, dump_dir=tmp_path)
     e = err.value

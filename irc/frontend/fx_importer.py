@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 import torch.utils._pytree as pytree
 from torch import fx, nn
-from torch.fx.passes.shape_prop import ShapeProp
+from torch.fx.node import map_aggregate
+from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 from xdsl.builder import Builder
 from xdsl.rewriter import InsertPoint
 from xdsl.dialects import func
@@ -374,13 +375,45 @@ def _fetch_attr(gm: fx.GraphModule, target: str) -> Any:
 
 
 class _ShapeProp(ShapeProp):
-    """ShapeProp remembering the node it runs, to name it when the model fails there."""
+    """torch's ShapeProp without its first-use import of sympy (about a second per process, most
+    of a compile the pipeline cache serves): its `run_node` and `_extract_tensor_metadata`
+    import torch's symbolic shapes for fake tensors, which irc's real example inputs never are.
+    Under a fake mode it is ShapeProp as it is. It remembers the node it runs, to name it when
+    the model fails there."""
 
     node: fx.Node | None = None
 
     def run_node(self, n: fx.Node) -> Any:
         self.node = n
-        return super().run_node(n)
+        if self.fake_module is not None or self.fake_mode is not None:
+            return super().run_node(n)
+        result = fx.Interpreter.run_node(self, n)
+        tensors = []
+
+        def meta(v: Any) -> Any:
+            if isinstance(v, torch.Tensor):
+                tensors.append(v)
+                return _tensor_metadata(v)
+            return v
+
+        metadata = map_aggregate(result, meta)
+        if tensors:
+            n.meta["tensor_meta"] = metadata
+        n.meta["type"] = type(result)
+        return result
+
+
+def _tensor_metadata(t: torch.Tensor) -> TensorMetadata:
+    """`_extract_tensor_metadata` for a real tensor (quantization parameters left empty)."""
+    strided = t.layout == torch.strided
+    formats = (torch.contiguous_format, torch.channels_last, torch.channels_last_3d)
+    ranks = {torch.channels_last: 4, torch.channels_last_3d: 5}
+    memory_format = next(
+        (f for f in formats if strided and ranks.get(f, t.dim()) == t.dim() and t.is_contiguous(memory_format=f)), None
+    )
+    return TensorMetadata(
+        t.shape, t.dtype, t.requires_grad, t.stride() if strided else (), memory_format, t.is_quantized, {}
+    )
 
 
 def _propagate_shapes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> None:

@@ -22,6 +22,7 @@ from torch.fx.passes.operator_support import OperatorSupportBase
 
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
 from irc.frontend.fx_importer import FxImporter, Unsupported
+from irc.frontend.order_mutations import order_mutations
 
 log = logging.getLogger("irc")
 
@@ -95,7 +96,10 @@ def partition(
     unsupported: list[UnsupportedNode] | None = None,
 ) -> Partitioned:
     """Split `gm` into native partitions (compiled by `compile_graph(sub_gm, inputs) -> (forward,
-    info)`) and eager nodes. `unsupported` (default: probe the importer) names the eager nodes."""
+    info)`) and eager nodes. `unsupported` (default: probe the importer) names the eager nodes.
+    In-place mutations are made data dependencies first (`order_mutations`, rewriting `gm`):
+    regrouped nodes would otherwise read a tensor before or after it changes."""
+    order_mutations(gm)
     if unsupported is None:
         unsupported = unsupported_nodes(gm, example_inputs)
     names = {n.node for n in unsupported}
@@ -129,8 +133,8 @@ def _partition_inputs(split: fx.GraphModule, example_inputs: Sequence[torch.Tens
                 seen[target] = tuple(args)
             return super().call_module(target, args, kwargs)
 
-    with torch.no_grad():
-        Recorder(split).run(*example_inputs)
+    with torch.no_grad():  # on copies: a graph may change its inputs in place (x.mul_(2))
+        Recorder(split).run(*(x.clone() for x in example_inputs))
     return seen
 
 

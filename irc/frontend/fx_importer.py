@@ -30,6 +30,7 @@ from xdsl.ir import Block, Region, SSAValue
 from irc.dialects import irt
 from irc.dialects.irt_shape import ExpandOp
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
+from irc.frontend.order_mutations import EAGER_META, order_mutations
 
 
 class Unsupported(Exception):
@@ -262,6 +263,8 @@ class FxImporter:
         but still checked for a converter, so one error lists every unsupported target."""
         try:
             converter = self._converter(node)
+            if EAGER_META in node.meta:  # order_mutations: e.g. an in-place change of a model input
+                raise Unsupported(node.meta[EAGER_META])
             if any(i in self.failed for i in node.all_input_nodes):
                 self.failed.add(node)  # depends on an unsupported node, which is reported
                 return
@@ -351,15 +354,16 @@ def _fetch_attr(gm: fx.GraphModule, target: str) -> Any:
 
 def _propagate_shapes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> None:
     try:
-        with torch.no_grad():
-            ShapeProp(gm).propagate(*example_inputs)
+        with torch.no_grad():  # on copies: a graph may change its inputs in place (x.mul_(2))
+            ShapeProp(gm).propagate(*(x.clone() for x in example_inputs))
     except Exception as e:  # the user's model failed on the user's inputs: say so plainly
         raise IrcError(f"running the model on the example inputs failed: {type(e).__name__}: {e}") from e
 
 
 def import_fx(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor], func_name: str = "forward") -> ImportedGraph:
-    """Import a traced graph; raises UnsupportedOpError listing every node irc cannot compile."""
-    return FxImporter(gm).run(example_inputs, func_name)
+    """Import a traced graph; raises UnsupportedOpError listing every node irc cannot compile.
+    In-place mutations are first made data dependencies (`order_mutations`, rewriting `gm`)."""
+    return FxImporter(order_mutations(gm)).run(example_inputs, func_name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -507,5 +511,5 @@ MODULES: dict[type, Converter] = {
 
 
 # Op families add their converters to the tables above on import.
-from irc.frontend import convert_math, convert_nn, convert_reduce, convert_shape  # noqa: E402, F401
+from irc.frontend import convert_math, convert_mutation, convert_nn, convert_reduce, convert_shape  # noqa: E402, F401
 from irc.frontend import aten  # noqa: E402, F401  (ATen overloads as aliases; after the families)

@@ -105,7 +105,15 @@ def partition(
     names = {n.node for n in unsupported}
     work = fx.GraphModule(gm, copy.deepcopy(gm.graph))  # the partitioner rewrites its graph
     partitioner = CapabilityBasedPartitioner(work, _Supported(names), allows_single_node_partition=True)
-    parts = [p for p in partitioner.propose_partitions() if any(n.op in CALLABLE for n in p.nodes)]
+    parts = partitioner.propose_partitions()
+    for p in parts:
+        # The partitioner pulls every getitem of a node into its partition, supported or not, and
+        # takes in attributes only eager nodes read (which the partition would have to return).
+        for n in [n for n in p.nodes if n.name in names]:
+            p.remove_node(n)
+        for n in [n for n in p.nodes if n.op == "get_attr" and not any(u in p.nodes for u in n.users)]:
+            p.remove_node(n)
+    parts = [p for p in parts if any(n.op in CALLABLE for n in p.nodes)]
     split = partitioner.fuse_partitions(parts)
     fused = [str(n.target) for n in split.graph.nodes if n.op == "call_module" and str(n.target).startswith("fused_")]
     part_inputs = _partition_inputs(split, example_inputs, set(fused))

@@ -108,6 +108,19 @@ def test_mutation_of_an_input_reaches_the_caller():
     torch.testing.assert_close(x, want_x)
 
 
+def test_inplace_module_on_the_input_runs_eagerly():
+    """nn.ReLU(inplace=True) on the model input changes the caller's tensor in eager PyTorch."""
+    model = torch.nn.Sequential(torch.nn.ReLU(inplace=True), torch.nn.Linear(4, 3)).eval()
+    x = torch.randn(3, 4)
+    cm = irc.compile(model, (x.clone(),))
+    assert [n.target for n in cm.eager_nodes] == ["torch.nn.ReLU"]
+    with torch.no_grad():
+        want_x = x.clone()
+        want = model(want_x)
+        torch.testing.assert_close(cm(x), want)
+    torch.testing.assert_close(x, want_x)
+
+
 def test_order_mutations_is_idempotent():
     from irc.frontend.order_mutations import order_mutations
 

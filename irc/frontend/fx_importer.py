@@ -409,7 +409,7 @@ def _identity(imp: FxImporter, node: fx.Node, x, *args, **kwargs) -> SSAValue:
 
 
 def _dropout(imp: FxImporter, node: fx.Node, x, p=0.5, training=True, inplace=False) -> SSAValue:
-    if training:
+    if training and p != 0:  # F.dropout(x, p=0.0) is x in training too (torchvision's Swin calls it so)
         raise Unsupported("dropout in training mode; compile the model in eval mode (model.eval())")
     return imp.tensor(x)
 
@@ -511,5 +511,5 @@ MODULES: dict[type, Converter] = {
 
 
 # Op families add their converters to the tables above on import.
-from irc.frontend import convert_math, convert_mutation, convert_nn, convert_reduce, convert_shape  # noqa: E402, F401
+from irc.frontend import convert_layout, convert_math, convert_mutation, convert_nn, convert_reduce, convert_shape  # noqa: E402, F401
 from irc.frontend import aten  # noqa: E402, F401  (ATen overloads as aliases; after the families)

@@ -19,9 +19,10 @@ import torch
 from torch import fx, nn
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
+from xdsl.ir import SSAValue
 
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
-from irc.frontend.fx_importer import FxImporter, Unsupported
+from irc.frontend.fx_importer import FxImporter, Unsupported, describe_target
 from irc.frontend.order_mutations import order_mutations
 
 log = logging.getLogger("irc")
@@ -37,13 +38,17 @@ class _Probe(FxImporter):
         for producer in node.all_input_nodes:
             if producer in self.failed:
                 self._stand_in(producer)
+        eager_inputs = [p.name for p in node.all_input_nodes if p in self.failed]
+        if eager_inputs:  # a native partition can take float32 tensors only
+            self._unsupported(node, f"it reads {', '.join(eager_inputs)}, which runs eagerly and is not a float32 tensor")
+            return
         super()._import_node(node)
 
     def _stand_in(self, node: fx.Node) -> None:
         try:
             t = self.result_type(node)
         except Unsupported:
-            return  # not a float32 tensor: its users stay skipped (they run eagerly)
+            return  # not a float32 tensor: its users run eagerly too
         block = self.builder.insertion_point.block
         self.values[node] = block.insert_arg(t, len(block.args))
         self.failed.discard(node)
@@ -52,11 +57,25 @@ class _Probe(FxImporter):
 def unsupported_nodes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> list[UnsupportedNode]:
     """Every node of `gm` irc cannot convert even when its inputs are available (no side effects
     on `gm` beyond the shape metadata ShapeProp writes)."""
+    probe = _Probe(gm)
     try:
-        _Probe(gm).run(example_inputs, "probe")
+        probe.run(example_inputs, "probe")
     except UnsupportedOpError as e:
-        return e.nodes
+        return _with_folded_inputs(gm, probe, e.nodes)
     return []
+
+
+def _with_folded_inputs(gm: fx.GraphModule, probe: _Probe, nodes: list[UnsupportedNode]) -> list[UnsupportedNode]:
+    """`nodes` and every node folded at compile time (a mask, an index, a size) that an eager
+    node reads: a native partition returns tensors it computes, so these run eagerly too."""
+    eager = {n.node for n in nodes}
+    for node in reversed(gm.graph.nodes):  # users first: folding chains become eager as a whole
+        value = probe.values.get(node)
+        if (node.op in CALLABLE and node.name not in eager and value is not None
+                and not isinstance(value, SSAValue) and any(u.name in eager for u in node.users)):
+            nodes.append(UnsupportedNode(node.name, describe_target(node, gm), "a compile-time value an eager node reads"))
+            eager.add(node.name)
+    return nodes
 
 
 class _Supported(OperatorSupportBase):

@@ -222,3 +222,39 @@ class SequenceMixer(nn.Module):
         h = torch.softmax(scores, -1) @ h
         keep = (x.sum(-1, keepdim=True) > 0).float()
         return (h * keep).sum(1) / keep.sum(1).clamp(min=1.0)
+
+
+class LlamaBlock(nn.Module):
+    """A decoder layer in the Llama style: RMSNorm (pow, mean, rsqrt), rotary position embedding
+    from cos/sin buffers (halves swapped by cat), causal scaled_dot_product_attention, a SiLU
+    gated MLP; and an additive padding mask built at run time from the input."""
+
+    def __init__(self, dim: int = 16, heads: int = 2, length: int = 6):
+        super().__init__()
+        self.heads, self.hd = heads, dim // heads
+        self.w1, self.w2 = nn.Parameter(torch.rand(dim) + 0.5), nn.Parameter(torch.rand(dim) + 0.5)
+        self.qkv, self.o = nn.Linear(dim, 3 * dim, bias=False), nn.Linear(dim, dim, bias=False)
+        self.gate, self.up = nn.Linear(dim, 2 * dim, bias=False), nn.Linear(dim, 2 * dim, bias=False)
+        self.down = nn.Linear(2 * dim, dim, bias=False)
+        inv = 1.0 / (10000 ** (torch.arange(0, self.hd, 2).float() / self.hd))
+        angles = torch.outer(torch.arange(length).float(), inv)
+        self.register_buffer("cos", torch.cat([angles, angles], -1).cos())
+        self.register_buffer("sin", torch.cat([angles, angles], -1).sin())
+
+    @staticmethod
+    def rms(x, w):
+        return w * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+    def rotate(self, t):
+        a, b = t.chunk(2, dim=-1)
+        return t * self.cos + torch.cat([-b, a], -1) * self.sin
+
+    def forward(self, x):
+        B, L, D = x.shape
+        q, k, v = self.qkv(self.rms(x, self.w1)).view(B, L, 3, self.heads, self.hd).permute(2, 0, 3, 1, 4).unbind(0)
+        h = F.scaled_dot_product_attention(self.rotate(q), self.rotate(k), v, is_causal=True)
+        x = x + self.o(h.transpose(1, 2).reshape(B, L, D))
+        y = self.rms(x, self.w2)
+        x = x + self.down(F.silu(self.gate(y)) * self.up(y))
+        pad = (x[..., :1] > -1.0).float()  # a run-time mask, as HF builds from attention_mask
+        return x + (1.0 - pad) * torch.finfo(torch.float32).min

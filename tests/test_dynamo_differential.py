@@ -17,6 +17,7 @@ from tests.dynamo_architectures import (
     ConvNeXtBlock,
     DenseBlock,
     InvertedResidual,
+    LlamaBlock,
     SequenceMixer,
     TinySwin,
     ViTBlock,
@@ -44,6 +45,7 @@ CASES = {
     "resnet": (BasicBlock, (2, 4, 6, 6)),
     "densenet": (DenseBlock, (2, 4, 6, 6)),
     "sequence": (SequenceMixer, (3, 6, 8)),
+    "llama": (LlamaBlock, (2, 6, 16)),
 }
 
 

@@ -78,6 +78,12 @@ def view_then_iadd(x):
     return v * 3
 
 
+def relu_on_a_slice(x):
+    y = x * 2
+    y[:, :2].relu_()
+    return y - 1
+
+
 def read_then_write(x):
     y = x * 2
     r = y.sum(-1)
@@ -85,7 +91,8 @@ def read_then_write(x):
     return r, y + 1
 
 
-@pytest.mark.parametrize("fn", [write_runtime, add_inplace, view_then_iadd, read_then_write])
+@pytest.mark.parametrize("fn", [write_runtime, add_inplace, view_then_iadd, relu_on_a_slice,
+                                read_then_write])
 def test_mutation_of_runtime_tensor(fn):
     """Writes irc cannot compile run eagerly, in order with the native nodes around them."""
     x = torch.randn(3, 4)

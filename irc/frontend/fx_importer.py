@@ -511,5 +511,6 @@ MODULES: dict[type, Converter] = {
 
 
 # Op families add their converters to the tables above on import.
-from irc.frontend import convert_layout, convert_math, convert_mutation, convert_nn, convert_reduce, convert_shape  # noqa: E402, F401
+from irc.frontend import convert_math, convert_nn, convert_reduce, convert_shape  # noqa: E402, F401
+from irc.frontend import convert_layout, convert_mutation  # noqa: E402, F401  (they use convert_shape's folding)
 from irc.frontend import aten  # noqa: E402, F401  (ATen overloads as aliases; after the families)

@@ -12,7 +12,7 @@ import logging
 import pytest
 import torch
 
-from tests.dynamo_architectures import (
+from dynamo_architectures import (
     BasicBlock,
     ConvNeXtBlock,
     DenseBlock,
@@ -22,8 +22,6 @@ from tests.dynamo_architectures import (
     TinySwin,
     ViTBlock,
 )
-
-torch.manual_seed(0)
 
 
 def _randomize_bn(model: torch.nn.Module) -> torch.nn.Module:
@@ -55,6 +53,7 @@ def test_architecture_through_torch_compile(name, caplog):
     still table[index], once made the partitioner pull the unsupported getitem, or the index
     buffer only it reads, into a partition, which then ran eagerly as a whole)."""
     build, shape = CASES[name]
+    torch.manual_seed(0)
     model = _randomize_bn(build())
     x = torch.randn(shape)
     torch._dynamo.reset()

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.irc_testing import check
+from irc_testing import check
 
 CASES = {
     "roll one dim": lambda x: torch.roll(x, 1, 1) * 2,

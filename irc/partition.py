@@ -19,9 +19,9 @@ import torch
 from torch import fx, nn
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
-from xdsl.ir import SSAValue
 
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
+from irc.frontend.convert_shape import has_runtime_value
 from irc.frontend.fx_importer import FxImporter, Unsupported, describe_target
 from irc.frontend.order_mutations import order_mutations
 
@@ -72,7 +72,7 @@ def _with_folded_inputs(gm: fx.GraphModule, probe: _Probe, nodes: list[Unsupport
     for node in reversed(gm.graph.nodes):  # users first: folding chains become eager as a whole
         value = probe.values.get(node)
         if (node.op in CALLABLE and node.name not in eager and value is not None
-                and not isinstance(value, SSAValue) and any(u.name in eager for u in node.users)):
+                and not has_runtime_value(value) and any(u.name in eager for u in node.users)):
             nodes.append(UnsupportedNode(node.name, describe_target(node, gm), "a compile-time value an eager node reads"))
             eager.add(node.name)
     return nodes

@@ -40,7 +40,8 @@ class _Probe(FxImporter):
                 self._stand_in(producer)
         eager_inputs = [p.name for p in node.all_input_nodes if p in self.failed]
         if eager_inputs:  # a native partition can take float32 tensors only
-            self._unsupported(node, f"it reads {', '.join(eager_inputs)}, which runs eagerly and is not a float32 tensor")
+            names = ", ".join(eager_inputs)
+            self._unsupported(node, f"it reads {names}, which runs eagerly and is not a float32 tensor")
             return
         super()._import_node(node)
 
@@ -73,7 +74,8 @@ def _with_folded_inputs(gm: fx.GraphModule, probe: _Probe, nodes: list[Unsupport
         value = probe.values.get(node)
         if (node.op in CALLABLE and node.name not in eager and value is not None
                 and not has_runtime_value(value) and any(u.name in eager for u in node.users)):
-            nodes.append(UnsupportedNode(node.name, describe_target(node, gm), "a compile-time value an eager node reads"))
+            reason = "a compile-time value an eager node reads"
+            nodes.append(UnsupportedNode(node.name, describe_target(node, gm), reason))
             eager.add(node.name)
     return nodes
 

@@ -38,7 +38,6 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import I64, DenseArrayBase, Float32Type, FloatAttr, IntegerAttr, MemRefType, StringAttr, i64
 from xdsl.ir import Attribute, Dialect, Region, SSAValue
 from xdsl.irdl import (
-    IRDLOperation,
     irdl_op_definition,
     operand_def,
     prop_def,
@@ -49,11 +48,13 @@ from xdsl.irdl import (
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
+from irc.dialects.static_shape import StaticShapeOp
+
 LAYOUTS = ("packed", "nk", "kn", "im2col", "im2col-packed")
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(StaticShapeOp):
     """Ends an `irl.gemm` epilogue with the element to store."""
 
     name = "irl.yield"
@@ -77,7 +78,7 @@ class IntArrays:
 
 
 @irdl_op_definition
-class GemmOp(IntArrays, IRDLOperation):
+class GemmOp(IntArrays, StaticShapeOp):
     """C = epilogue(A x B) by irc's GEMM engine (see the module docstring)."""
 
     name = "irl.gemm"
@@ -149,7 +150,7 @@ class GemmOp(IntArrays, IRDLOperation):
 
 
 @irdl_op_definition
-class AttentionOp(IntArrays, IRDLOperation):
+class AttentionOp(IntArrays, StaticShapeOp):
     """softmax(q k^T * scale + mask) v for `batch` independent heads, on the GEMM engine.
 
         irl.attention %q, %k, %v -> %o sizes [4, 128, 128, 64, 64] rows 64 scale 0.125

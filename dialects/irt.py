@@ -44,7 +44,6 @@ from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     AnyAttr,
-    IRDLOperation,
     ParamAttrConstraint,
     VarConstraint,
     irdl_attr_definition,
@@ -60,6 +59,8 @@ from xdsl.irdl import (
 from xdsl.traits import ConstantLike, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
+
+from irc.dialects.static_shape import StaticShapeOp
 
 # ---------------------------------------------------------------------------------------------
 # Shapes
@@ -149,7 +150,7 @@ def clone_body(b: Builder, region: Region, args: Sequence[SSAValue]) -> SSAValue
 # ---------------------------------------------------------------------------------------------
 
 
-class ElementwiseOp(IRDLOperation):
+class ElementwiseOp(StaticShapeOp):
     """Base of the elementwise family: operands broadcast to the result shape."""
 
     def elementwise_inputs(self) -> Sequence[SSAValue]:
@@ -303,7 +304,7 @@ class DivOp(BinaryOp):
 
 
 @irdl_op_definition
-class YieldOp(IRDLOperation):
+class YieldOp(StaticShapeOp):
     """Ends a scalar region of a fused op, yielding the element it computed."""
 
     name = "irt.yield"
@@ -419,7 +420,7 @@ def contraction_shape(
     return (*lhs[:-1], n)
 
 
-class EpilogueOp(IRDLOperation):
+class EpilogueOp(StaticShapeOp):
     """Ops that accumulate each output element, then apply a per-element epilogue before storing it
     (contractions, convolutions). Fusion grows the epilogue; `with_epilogue` rebuilds the op."""
 
@@ -586,7 +587,7 @@ class ContractOp(ContractionOp):
 
 
 @irdl_op_definition
-class ReshapeOp(IRDLOperation):
+class ReshapeOp(StaticShapeOp):
     """Same elements, new shape (view, reshape, flatten).   %y = irt.reshape %x : (tensor<2x6xf32>) -> tensor<12xf32>"""
 
     name = "irt.reshape"
@@ -608,7 +609,7 @@ class ReshapeOp(IRDLOperation):
 
 
 @irdl_op_definition
-class TransposeOp(IRDLOperation):
+class TransposeOp(StaticShapeOp):
     """Permutes dimensions: result dim i is input dim perm[i].
 
         %y = irt.transpose %x [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
@@ -642,7 +643,7 @@ class TransposeOp(IRDLOperation):
 
 
 @irdl_op_definition
-class PackOp(IRDLOperation):
+class PackOp(StaticShapeOp):
     """Cuts a matrix into panels for the GEMM engine: the panel dimension in slices of `width`
     (the last one zero-padded), each stored as [other dimension][width].
 
@@ -691,7 +692,7 @@ class PackOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ConstantOp(IRDLOperation):
+class ConstantOp(StaticShapeOp):
     """A small literal tensor, such as the scalar in `x * 0.5`. Weights are arguments, not constants.
 
         %c = irt.constant dense<5.000000e-01> : tensor<f32>

@@ -32,7 +32,6 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, Region, SSAValue
 from xdsl.irdl import (
     AttrSizedOperandSegments,
-    IRDLOperation,
     irdl_op_definition,
     operand_def,
     opt_operand_def,
@@ -46,6 +45,7 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from irc.dialects.static_shape import StaticShapeOp
 from irc.dialects.irt import (
     ElementwiseOp,
     EpilogueOp,
@@ -369,7 +369,7 @@ class BatchNormOp(ElementwiseOp):
 # ---------------------------------------------------------------------------------------------
 
 
-class WindowPoolOp(StridedWindow, IRDLOperation):
+class WindowPoolOp(StridedWindow, StaticShapeOp):
     """Base of max/avg pooling: a kernel window per output element, PyTorch's output sizes."""
 
     input = operand_def(TensorType)
@@ -475,7 +475,7 @@ class AvgPool2dOp(WindowPoolOp):
 
 
 @irdl_op_definition
-class AdaptiveAvgPool2dOp(IRDLOperation):
+class AdaptiveAvgPool2dOp(StaticShapeOp):
     """Mean over windows chosen to tile the input into the result's OH x OW grid (any sizes):
     output row i averages input rows floor(i*H/OH) .. ceil((i+1)*H/OH) - 1, as PyTorch.
 

@@ -37,7 +37,6 @@ from xdsl.ir import Attribute, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     AttrSizedOperandSegments,
-    IRDLOperation,
     VarConstraint,
     irdl_attr_definition,
     irdl_op_definition,
@@ -52,6 +51,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
+from irc.dialects.static_shape import StaticShapeOp
 from irc.dialects.irt import (
     ContractionKind,
     ContractionKindAttr,
@@ -94,7 +94,7 @@ def reduced_shape(shape: Sequence[int], dims: Sequence[int], keepdim: bool) -> t
 
 
 @irdl_op_definition
-class ReduceOp(IRDLOperation):
+class ReduceOp(StaticShapeOp):
     """Sum, mean or max over `dims` (sorted, non-negative; all dims for a full reduction).
 
         %s = irt.reduce mean %x [0, 2] keepdim : (tensor<3x4x5xf32>) -> tensor<1x4x1xf32>
@@ -139,6 +139,12 @@ class ReduceOp(IRDLOperation):
                 f"irt.reduce: dims {list(dims)} must be sorted, distinct and within 0..{len(shape) - 1} "
                 f"for input {_fmt(shape)}"
             )
+        empty = [d for d in dims if shape[d] == 0]
+        if self.reduce_kind == ReduceKind.MAX and empty:
+            raise VerifyException(
+                f"irt.reduce: max over dimension {empty[0]} of size 0 (input {_fmt(shape)}) has no value; "
+                "torch.amax raises for it too"
+            )
         expected = reduced_shape(shape, dims, self.keeps_dims)
         if shape_of(self.result) != expected:
             raise VerifyException(
@@ -153,7 +159,7 @@ class ReduceOp(IRDLOperation):
 # ---------------------------------------------------------------------------------------------
 
 
-class SoftmaxBase(IRDLOperation):
+class SoftmaxBase(StaticShapeOp):
     """Softmax-like ops over one dim: a stable (max-subtracting) two-pass row computation."""
 
     T: ClassVar = VarConstraint("T", AnyAttr())
@@ -202,7 +208,7 @@ class LogSoftmaxOp(SoftmaxBase):
 
 
 @irdl_op_definition
-class LayerNormOp(IRDLOperation):
+class LayerNormOp(StaticShapeOp):
     """Layer normalization over the trailing `dims` dimensions, with optional affine weight and bias
     (shaped like those dimensions): (x - mean) / sqrt(var + eps) * weight + bias, biased variance.
 
@@ -295,7 +301,7 @@ def batch_matmul_shape(
 
 
 @irdl_op_definition
-class BatchMatmulOp(IRDLOperation):
+class BatchMatmulOp(StaticShapeOp):
     """Batched matmul with broadcast batch dims: lhs [..., M, K] times rhs [..., K, N] (`matmul`)
     or rhs [..., N, K] read transposed in place (`linear`, e.g. q @ k^T).
 
@@ -354,7 +360,7 @@ def attention_shape(q: tuple[int, ...], k: tuple[int, ...], v: tuple[int, ...]) 
 
 
 @irdl_op_definition
-class AttentionOp(IRDLOperation):
+class AttentionOp(StaticShapeOp):
     """Scaled dot-product attention, as F.scaled_dot_product_attention (dropout 0):
     softmax(q @ k^T * scale + mask [causal: -inf above the diagonal]) @ v, one fused op.
 

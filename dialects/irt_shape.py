@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import DenseArrayBase, I64, IntegerAttr, IntegerType, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
-    IRDLOperation,
     irdl_op_definition,
     operand_def,
     prop_def,
@@ -29,11 +28,12 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from irc.dialects.static_shape import StaticShapeOp
 from irc.dialects.irt import _check_f32_tensor, _fmt, shape_of
 
 
 @irdl_op_definition
-class SliceOp(IRDLOperation):
+class SliceOp(StaticShapeOp):
     """A strided box of the input: result[i...] = input[offsets + i * strides ...].
 
         %s = irt.slice %x offsets [0, 2] strides [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
@@ -78,7 +78,7 @@ class SliceOp(IRDLOperation):
         for d, (n, size, off, st) in enumerate(zip(a, r, offs, strides)):
             if st < 1:
                 raise VerifyException(f"irt.slice: stride {st} in dimension {d} must be >= 1")
-            if size < 1 or off < 0 or off + (size - 1) * st >= n:
+            if size < 0 or off < 0 or (size > 0 and off + (size - 1) * st >= n):  # an empty box: any offset
                 raise VerifyException(
                     f"irt.slice: dimension {d} takes {size} element(s) from offset {off} with stride {st}, "
                     f"outside the input's size {n} (input {_fmt(a)}, result {_fmt(r)})"
@@ -86,7 +86,7 @@ class SliceOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ConcatOp(IRDLOperation):
+class ConcatOp(StaticShapeOp):
     """Inputs joined along `dim`; every other dimension agrees.
 
         %c = irt.concat %a, %b dim 1 : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>
@@ -136,7 +136,7 @@ def broadcasts_to(shape: Sequence[int], target: Sequence[int]) -> bool:
 
 
 @irdl_op_definition
-class ExpandOp(IRDLOperation):
+class ExpandOp(StaticShapeOp):
     """The input broadcast numpy-style to the result shape (torch's expand/broadcast_to).
 
         %e = irt.expand %x : (tensor<4x1xf32>) -> tensor<4x8xf32>
@@ -160,7 +160,7 @@ class ExpandOp(IRDLOperation):
 
 
 @irdl_op_definition
-class EmbeddingOp(IRDLOperation):
+class EmbeddingOp(StaticShapeOp):
     """Rows of a table picked by integer indices: result[i..., d] = weight[indices[i...], d]
     (torch's `nn.Embedding` / `F.embedding` in inference).
 

@@ -4,6 +4,7 @@
     y = cm(x)                      # one native call
     print(cm.ir("fused"))          # the IR after fusion; also "import", "loops"; cm.cpp_source
     print(cm.explain())            # what fused, FLOPs and bytes per kernel
+    cm.refresh_weights()           # after writing weights through .data (irc.refresh_weights(): all)
     cm.save("model.irc"); irc.load("model.irc")   # AOT artifact: no compiler, no xDSL
     torch.compile(model, backend="irc")   # irc as a Dynamo backend (entry point; no import needed)
 
@@ -15,11 +16,11 @@ from irc.errors import CompileError, InputError, IrcError, UnsupportedOpError
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "CompiledModule", "InputError", "IrcError", "UnsupportedOpError", "compile", "load"]
+__all__ = ["CompileError", "CompiledModule", "InputError", "IrcError", "UnsupportedOpError", "compile", "load", "refresh_weights"]
 
 
 def __getattr__(name: str):
-    if name in ("compile", "CompiledModule"):
+    if name in ("compile", "CompiledModule", "refresh_weights"):
         from irc import api
 
         return getattr(api, name)

@@ -8,13 +8,18 @@ and whose other nodes run in eager PyTorch (`irc/partition.py`).
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import logging
+import threading
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 from torch import fx
 
 from irc.context import irc_context
@@ -32,6 +37,7 @@ from irc.lowering.vectorize import VectorizePass
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
 from irc.runtime.wrapper import PACKED_SUFFIX
+from irc.weights import WeightGuard, mode_modules, read_tensor_names, sync, watch
 
 LEVELS = ("import", "fused", "loops")
 DEFAULT_MAX_VERSIONS = 8
@@ -39,6 +45,21 @@ DEFAULT_MAX_VERSIONS = 8
 log = logging.getLogger("irc")
 
 Shapes = tuple[tuple[int, ...], ...]
+
+_LIVE: weakref.WeakSet[CompiledModule] = weakref.WeakSet()  # for irc.refresh_weights()
+
+
+def refresh_weights(model: torch.nn.Module | None = None) -> int:
+    """`refresh_weights()` of every live CompiledModule (those torch.compile(backend="irc")
+    made included), or of those compiled from `model` or one of its submodules; returns how
+    many were refreshed. The call to make after writing weights through `.data`."""
+    targets = list(_LIVE)
+    if model is not None:
+        owned = {id(t) for t in (*model.parameters(), *model.buffers())}
+        targets = [cm for cm in targets if any(id(t) in owned for t in cm._weights.tensors())]
+    for cm in targets:
+        cm.refresh_weights()
+    return len(targets)
 
 
 @dataclass
@@ -54,6 +75,8 @@ class Version:
     eager_nodes: list[UnsupportedNode] = field(default_factory=list)  # run by PyTorch (fallback)
     partitions: dict[str, Version] = field(default_factory=dict, repr=False)  # native partitions
     memory: dict[str, Any] = field(default_factory=dict, repr=False)  # irc-plan-memory's stats (native only)
+    bound: list[torch.Tensor] = field(default_factory=list, repr=False)  # tensors the native code reads in place
+    folded_sources: list[torch.Tensor] = field(default_factory=list, repr=False)  # refolded when updated in place
 
 
 class CompiledModule:
@@ -65,32 +88,119 @@ class CompiledModule:
     example inputs'); `versions` maps every input-shape tuple compiled so far to its `Version`.
     """
 
-    def __init__(self, graph_module: fx.GraphModule, first: Version, build: Callable[..., Version], max_versions: int):
+    def __init__(
+        self, graph_module: fx.GraphModule, first: Version, build: Callable[..., Version], max_versions: int,
+        model: Any = None, example_inputs: Sequence[torch.Tensor] = (),
+    ):
         self.graph_module = graph_module
         self.max_versions = max_versions
         self.versions: dict[Shapes, Version] = {first.input_shapes: first}
         self._first = first
         self._build = build
         self._input_names = [n.name for n in graph_module.graph.nodes if n.op == "placeholder"]
+        self._input_dtypes = [getattr(x, "dtype", torch.float32) for x in example_inputs] or None
+        self._example_inputs = tuple(example_inputs)
         self._forward = first.forward  # the version called last: the fast path
+        self.specialized = ""  # forward arguments compiled as their defaults ("mask=None, scale=2.0")
+        self._lock = threading.RLock()  # creating versions and rebinding weights: one thread at a time
+        # Where the model keeps its weights: the user's module (a traced GraphModule holds its
+        # own references to get_attr tensors, so reassigning them on the model would not reach it).
+        self._roots = [r for r in (model, graph_module) if isinstance(r, torch.nn.Module)]
+        # A model symbolic_trace can trace again (not a GraphModule): traced again when its mode changes.
+        self._retrace = model if isinstance(model, torch.nn.Module) and not isinstance(model, fx.GraphModule) else None
+        self._weight_names = read_tensor_names(graph_module)
+        self._weights = self._watch()
+        _LIVE.add(self)
+
+    def _watch(self) -> WeightGuard:
+        versions = list(self.versions.values())
+        return watch(
+            self._roots, self._weight_names,
+            bound=[t for v in versions for t in v.bound],
+            folded_sources=[t for v in versions for t in v.folded_sources],
+            modes=mode_modules(self.graph_module, self._roots[0] if self._roots else None),
+        )
 
     def __call__(self, *inputs: torch.Tensor) -> Any:
+        if self._weights.stale():
+            self._rebind_weights()
+        if torch.is_grad_enabled() and self._wants_grad(inputs):
+            structure: list = []  # the output's pytree spec: apply passes tensors, not dicts or lists
+            leaves = _NativeForward.apply(self, len(inputs), structure, *inputs, *self._grad_params())
+            return pytree.tree_unflatten(list(leaves), structure[0])
+        return self._call_native(inputs)
+
+    def _call_native(self, inputs: tuple) -> Any:
         try:
             return self._forward(*inputs)
         except InputError as e:
             return self._dispatch(inputs, e)
 
+    def _wants_grad(self, inputs: tuple) -> bool:
+        """Would eager PyTorch record this call for autograd?"""
+        for x in inputs:
+            if isinstance(x, torch.Tensor) and x.requires_grad:
+                return True
+        for t in self._weights.tensors():
+            if t.requires_grad:
+                return True
+        return False
+
+    def _grad_params(self) -> list[torch.Tensor]:
+        return [t for t in self._weights.tensors() if t.requires_grad]
+
+    def refresh_weights(self) -> None:
+        """Read every weight of the model again and rebuild what was derived from them.
+
+        Calls check by themselves whether a parameter or buffer was reassigned, given new
+        storage (`.data = t`) or updated in place; what they cannot see is a write through
+        `.data` (`w.data.mul_(2)`, `w.data.copy_(t)`), because `.data` has its own version
+        counter. Call this after such a write."""
+        self._rebind_weights(force=True)
+
+    def _rebind_weights(self, force: bool = False) -> None:
+        """Rebuild every version against the model's current weights (a reassigned weight may
+        have another shape, layout or dtype; the build cache makes unchanged code cheap)."""
+        with self._lock:
+            if not force and not self._weights.stale():
+                return  # another thread rebound first
+            reasons = self._weights.reasons()
+            log.info("irc: %s; rebuilding %d version(s) against the model's current weights",
+                     "; ".join(reasons) or "refresh_weights()", len(self.versions))
+            if self._retrace is not None and self._weights.mode_changed():
+                self.graph_module = trace(self._retrace, len(self._input_names))
+                self._roots[-1] = self.graph_module
+                self._weight_names = read_tensor_names(self.graph_module)
+            sync(self.graph_module, self._roots[0], self._weight_names)
+            current = next((s for s, v in self.versions.items() if v.forward is self._forward), None)
+            rebuilt: dict[Shapes, Version] = {}
+            for shapes, old in self.versions.items():
+                inputs = self._example_inputs if old is self._first else _stand_in_inputs(shapes, self._input_dtypes)
+                try:
+                    rebuilt[shapes] = self._build(self.graph_module, inputs, first=False)
+                except IrcError as e:
+                    raise IrcError(
+                        f"irc: rebuilding for the model's new weights failed ({'; '.join(reasons) or 'refresh'}):\n{e}"
+                    ) from e
+            first_shapes = self._first.input_shapes
+            self.versions = rebuilt
+            self._first = rebuilt[first_shapes]
+            self._forward = rebuilt[current].forward if current in rebuilt else self._first.forward
+            self._weights = self._watch()
+
     def _dispatch(self, inputs: tuple, error: InputError) -> Any:
         """The slow path: an input did not match the current version. Other shapes → another
         version (compiled if new); any other mismatch → the InputError."""
-        _check_inputs(inputs, self._input_names, getattr(self, "_input_dtypes", None))
+        _check_inputs(inputs, self._input_names, self._input_dtypes, self.specialized)
         shapes = tuple(tuple(x.shape) for x in inputs)
-        version = self.versions.get(shapes)
-        if version is None:
-            version = self._new_version(inputs, shapes)
-        elif version.forward is self._forward:
-            raise error
-        self._forward = version.forward
+        with self._lock:
+            version = self.versions.get(shapes)
+            if version is None:
+                version = self._new_version(inputs, shapes)
+                self._weights = self._watch()
+            self._forward = version.forward
+        # Everything but the shapes was checked above, so an InputError now is a real one
+        # (another thread may have switched the fast path since `error` was raised).
         return version.forward(*inputs)
 
     def _new_version(self, inputs: tuple, shapes: Shapes) -> Version:
@@ -113,7 +223,7 @@ class CompiledModule:
             len(self.versions) + 1, self.max_versions, "; ".join(changed),
         )
         try:
-            version = self._build(inputs, first=False)
+            version = self._build(self.graph_module, inputs, first=False)
         except IrcError as e:
             raise IrcError(
                 f"irc: compiling for the new input shapes {_fmt_shapes(shapes)} failed "
@@ -167,22 +277,16 @@ class CompiledModule:
         return [first] if first.graph is not None else list(first.partitions.values())
 
     def save(self, path: str | Path) -> Path:
-        """Write an AOT artifact (library, folded weights, manifest) for the example input shapes;
-        `irc.load(path)` runs it without recompiling. See irc/aot.py."""
+        """Write an AOT artifact holding every version compiled so far (one library per set of
+        input shapes, the folded weights, a manifest); `irc.load(path)` runs it without
+        recompiling and dispatches on the input shapes like this module. See irc/aot.py."""
         from irc import aot
 
-        v = self._first
-        if v.graph is None or v.library_path is None:
-            raise IrcError(
-                "only a model compiled entirely to native code can be saved; this one runs "
-                f"{len(v.eager_nodes)} node(s) in eager PyTorch: {', '.join(n.target for n in v.eager_nodes)}"
-            )
-        g = v.graph
-        return aot.save(
-            path, library_path=v.library_path, func_name=g.func_name, input_names=g.input_names,
-            input_shapes=g.input_shapes, input_dtypes=g.input_dtypes, output_shapes=g.output_shapes, return_tuple=g.return_tuple,
-            params=g.params, cxx_flags=self._options["cxx_flags"], arena_bytes=v.memory.get("arena_bytes", 0),
-        )
+        with self._lock:
+            if self._weights.stale():  # what the next call would do: the model's weights as they are now
+                self._rebind_weights()
+            versions = [aot.ArtifactVersion.of(shapes, v) for shapes, v in self.versions.items()]
+        return aot.save(path, versions, self._options["cxx_flags"])
 
     def explain(self, profile: bool = False, runs: int = 20, roofline_png: str | Path | None = None) -> str:
         """What irc did (see irc/explain.py); with `profile`, each kernel's measured time and
@@ -207,6 +311,14 @@ class CompiledModule:
             reports.append(report)
         if self._first.eager_nodes:
             reports.append("Run in eager PyTorch: " + ", ".join(str(n) for n in self._first.eager_nodes) + "\n")
+        copies = [
+            f"input {i} ({name!r}) has strides {x.stride()}: each call copies its {x.numel() * x.element_size()} "
+            "bytes to a contiguous tensor first (pass it contiguous to skip the copy)"
+            for i, (name, x) in enumerate(zip(self._input_names, self._example_inputs))
+            if isinstance(x, torch.Tensor) and not x.is_contiguous()
+        ]
+        if copies:
+            reports.append("Input copies: " + "; ".join(copies) + "\n")
         return "\n".join(reports)
 
     def _profile(self, v: Version, fused, runs: int):
@@ -236,11 +348,15 @@ def _fmt_shapes(shapes: Shapes) -> str:
     return "(" + ", ".join("x".join(map(str, s)) or "scalar" for s in shapes) + ")"
 
 
-def _check_inputs(inputs: tuple, names: list[str], dtypes: Sequence[torch.dtype] | None = None) -> None:
-    """Everything the native wrapper checks except shapes, with the same messages. `dtypes`: the
+def _check_inputs(
+    inputs: tuple, names: list[str], dtypes: Sequence[torch.dtype] | None = None, specialized: str = ""
+) -> None:
+    """Everything the native wrapper checks except shapes (and layout, which it copies to
+    contiguous when it must), with the same messages. `dtypes`: the
     example inputs' (float32, or int64 for embedding indices); default all float32."""
     if len(inputs) != len(names):
-        raise InputError(f"expected {len(names)} input(s) ({', '.join(names)}), got {len(inputs)}")
+        note = f"; specialized to their defaults when compiled: {specialized}" if specialized else ""
+        raise InputError(f"expected {len(names)} input(s) ({', '.join(names)}), got {len(inputs)}{note}")
     for i, (x, name) in enumerate(zip(inputs, names)):
         label = f"input {i} ({name!r})"
         if not isinstance(x, torch.Tensor):
@@ -250,23 +366,73 @@ def _check_inputs(inputs: tuple, names: list[str], dtypes: Sequence[torch.dtype]
         expected = dtypes[i] if dtypes is not None else torch.float32
         if x.dtype != expected:
             raise InputError(f"{label}: expected dtype {expected}, got {x.dtype}")
-        if not x.is_contiguous():
-            raise InputError(
-                f"{label}: expected a contiguous tensor, got strides {x.stride()}; call .contiguous() on it first"
-            )
 
 
-def trace(model: Any) -> fx.GraphModule:
+def _stand_in_inputs(shapes: Shapes, dtypes: Sequence[torch.dtype] | None) -> tuple[torch.Tensor, ...]:
+    """Inputs of the given shapes to build a version with (zeros: valid embedding indices too)."""
+    dtypes = dtypes or [torch.float32] * len(shapes)
+    return tuple(torch.zeros(s, dtype=d) for s, d in zip(shapes, dtypes))
+
+
+@contextlib.contextmanager
+def _buffers_kept(gm: fx.GraphModule):
+    """Run `gm` (to trace shapes, to recompute for a backward) without changing its buffers:
+    in train mode a batch norm updates its running statistics on every run."""
+    saved = [(b, b.clone()) for b in gm.buffers()] if any(m.training for m in gm.modules()) else []
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, before in saved:
+                b.copy_(before)
+
+
+class _NativeForward(torch.autograd.Function):
+    """A call that eager PyTorch would record for autograd: the forward runs natively, the
+    backward recomputes the graph in eager PyTorch (with the same weights) and differentiates
+    it, so inputs and parameters get eager's gradients. Call under `torch.no_grad()` or
+    `torch.inference_mode()` to skip this (the fastest path)."""
+
+    @staticmethod
+    def forward(ctx, cm: CompiledModule, n_inputs: int, structure: list, *args: torch.Tensor) -> Any:
+        ctx.cm, ctx.n_inputs = cm, n_inputs
+        ctx.save_for_backward(*args)
+        leaves, spec = pytree.tree_flatten(cm._call_native(args[:n_inputs]))
+        structure.append(spec)
+        return tuple(leaves)
+
+    @staticmethod
+    def backward(ctx, *grads: torch.Tensor) -> Any:
+        args = ctx.saved_tensors
+        n = ctx.n_inputs
+        inputs = [a.detach().requires_grad_(a.requires_grad) for a in args[:n]]
+        wrt = [t for t in (*inputs, *args[n:]) if t.requires_grad]
+        # The recomputation must not repeat the forward's side effects (a batch norm in train
+        # mode updates its running statistics): the buffers are put back as they were.
+        with _buffers_kept(ctx.cm.graph_module), torch.enable_grad():
+            out = ctx.cm.graph_module(*inputs)
+            outs = pytree.tree_leaves(out)
+            pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+            got = iter(torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)
+                       if pairs else [None] * len(wrt))
+        result = [next(got) if t.requires_grad else None for t in (*inputs, *args[n:])]
+        return (None, None, None, *result)
+
+
+def trace(model: Any, n_inputs: int | None = None) -> fx.GraphModule:
     """The FX graph of a model: a GraphModule as it is, an ExportedProgram's ATen graph (weights
-    as function parameters), or `torch.fx.symbolic_trace` of an nn.Module or function."""
+    as function parameters), or `torch.fx.symbolic_trace` of an nn.Module or function. With
+    `n_inputs`, the arguments after the first `n_inputs` that have defaults (`mask=None`,
+    `scale: float = 2.0`) are specialized to their defaults, as torch.compile does."""
     if isinstance(model, fx.GraphModule):
         return model
     if isinstance(model, torch.export.ExportedProgram):
         from irc.frontend.aten import exported_program_module
 
         return exported_program_module(model)
+    concrete = _defaults_beyond(model, n_inputs) if n_inputs is not None else {}
     try:
-        return fx.symbolic_trace(model)
+        gm = fx.symbolic_trace(model, concrete_args=concrete or None)
     except Exception as e:
         raise IrcError(
             f"torch.fx could not trace the model: {type(e).__name__}: {e}\n"
@@ -274,6 +440,44 @@ def trace(model: Any) -> fx.GraphModule:
             "that depends on tensor values (or pass a torch.export.ExportedProgram, or use "
             "torch.compile(model, backend='irc'))."
         ) from e
+    if concrete:
+        _drop_specialized_placeholders(gm, n_inputs)
+    return gm
+
+
+def _drop_specialized_placeholders(gm: fx.GraphModule, n_inputs: int) -> None:
+    """symbolic_trace keeps a specialized argument as a placeholder with its default and asserts
+    its value; the compiled graph takes only the example inputs, so both go."""
+    graph = gm.graph
+    extra = [n for n in graph.nodes if n.op == "placeholder"][n_inputs:]
+    asserts = (torch._assert, fx._symbolic_trace._assert_is_none)
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target in asserts:
+            graph.erase_node(node)
+    graph.eliminate_dead_code()
+    for p in extra:
+        if not p.users:  # the traced code reads the default itself, not the placeholder
+            graph.erase_node(p)
+    gm.recompile()
+
+
+def _defaults_beyond(model: Any, n_inputs: int) -> dict[str, Any]:
+    """The defaults of the parameters of `model`'s forward that `n_inputs` example inputs do not
+    reach (keyword-only ones included); empty when the signature cannot be read."""
+    fn = model.forward if isinstance(model, torch.nn.Module) else model
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return {}
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in params):
+        return {}
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    out = {}
+    for i, p in enumerate(q for q in params if q.kind is not inspect.Parameter.VAR_KEYWORD):
+        given = i < n_inputs and p.kind in positional
+        if not given and p.default is not inspect.Parameter.empty:
+            out[p.name] = p.default
+    return out
 
 
 def compile(
@@ -303,20 +507,29 @@ def compile(
         raise ValueError(f"max_versions must be at least 1, got {max_versions}")
     configure_logging()
     inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
-    gm = trace(model)
+    gm = trace(model, len(inputs))
+    specialized = ", ".join(f"{k}={v!r}" for k, v in _defaults_beyond(model, len(inputs)).items()) \
+        if not isinstance(model, (fx.GraphModule, torch.export.ExportedProgram)) else ""
+    if specialized:
+        log.info("irc: forward arguments not among the example inputs are compiled as their defaults: %s", specialized)
     options = dict(fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir)
 
-    def build(inputs: Sequence[torch.Tensor], first: bool = True) -> Version:
+    def build(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], first: bool = True) -> Version:
         return _build_version(gm, inputs, fallback=fallback, first=first, **options)
 
-    cm = CompiledModule(gm, build(inputs), build, max_versions)
-    cm._options, cm._example_inputs = options, inputs
-    cm._input_dtypes = [getattr(x, "dtype", torch.float32) for x in inputs]
+    cm = CompiledModule(gm, build(gm, inputs), build, max_versions, model=model, example_inputs=inputs)
+    cm._options = options
+    cm.specialized = specialized
     return cm
 
 
 def _build_version(gm: fx.GraphModule, inputs, *, fuse, cxx_flags, dump_dir, fallback: bool, first: bool) -> Version:
     """The whole graph native; or, if unsupported nodes and `fallback`, a partitioned version."""
+    with _buffers_kept(gm):
+        return _build_any_version(gm, inputs, fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir, fallback=fallback, first=first)
+
+
+def _build_any_version(gm: fx.GraphModule, inputs, *, fuse, cxx_flags, dump_dir, fallback: bool, first: bool) -> Version:
     try:
         return _native_version(gm, inputs, fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir)
     except UnsupportedOpError:
@@ -341,7 +554,9 @@ def _build_version(gm: fx.GraphModule, inputs, *, fuse, cxx_flags, dump_dir, fal
     library = next((v.library_path for v in parts.values()), None)
     shapes = tuple(tuple(x.shape) for x in inputs)
     return Version(
-        shapes, _partitioned_forward(p.module, shapes), ir, source, library, None, list(p.eager), dict(parts)
+        shapes, _partitioned_forward(p.module, shapes), ir, source, library, None, list(p.eager), dict(parts),
+        bound=[t for v in parts.values() for t in v.bound],
+        folded_sources=[t for v in parts.values() for t in v.folded_sources],
     )
 
 
@@ -414,10 +629,14 @@ def _native_version(
         params=params,
         outputs=[TensorSpec(f"out{i}", s) for i, s in enumerate(graph.output_shapes)],
         return_tuple=graph.return_tuple,
+        output_spec=graph.output_spec,
         set_threads=lib.irc_set_num_threads,
         scratch_bytes=stats["arena_bytes"],
         packed=getattr(lib, graph.func_name + PACKED_SUFFIX),
     )
     if plan is not None:  # weights updated in place are folded (packed) again before the next call
         forward = plan.guard(forward)
-    return Version(tuple(graph.input_shapes), forward, ir, source, library_path, graph, memory=stats)
+    return Version(
+        tuple(graph.input_shapes), forward, ir, source, library_path, graph, memory=stats,
+        bound=params, folded_sources=plan.sources if plan is not None else [],
+    )

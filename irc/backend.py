@@ -9,10 +9,20 @@ inputs) and, for dynamic shapes, SymInt sizes. irc compiles it on the first call
 - parameters and buffers turned into `get_attr` attributes: they become function parameters of
   the native code (read in place, foldable at compile time), not per-call inputs. If Dynamo
   later passes a different tensor object for one of them, the graph is compiled again for it;
-- SymInt/int inputs specialized to their values (`dynamic=False` semantics): one compiled
-  module per distinct set of values;
+- SymInt/int inputs specialized to their values (`dynamic=False` semantics), and so are the
+  Python floats Dynamo lifts to 0-d tensors read by `.item()` (`LayerNorm.eps`, a float module
+  attribute under `dynamic=True`): their values are read at every call and are part of the key,
+  so one compiled module per distinct set of values;
 - eager fallback for unsupported nodes and one native version per input-shape set
   (`irc.compile` defaults). Past `max_versions` shapes, calls run the graph eagerly (one warning).
+
+**The backend never breaks the program**: whatever fails while compiling a graph (an
+unsupported dtype, a verifier error, g++, a bug in irc) makes that graph run in eager PyTorch,
+with one WARNING on logger "irc" naming the reason. `options={"fallback": False}` raises instead.
+
+**Training** (grad enabled and an input requiring grad when Dynamo calls the backend): the graph
+goes through AOTAutograd; irc compiles the ATen forward (every input, weights included, read at
+every call) and the backward runs the ATen backward graph in eager PyTorch.
 
 Outputs keep the structure Dynamo expects (the graph's tuple).
 """
@@ -20,25 +30,88 @@ Outputs keep the structure Dynamo expects (the graph's tuple).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from torch import fx, nn
 
 from irc.api import DEFAULT_MAX_VERSIONS, CompiledModule, compile
+from irc.errors import IrcError
+from irc.partition import like_traced, traced_layouts
 
 log = logging.getLogger("irc")
 
 __all__ = ["irc_backend"]
 
+OPTIONS = {"fuse": True, "cxx_flags": None, "max_versions": DEFAULT_MAX_VERSIONS, "fallback": True}
+_ITEM = ("item", torch.ops.aten._local_scalar_dense.default)
 
-def irc_backend(gm: fx.GraphModule, example_inputs: Sequence[Any], **options: Any) -> "DynamoGraph":
-    """The Dynamo backend: returns a callable running `gm` through irc.
 
-    options (torch.compile(..., options={...})): `fuse`, `cxx_flags`, `max_versions`.
+def irc_backend(
+    gm: fx.GraphModule, example_inputs: Sequence[Any], *, mode: str | None = None,
+    options: dict[str, Any] | None = None, **kwargs: Any,
+) -> Callable[..., Any]:
+    """The Dynamo backend: returns a callable running `gm` through irc (or, if irc cannot
+    compile it, in eager PyTorch).
+
+    options (torch.compile(..., options={...})): `fuse`, `cxx_flags`, `max_versions`, and
+    `fallback` (default True: a graph irc cannot compile runs eagerly; False: raise).
     """
-    return DynamoGraph(gm, example_inputs, **options)
+    opts = _options({**(options or {}), **kwargs})
+    try:
+        if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):
+            return _training(gm, example_inputs, opts)
+        return DynamoGraph(gm, example_inputs, **opts)
+    except torch._dynamo.exc.RestartAnalysis:
+        raise  # AOTAutograd restarting Dynamo (e.g. to specialize a float): not a failure
+    except Exception as e:
+        if not opts["fallback"]:
+            raise
+        warn_eager(e)
+        return gm.forward
+
+
+def _options(given: dict[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(given) - set(OPTIONS))
+    if unknown:
+        raise IrcError(
+            f"unknown irc option(s) {', '.join(map(repr, unknown))} in torch.compile(..., options=...); "
+            f"irc takes {', '.join(map(repr, OPTIONS))}"
+        )
+    return {**OPTIONS, **given}
+
+
+def warn_eager(error: BaseException, what: str = "this graph") -> None:
+    """The one WARNING when irc declines a graph: what failed, and how to get the error instead."""
+    reason = " ".join(line.strip() for line in str(error).splitlines() if line.strip())
+    reason = reason if len(reason) <= 600 else reason[:600] + " ..."
+    if not isinstance(error, IrcError):
+        reason = f"{type(error).__name__}: {reason} (an internal error in irc; please report it)"
+    log.warning(
+        "irc could not compile %s and runs it in eager PyTorch: %s. "
+        "Pass torch.compile(..., options={'fallback': False}) to raise instead.", what, reason,
+    )
+    log.debug("irc: the error that made the graph run eagerly", exc_info=error)
+
+
+def _training(gm: fx.GraphModule, example_inputs: Sequence[Any], opts: dict[str, Any]) -> Callable[..., Any]:
+    """AOTAutograd with irc compiling the forward (lazily, every input a run-time input) and the
+    ATen backward graph run by PyTorch."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.aot_autograd import make_boxed_func
+
+    def forward_compiler(fw: fx.GraphModule, fake_inputs: Sequence[Any]) -> Callable[[list], Any]:
+        return make_boxed_func(DynamoGraph(fw, fake_inputs, weights_as_inputs=True, **opts))
+
+    def backward_compiler(bw: fx.GraphModule, fake_inputs: Sequence[Any]) -> Callable[[list], Any]:
+        return make_boxed_func(bw.forward)
+
+    backend = aot_autograd(
+        fw_compiler=forward_compiler, bw_compiler=backward_compiler, inference_compiler=forward_compiler
+    )
+    return backend(gm, example_inputs)
 
 
 def _is_param_or_buffer(node: fx.Node, example: Any) -> bool:
@@ -53,63 +126,126 @@ def _is_param_or_buffer(node: fx.Node, example: Any) -> bool:
     return False
 
 
-class DynamoGraph:
-    """A Dynamo graph compiled by irc, lazily (on the first call, with real values)."""
+def _is_lifted_scalar(node: fx.Node, example: Any) -> bool:
+    """A 0-d tensor the graph only reads with `.item()`: a Python number Dynamo lifted to an
+    input (under dynamic=True). It is specialized to its value, read at every call."""
+    return (
+        isinstance(example, torch.Tensor) and example.dim() == 0 and bool(node.users)
+        and all(u.target in _ITEM for u in node.users)
+    )
 
-    def __init__(self, gm: fx.GraphModule, example_inputs: Sequence[Any], **options: Any):
+
+class DynamoGraph:
+    """A Dynamo graph compiled by irc, lazily (on the first call, with real values).
+
+    `weights_as_inputs`: parameters are run-time inputs like any other (AOTAutograd's training
+    forward, whose weights change at every optimizer step)."""
+
+    def __init__(
+        self, gm: fx.GraphModule, example_inputs: Sequence[Any], *, fuse: bool = True, cxx_flags=None,
+        max_versions: int = DEFAULT_MAX_VERSIONS, fallback: bool = True, weights_as_inputs: bool = False,
+    ):
         self.gm = gm
-        self.options = {"fuse": True, "cxx_flags": None, "max_versions": DEFAULT_MAX_VERSIONS, **options}
+        self.options = {"fuse": fuse, "cxx_flags": cxx_flags, "max_versions": max_versions}
+        self.fallback = fallback
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        self.const_idx: list[int] = []  # ints / SymInts the graph uses: specialized
+        self.const_idx: list[int] = []  # ints / SymInts / floats the graph uses: specialized
         self.unused_idx: list[int] = []  # ints / SymInts it does not use (sizes Dynamo passes along)
+        self.scalar_idx: list[int] = []  # 0-d tensors read by .item() (lifted floats): specialized
         self.param_idx: list[int] = []  # parameters and buffers: function parameters
         self.input_idx: list[int] = []  # the rest: run-time inputs
         for i, (node, example) in enumerate(zip(placeholders, example_inputs)):
             if not isinstance(example, torch.Tensor):
                 (self.const_idx if node.users else self.unused_idx).append(i)
-            elif _is_param_or_buffer(node, example):
+            elif _is_lifted_scalar(node, example):
+                self.scalar_idx.append(i)
+            elif not weights_as_inputs and _is_param_or_buffer(node, example):
                 self.param_idx.append(i)
             else:
                 self.input_idx.append(i)
-        self.compiled: dict[tuple, tuple[list[torch.Tensor], CompiledModule]] = {}
-        self._warned = False
+        # key -> (parameters compiled for, the module; None: runs eagerly)
+        self.compiled: dict[tuple, tuple[list[torch.Tensor], CompiledModule | None]] = {}
+        self._eager_shapes: set[tuple] = set()  # (key, input shapes) whose version failed to compile
+        self._warned_versions = False
+        self._warned_eager = False
+        # AOTAutograd's forward: its results laid out as traced (the backward may view them)
+        self._layouts = traced_layouts(gm) if weights_as_inputs else None
+        self._lock = threading.Lock()
 
     def __call__(self, *args: Any) -> Any:
-        key = tuple(args[i] for i in self.const_idx)
+        key = self._key(args)
         entry = self.compiled.get(key)
         if entry is None or any(args[i] is not p for i, p in zip(self.param_idx, entry[0])):
-            if entry is None and len(self.compiled) >= self.options["max_versions"]:
-                return self._eager(args, len(self.compiled))
-            entry = self._compile(args, key)
+            with self._lock:  # threads making first calls at once compile once
+                entry = self.compiled.get(key)
+                if entry is None or any(args[i] is not p for i, p in zip(self.param_idx, entry[0])):
+                    if entry is None and len(self.compiled) >= self.options["max_versions"]:
+                        return self._over_max_versions(args, len(self.compiled))
+                    entry = self._compile(args, key)
         cm = entry[1]
+        if cm is None:
+            return self.gm(*args)
         inputs = [args[i] for i in self.input_idx]
-        if len(cm.versions) >= cm.max_versions and tuple(tuple(x.shape) for x in inputs) not in cm.versions:
-            return self._eager(args, len(cm.versions))
-        return cm(*inputs)
+        shapes = tuple(tuple(x.shape) for x in inputs)
+        if shapes in cm.versions:
+            return self._laid_out(cm(*inputs))
+        if len(cm.versions) >= cm.max_versions:
+            return self._over_max_versions(args, len(cm.versions))
+        if (key, shapes) in self._eager_shapes:
+            return self.gm(*args)
+        try:  # a new shape: cm compiles a version for it before running anything
+            out = cm(*inputs)
+        except Exception as e:
+            if not self.fallback or shapes in cm.versions:
+                raise
+            self._decline(e, "this graph for new input shapes")
+            self._eager_shapes.add((key, shapes))
+            return self.gm(*args)
+        return self._laid_out(out)
 
-    def _eager(self, args: tuple, n_versions: int) -> Any:
-        if not self._warned:
-            self._warned = True
+    def _laid_out(self, out: Any) -> Any:
+        if not self._layouts or not isinstance(out, (tuple, list)):
+            return out
+        return type(out)(like_traced(t, layout) for t, layout in zip(out, self._layouts))
+
+    def _key(self, args: tuple) -> tuple:
+        """The values the compiled code is specialized to, read from this call's arguments."""
+        return tuple(args[i] for i in self.const_idx) + tuple(args[i].item() for i in self.scalar_idx)
+
+    def _over_max_versions(self, args: tuple, n_versions: int) -> Any:
+        if not self._warned_versions:
+            self._warned_versions = True
             log.warning(
                 "irc: this graph was compiled for %d input shapes (max_versions); further shapes run "
                 "in eager PyTorch. Pad or bucket the inputs, or pass options={'max_versions': N}.",
                 n_versions,
             )
-        with torch.no_grad():
-            return self.gm(*args)
+        return self.gm(*args)
 
-    def _compile(self, args: tuple, key: tuple) -> tuple[list[torch.Tensor], CompiledModule]:
+    def _decline(self, error: BaseException, what: str) -> None:
+        if not self._warned_eager:
+            self._warned_eager = True
+            warn_eager(error, what)
+        else:
+            log.info("irc runs %s in eager PyTorch too: %s", what, str(error).strip().splitlines()[:1])
+
+    def _compile(self, args: tuple, key: tuple) -> tuple[list[torch.Tensor], CompiledModule | None]:
         params = [args[i] for i in self.param_idx]
-        gm = self._specialize(args)
-        inputs = [args[i] for i in self.input_idx]
         if self.compiled:
+            names = [p.name for p in self._placeholders()]
             log.info("irc: compiling the Dynamo graph again for %s", ", ".join(
-                f"{self._placeholders()[i].name}={args[i]}" for i in self.const_idx
+                f"{names[i]}={v}" for i, v in zip(self.const_idx + self.scalar_idx, key)
             ) or "new parameter tensors")
-        cm = compile(
-            gm, inputs, fuse=self.options["fuse"], cxx_flags=self.options["cxx_flags"],
-            max_versions=self.options["max_versions"],
-        )
+        try:
+            gm = self._specialize(args)
+            inputs = [args[i] for i in self.input_idx]
+            with _warnings_as_info(enabled=bool(self.compiled)):  # the partition note: once per graph
+                cm: CompiledModule | None = compile(gm, inputs, fallback=self.fallback, **self.options)
+        except Exception as e:  # whatever irc cannot do, PyTorch runs (one WARNING says why)
+            if not self.fallback:
+                raise
+            self._decline(e, "this graph")
+            cm = None
         self.compiled[key] = (params, cm)
         return self.compiled[key]
 
@@ -118,31 +254,71 @@ class DynamoGraph:
 
     def _specialize(self, args: tuple) -> fx.GraphModule:
         """A copy of the graph taking the run-time inputs only: parameters become attributes read
-        by get_attr, int/SymInt placeholders their values."""
+        by get_attr, int/SymInt placeholders their values, lifted scalars' `.item()` their value."""
         root = nn.Module()
         graph = fx.Graph()
         env: dict[fx.Node, Any] = {}
         placeholders = self._placeholders()
-        kinds = {**{i: "const" for i in self.const_idx}, **{i: "param" for i in self.param_idx}}
+        kinds = {
+            **{i: "const" for i in self.const_idx}, **{i: "param" for i in self.param_idx},
+            **{i: "scalar" for i in self.scalar_idx}, **{i: "unused" for i in self.unused_idx},
+        }
         for i, node in enumerate(placeholders):
             kind = kinds.get(i)
-            if i in self.unused_idx:
-                continue
             if kind == "const":
                 env[node] = args[i] if isinstance(args[i], (int, float, bool)) else int(args[i])
+            elif kind == "scalar":
+                for use in node.users:
+                    env[use] = args[i].item()
             elif kind == "param":
                 name = f"irc_param_{i}"
                 setattr(root, name, args[i])  # plain attribute: keeps the tensor object itself
                 env[node] = graph.get_attr(name)
-            else:
+            elif kind is None:
                 env[node] = graph.placeholder(node.name)
         for node in self.gm.graph.nodes:
-            if node.op == "placeholder":
+            if node.op == "placeholder" or node in env:
                 continue
             if node.op in ("get_attr", "call_module"):
                 _copy_attr(self.gm, root, str(node.target))
+            args_ = fx.node.map_arg((node.args, node.kwargs), lambda n: env[n])
+            if node.op == "call_function" and _is_number_op(node, args_):
+                env[node] = node.target(*args_[0], **args_[1])  # int/float arithmetic on constants
+                continue
             env[node] = graph.node_copy(node, lambda n: env[n])
         return fx.GraphModule(root, graph)
+
+
+class _warnings_as_info(logging.Filter):
+    """While active, WARNINGs on logger "irc" are logged at INFO (compiling the same Dynamo
+    graph again for other values: its fallback note was already given once)."""
+
+    def __init__(self, enabled: bool):
+        super().__init__()
+        self.enabled = enabled
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING:
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+    def __enter__(self) -> None:
+        if self.enabled:
+            log.addFilter(self)
+
+    def __exit__(self, *exc: Any) -> None:
+        log.removeFilter(self)
+
+
+_NUMBERS = (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+
+
+def _is_number_op(node: fx.Node, args: tuple) -> bool:
+    """A call computing a Python number from Python numbers only (SymInt/SymFloat arithmetic
+    such as `s0 * 2`, `sym_sum`, `_sym_sqrt`, once its inputs are specialized)."""
+    found: list[fx.Node] = []
+    fx.node.map_arg(args, found.append)
+    return isinstance(node.meta.get("example_value", node.meta.get("val")), _NUMBERS) and not found
 
 
 def _copy_attr(src: nn.Module, dst: nn.Module, target: str) -> None:

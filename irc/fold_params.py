@@ -65,6 +65,7 @@ class FoldPlan:
             return forward(*args)
 
         guarded.__wrapped__ = forward  # type: ignore[attr-defined]
+        guarded.fold_plan = self  # type: ignore[attr-defined]  # CompiledModule.save refolds before writing
         return guarded
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,11 +19,12 @@ from typing import Any
 import torch
 from torch import fx, nn
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
+from torch._prims_common import is_non_overlapping_and_dense_or_false
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
 from irc.frontend.convert_shape import has_runtime_value
-from irc.frontend.fx_importer import FxImporter, Unsupported, describe_target
+from irc.frontend.fx_importer import INPUT_DTYPES, EagerTensor, FxImporter, describe_target, tensor_type
 from irc.frontend.order_mutations import order_mutations
 
 log = logging.getLogger("irc")
@@ -32,27 +34,26 @@ CALLABLE = ("call_function", "call_method", "call_module")
 
 class _Probe(FxImporter):
     """An import that goes on past unsupported nodes: a node that depends on one gets a stand-in
-    function argument of the right type instead, so its own converter is tried as well."""
+    for its result (what the eager node will compute), so its own converter is tried as well."""
 
     def _import_node(self, node: fx.Node) -> None:
         for producer in node.all_input_nodes:
             if producer in self.failed:
                 self._stand_in(producer)
-        eager_inputs = [p.name for p in node.all_input_nodes if p in self.failed]
-        if eager_inputs:  # a native partition can take float32 tensors only
-            names = ", ".join(eager_inputs)
-            self._unsupported(node, f"it reads {names}, which runs eagerly and is not a float32 tensor")
-            return
         super()._import_node(node)
 
     def _stand_in(self, node: fx.Node) -> None:
-        try:
-            t = self.result_type(node)
-        except Unsupported:
-            return  # not a float32 tensor: its users run eagerly too
-        block = self.builder.insertion_point.block
-        self.values[node] = block.insert_arg(t, len(block.args))
+        """A float32 or int64 tensor becomes a new function argument; anything else an
+        `EagerTensor`, which makes each node taking it unsupported as well."""
+        meta = node.meta.get("tensor_meta")
         self.failed.discard(node)
+        if meta is None or not hasattr(meta, "shape"):
+            self.values[node] = EagerTensor(node.name, None, "eager")
+        elif meta.dtype not in INPUT_DTYPES:
+            self.values[node] = EagerTensor(node.name, meta.dtype, "eager")
+        else:
+            block = self.builder.insertion_point.block
+            self.values[node] = block.insert_arg(tensor_type(tuple(meta.shape), meta.dtype), len(block.args))
 
 
 def unsupported_nodes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> list[UnsupportedNode]:
@@ -73,7 +74,8 @@ def _with_folded_inputs(gm: fx.GraphModule, probe: _Probe, nodes: list[Unsupport
     for node in reversed(gm.graph.nodes):  # users first: folding chains become eager as a whole
         value = probe.values.get(node)
         if (node.op in CALLABLE and node.name not in eager and value is not None
-                and not has_runtime_value(value) and any(u.name in eager for u in node.users)):
+                and not isinstance(value, EagerTensor) and not has_runtime_value(value)
+                and any(u.name in eager for u in node.users)):
             reason = "a compile-time value an eager node reads"
             nodes.append(UnsupportedNode(node.name, describe_target(node, gm), reason))
             eager.add(node.name)
@@ -89,15 +91,52 @@ class _Supported(OperatorSupportBase):
 
 
 class NativePartition(nn.Module):
-    """A compiled partition inside the split GraphModule (inputs made contiguous for it)."""
+    """A compiled partition inside the split GraphModule: inputs made contiguous for it, results
+    laid out like the traced ones (`like_traced`), for the eager nodes and autograd after it."""
 
-    def __init__(self, forward: Callable[..., Any], source: Any):
+    def __init__(self, forward: Callable[..., Any], source: Any, layouts: list | None = None):
         super().__init__()
         self._native = forward
         self.compiled = source  # what compile_graph returned (IR, C++ source, library)
+        self._layouts = layouts  # per result: (shape, stride) as traced, or None
 
     def forward(self, *args: Any) -> Any:
-        return self._native(*(a if a.is_contiguous() else a.contiguous() for a in args))
+        out = self._native(*(a if a.is_contiguous() else a.contiguous() for a in args))
+        if not self._layouts:
+            return out
+        if isinstance(out, (tuple, list)):
+            return type(out)(like_traced(t, layout) for t, layout in zip(out, self._layouts))
+        return like_traced(out, self._layouts[0])
+
+
+def traced_layouts(gm: fx.GraphModule) -> list:
+    """(shape, stride) of each result of `gm` as ShapeProp or FakeTensor tracing recorded it
+    (None where unknown or symbolic)."""
+    (output,) = [n for n in gm.graph.nodes if n.op == "output"]
+    items = output.args[0] if isinstance(output.args[0], (tuple, list)) else [output.args[0]]
+    layouts = []
+    for item in items:
+        meta = (item.meta.get("tensor_meta") or item.meta.get("val")) if isinstance(item, fx.Node) else None
+        shape, stride = getattr(meta, "shape", None), None
+        if meta is not None:
+            stride = meta.stride() if callable(getattr(meta, "stride", None)) else getattr(meta, "stride", None)
+        concrete = shape is not None and stride is not None and all(type(v) is int for v in (*shape, *stride))
+        layouts.append((tuple(shape), tuple(stride)) if concrete else None)
+    return layouts
+
+
+def like_traced(t: Any, layout: tuple | None) -> Any:
+    """`t` copied into the strides the traced graph had, when they differ: eager code after a
+    native result may depend on them (`aten.view` needs viewable strides; the training graph's
+    backward reads saved activations as laid out in the forward). Overlapping layouts (expanded
+    tensors) are left contiguous."""
+    if layout is None or not isinstance(t, torch.Tensor) or tuple(t.shape) != layout[0] or t.stride() == layout[1]:
+        return t
+    if t.numel() <= 1 or not is_non_overlapping_and_dense_or_false(
+        torch.empty_strided(layout[0], layout[1], device="meta")
+    ):
+        return t
+    return torch.empty_strided(layout[0], layout[1], dtype=t.dtype).copy_(t)
 
 
 @dataclass
@@ -106,8 +145,8 @@ class Partitioned:
 
     module: fx.GraphModule  # call it like the model
     native: dict[str, Any] = field(default_factory=dict)  # partition name -> compile_graph's result
-    eager: list[UnsupportedNode] = field(default_factory=list)  # nodes run by PyTorch
-    failed_partitions: dict[str, str] = field(default_factory=dict)  # supported, but compiling failed
+    eager: list[UnsupportedNode] = field(default_factory=list)  # nodes run by PyTorch (failed partitions' too)
+    failed_partitions: dict[str, str] = field(default_factory=dict)  # supported, but compiling failed: why
 
 
 def partition(
@@ -123,6 +162,7 @@ def partition(
     order_mutations(gm)
     if unsupported is None:
         unsupported = unsupported_nodes(gm, example_inputs)
+    unsupported = list(unsupported) + _tuple_producers(gm, {n.node for n in unsupported})
     names = {n.node for n in unsupported}
     work = fx.GraphModule(gm, copy.deepcopy(gm.graph))  # the partitioner rewrites its graph
     partitioner = CapabilityBasedPartitioner(work, _Supported(names), allows_single_node_partition=True)
@@ -145,11 +185,34 @@ def partition(
         try:
             forward, info = compile_graph(sub, part_inputs[name])
         except IrcError as e:  # e.g. a partition taking or returning a Python number: stays eager
-            result.failed_partitions[name] = str(e).splitlines()[0]
+            reason = str(e).splitlines()[0]
+            result.failed_partitions[name] = reason
+            result.eager += [
+                UnsupportedNode(n.name, describe_target(n, sub), f"its partition {name} failed to compile: {reason}")
+                for n in sub.graph.nodes if n.op in CALLABLE
+            ]
             continue
-        setattr(split, name, NativePartition(forward, info))
+        setattr(split, name, NativePartition(forward, info, traced_layouts(sub)))
         result.native[name] = info
     return result
+
+
+def _tuple_producers(gm: fx.GraphModule, eager: set[str]) -> list[UnsupportedNode]:
+    """Nodes with several results (`max_pool2d_with_indices`, `native_layer_norm` ...) of which
+    an eager node takes one: a partition cannot hand a tuple over, so the producer and its other
+    `getitem`s run eagerly too."""
+    found: list[UnsupportedNode] = []
+    for node in gm.graph.nodes:
+        producer = node.args[0] if node.target is operator.getitem and node.args else None
+        if node.name not in eager or not isinstance(producer, fx.Node) or producer.op not in CALLABLE:
+            continue
+        for n in (producer, *producer.users):
+            if n.name not in eager and (n is producer or n.target is operator.getitem):
+                eager.add(n.name)
+                found.append(UnsupportedNode(
+                    n.name, describe_target(n, gm), f"{node.name}, a result of {producer.name}, runs in eager PyTorch"
+                ))
+    return found
 
 
 def _partition_inputs(split: fx.GraphModule, example_inputs: Sequence[torch.Tensor], names: set[str]) -> dict[str, tuple]:
@@ -163,14 +226,15 @@ def _partition_inputs(split: fx.GraphModule, example_inputs: Sequence[torch.Tens
             return super().call_module(target, args, kwargs)
 
     with torch.no_grad():  # on copies: a graph may change its inputs in place (x.mul_(2))
-        Recorder(split).run(*(x.clone() for x in example_inputs))
+        Recorder(split).run(*(x.clone() if isinstance(x, torch.Tensor) else x for x in example_inputs))
     return seen
 
 
 def describe_fallback(p: Partitioned) -> str:
     """One line for the log: which ops run eagerly and how many native partitions there are."""
     targets = sorted({n.target for n in p.eager})
-    nodes = ", ".join(f"{n.node} ({n.target}: {n.reason})" for n in p.eager)
+    unsupported = [n for n in p.eager if not n.reason.startswith("its partition ")]
+    nodes = ", ".join(f"{n.node} ({n.target}: {n.reason})" for n in unsupported)
     msg = (
         f"irc runs {len(p.eager)} node(s) in eager PyTorch ({', '.join(targets)}) and the rest as "
         f"{len(p.native)} native partition(s): {nodes}"

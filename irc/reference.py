@@ -12,6 +12,7 @@ their epilogue is interpreted the same way. Other ops register in `REFERENCE`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -143,7 +144,8 @@ def _constant(op: irt.ConstantOp, inputs: list[Tensor]) -> Tensor:
 
 @reference(irt.PackOp)
 def _pack(op: irt.PackOp, inputs: list[Tensor]) -> Tensor:
-    w = inputs[0].reshape(inputs[0].shape[0], -1) if op.axis.data == "rows" else inputs[0].t()
+    x = inputs[0]  # [D0, D1*D2*...], spelled out: reshape's -1 is ambiguous for an empty weight
+    w = x.reshape(x.shape[0], math.prod(x.shape[1:])) if op.axis.data == "rows" else x.t()
     panels, other, width = irt.shape_of(op.result)
     padded = w.new_zeros(panels * width, other)
     padded[: w.shape[0]] = w

@@ -2,7 +2,11 @@
 
     irc-opt model.mlir -p irc-fuse,irc-to-loops -t cpp
 
-Each function becomes an `extern "C"` entry point taking one `float* __restrict__` per buffer.
+Each function becomes an `extern "C"` entry point taking one `float* __restrict__` per buffer,
+with two twins: `NAME__packed(void* const* a)` (one array of all the pointers, the Python
+wrapper's cheap call) and `NAME__signature()`, a JSON string `{"args": [[dtype, shape], ...]}`
+naming every buffer's element type and shape in order, so a loader checks what it passes against
+what the library was built for (irc/aot.py).
 `scf.parallel` becomes `#pragma omp parallel for collapse(n)`, an `scf.for` marked as an additive
 reduction becomes `#pragma omp simd reduction(+:acc)`, and each kernel (a top-level loop nest)
 is preceded by a comment naming the IR op it came from. Constants are inlined as literals.
@@ -36,6 +40,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from irc.dialects import irl
+from irc.dialects.static_shape import static_shape_error
 from irc.lowering.cpp_gemm import GEMM_LIBRARY, emit_attention, emit_gemm
 from irc.lowering.pack_weights import gemm_width
 from irc.lowering.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
@@ -94,12 +99,24 @@ def _const_trips(op: scf.ParallelOp, d: int) -> int:
     return SIMD_MIN_OUTER  # unknown bounds: assume many
 
 
+SIGNATURE_SUFFIX = "__signature"
+SIGNATURE_DTYPES = {"float": "float32", "int64_t": "int64"}  # C++ element type -> torch's name in `__signature`
+
+
 def ctype(t: Attribute) -> str:
     if isinstance(t, Float32Type):
         return "float"
     if isinstance(t, (IndexType, IntegerType)):
         return "int64_t"
     raise NotImplementedError(f"cpp emitter: no C++ type for {t}")
+
+
+def static_buffer(t: Attribute, what: str) -> Attribute:
+    """`t` if it is a static shape; sizes, strides and bounds are all printed from it."""
+    reason = static_shape_error(what, t)
+    if reason is not None:
+        raise ValueError(f"cpp emitter: {reason}")
+    return t
 
 
 def float_literal(value: float) -> str:
@@ -205,6 +222,7 @@ class CppEmitter:
         for arg in op.body.block.args:
             if not isinstance(arg.type, MemRefType):
                 raise NotImplementedError(f"cpp emitter: function arguments must be memrefs, got {arg.type}")
+            static_buffer(arg.type, f"argument {arg.index} of @{op.sym_name.data}")
             params.append(f"{ctype(arg.type.element_type)}* __restrict__ {self.fresh(arg, 'arg')}")
         self.line("")
         self.line(f'extern "C" void {op.sym_name.data}({", ".join(params)})')
@@ -213,6 +231,9 @@ class CppEmitter:
         types = [f"{ctype(a.type.element_type)}*" for a in op.body.block.args]
         casts = ", ".join(f"static_cast<{t}>(a[{i}])" for i, t in enumerate(types))
         self.line(f'extern "C" void {op.sym_name.data}__packed(void* const* a) {{ {op.sym_name.data}({casts}); }}')
+        signature = json.dumps({"args": [[SIGNATURE_DTYPES[ctype(a.type.element_type)], list(a.type.get_shape())]
+                                         for a in op.body.block.args]}, separators=(",", ":"))
+        self.line(f'extern "C" const char* {op.sym_name.data}{SIGNATURE_SUFFIX}() {{ return {json.dumps(signature)}; }}')
 
     @emit.register
     def _(self, op: func.ReturnOp) -> None:
@@ -290,7 +311,7 @@ class CppEmitter:
 
     @emit.register
     def _(self, op: memref.AllocOp) -> None:
-        t = op.memref.type
+        t = static_buffer(op.memref.type, "a memref.alloc")
         size = math.prod(t.get_shape()) * 4
         size = (size + 63) // 64 * 64  # aligned_alloc wants a multiple of the alignment
         name = self.fresh(op.memref, "buf")
@@ -303,6 +324,7 @@ class CppEmitter:
     @emit.register
     def _(self, op: memref.ReinterpretCastOp) -> None:
         (offset,) = op.static_offsets.get_values()
+        static_buffer(op.result.type, "a memref.reinterpret_cast")
         name = self.fresh(op.result, "view")
         self.line(f"[[maybe_unused]] float* __restrict__ {name} = {self.n(op.source)} + {offset};  // view as {op.result.type}")
 

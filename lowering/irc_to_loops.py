@@ -5,7 +5,8 @@ After this pass a function takes one `memref` per input and parameter, then one 
 
 * a value the function returns is computed straight into its output buffer;
 * other results get a `memref.alloc`, freed before the return;
-* `irt.reshape` is a view (`memref.reinterpret_cast`), never a copy.
+* `irt.reshape` is a view (`memref.reinterpret_cast`), never a copy;
+* an op whose results have no elements (an empty batch) gets its buffers and no kernel.
 
 Every computing op becomes one loop nest whose independent output dimensions form one
 `scf.parallel`; contractions add an inner `scf.for` reduction carrying the accumulator. The
@@ -41,6 +42,7 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects import irt
+from irc.dialects.static_shape import check_static
 from irc.lowering.irc_fuse import FUSED_ATTR
 
 KERNEL_ATTR = "irc.kernel"
@@ -66,9 +68,10 @@ def lowers(*op_types: type[Operation]) -> Callable[[LoweringFn], LoweringFn]:
 REDUCTION_ATTR = "irc.reduction"
 
 
-def memref_type(t: Attribute) -> MemRefType:
+def memref_type(t: Attribute, what: str = "an argument or result") -> MemRefType:
     if not isinstance(t, TensorType):
-        raise ValueError(f"irc-to-loops expects functions on tensors (irt level), got an argument or result of type {t}")
+        raise ValueError(f"irc-to-loops expects functions on tensors (irt level), got {what} of type {t}")
+    check_static("irc-to-loops", what, t)
     return MemRefType(t.element_type, t.get_shape())
 
 
@@ -79,6 +82,10 @@ def describe(op: Operation) -> str:
     if isinstance(fused, ArrayAttr):
         head += f" ({' + '.join(s.data for s in fused.data)})"
     return f"{head} -> {_shape_str(op.results[0])}"
+
+
+def _empty(v: SSAValue) -> bool:
+    return isinstance(v.type, TensorType) and math.prod(irt.shape_of(v)) == 0
 
 
 def _shape_str(v: SSAValue) -> str:
@@ -111,6 +118,8 @@ class FunctionLowering:
 
     def nest(self, shape: Sequence[int], label: str, body: Callable[[Builder, list[SSAValue]], None]) -> None:
         """One parallel loop nest over `shape`; `body(builder, ivs)` builds the per-element work."""
+        if any(s < 0 for s in shape):  # verifiers reject dynamic dims: never print one as a bound
+            raise ValueError(f"irc-to-loops: loop bounds {list(shape)} of `{label}` are not static sizes >= 0")
         if not shape:
             body(self.b, [])
             return
@@ -155,8 +164,9 @@ class FunctionLowering:
         old = self.fn.body.block
         ret = old.last_op
         assert isinstance(ret, func.ReturnOp)
-        in_types = [memref_type(a.type) for a in old.args]
-        out_types = [memref_type(v.type) for v in ret.arguments]
+        name = self.fn.sym_name.data
+        in_types = [memref_type(a.type, f"argument {i} of @{name}") for i, a in enumerate(old.args)]
+        out_types = [memref_type(v.type, f"result {i} of @{name}") for i, v in enumerate(ret.arguments)]
         self.block = Block(arg_types=in_types + out_types)
         self.b = Builder(InsertPoint.at_end(self.block))
         for a, new in zip(old.args, self.block.args):
@@ -203,6 +213,10 @@ class FunctionLowering:
         )
 
     def lower(self, op: Operation) -> None:
+        if op.results and type(op) not in VIEW_OPS and all(_empty(r) for r in op.results):
+            for r in op.results:  # zero elements to compute (an empty batch): no kernel at all
+                self.result_buffer(r)
+            return
         for cls in type(op).__mro__:
             if cls in LOWERINGS:
                 LOWERINGS[cls](self, op)

@@ -60,6 +60,8 @@ def choose_tiles(m: int, n: int, k: int, threads: int = 2) -> tuple[int, int, in
     uses, so splitting by columns packs A once per task and splitting by rows packs B once per
     task: split the larger of M and N (a 512-channel conv on a 7x7 image by rows, a wide layer
     by columns)."""
+    if min(m, n, k) < 1:
+        raise ValueError(f"the GEMM engine needs M, N, K >= 1, got {m} x {n} x {k} (see `engine_runs`)")
     width = gemm_width()
     kc = -(-k // -(-k // KC_MAX))
     mc = min(_round_up(m, MR), max(MR, A_BLOCK_BYTES // (4 * kc) // MR * MR))
@@ -72,6 +74,14 @@ def choose_tiles(m: int, n: int, k: int, threads: int = 2) -> tuple[int, int, in
     if by_rows or (-(-n // nc) < threads and m >= threads * MR):
         ms = _round_up(-(-m // threads), MR)
     return mc, nc, kc, ms
+
+
+def engine_runs(*sizes: int) -> bool:
+    """The engine's loops take at least one row, column and step of K (and one head, query,
+    key, ...): a product with an empty dimension runs on the scalar nest, whose zero-trip
+    reduction gives the epilogue of 0 (K = 0) as eager does. Empty results never get here
+    (`FunctionLowering.lower` emits no kernel for them)."""
+    return min(sizes) >= 1
 
 
 def _dense_strides(shape: Sequence[int]) -> list[int]:
@@ -150,7 +160,7 @@ def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionOp) -> None:
     rows = list(range(len(out_shape) - 1))
     strides = [epilogue_strides(e, out_shape, rows, [len(out_shape) - 1]) for e in op.epilogue_inputs if not _splat(e)]
     mismatched = op.contraction_kind == ContractionKind.PACKED and shape_of(op.rhs)[-1] != gemm_width()  # type: ignore[attr-defined]
-    if strict_mode() or mismatched or any(s is None for s in strides):
+    if strict_mode() or mismatched or not engine_runs(m, n, k) or any(s is None for s in strides):
         lower_contraction(fl, op)
         return
     out = fl.result_buffer(op.results[0])
@@ -178,7 +188,7 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     inputs = ([op.bias] if op.bias is not None else []) + list(op.epilogue_inputs)
     strides = [(0, 1, 0) if op.bias is not None and v is op.bias else epilogue_strides(v, out_shape, [1], [2, 3], [0])
                for v in inputs if not _splat(v)]
-    if strict_mode() or mg < MR or any(s is None for s in strides):
+    if strict_mode() or mg < MR or not engine_runs(batch, p, kg) or any(s is None for s in strides):
         lower_conv2d(fl, op)
         return
     out = fl.result_buffer(op.result)
@@ -237,7 +247,7 @@ def lower_attention_gemm(fl: FunctionLowering, op: irt_reduce.AttentionOp) -> No
         epilogue_strides(op.mask, (*batch_shape, lq, lk), [nd - 2], [nd - 1], list(range(nd - 2)))
         if op.mask is not None else ()
     )
-    if strict_mode() or not same_batch or mask_strides is None:
+    if strict_mode() or not same_batch or mask_strides is None or not engine_runs(*out_shape, lk, e):
         lower_attention(fl, op)
         return
     batch = math.prod(batch_shape)

@@ -168,7 +168,7 @@ def lower_reduce(fl: FunctionLowering, op: ReduceOp) -> None:
         init = fc(b, float("-inf") if kind == ReduceKind.MAX else 0.0)
         (acc,) = nested_loops(fl, b, [in_shape[d] for d in dims], [init], step, reduction=kind != ReduceKind.MAX)
         if kind == ReduceKind.MEAN:
-            acc = _bin(b, arith.MulfOp, acc, fc(b, 1.0 / count))
+            acc = _bin(b, arith.MulfOp, acc, fc(b, 1.0 / count if count else math.nan))  # 0/0: eager's NaN
         store(b, acc, out, ivs)
 
     kernel(fl, irt.shape_of(op.result), describe(op), body)
@@ -408,6 +408,8 @@ def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
             if lq > lk:
                 upper = _bin(b, arith.MinSIOp, upper, fl.index(lk))
         _, l = for_loop(fl, b, upper, [fc(b, NEG_FLT_MAX), fc(b, 0.0)], key)
+        if lk == 0:  # no keys: eager's softmax(empty) @ v sums nothing, the zeros stored above
+            return
         inv = _bin(b, arith.DivfOp, fc(b, 1.0), l)
 
         def normalize(nb: Builder, e: SSAValue, accs: Accs) -> Accs:

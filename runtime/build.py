@@ -24,9 +24,12 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import shlex
 import shutil
+import struct
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Sequence
@@ -38,6 +41,7 @@ __all__ = [
     "DEFAULT_CXXFLAGS",
     "build_library",
     "cache_dir",
+    "check_library",
     "compiler_invocations",
     "load_library",
 ]
@@ -177,13 +181,62 @@ def _irc_version() -> str:
 
 
 def load_library(path: str | os.PathLike[str]) -> ctypes.CDLL:
-    """Load a shared library with ctypes; each resolved path is loaded once per process."""
+    """Load a shared library with ctypes; each resolved path is loaded once per process.
+
+    The file is checked first (`check_library`), so a damaged library is an IrcError rather
+    than a crash; so is a library the dynamic loader refuses."""
     key = str(Path(path).resolve())
     with _lock:
         lib = _loaded.get(key)
         if lib is None:
-            lib = _loaded[key] = ctypes.CDLL(key)
+            check_library(key)
+            try:
+                lib = ctypes.CDLL(key)
+            except OSError as e:
+                raise IrcError(f"the dynamic loader refused the library {key}: {e}") from None
+            _loaded[key] = lib
         return lib
+
+
+_ELF_HEADER = struct.Struct("<16sHHIQQQIHHHHHH")  # Elf64_Ehdr, little-endian
+_ELF_PHDR = struct.Struct("<IIQQQQQQ")  # Elf64_Phdr
+_ELF_MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183}  # e_machine values
+
+
+def check_library(path: str | os.PathLike[str]) -> None:
+    """Raise IrcError unless `path` is a whole 64-bit little-endian ELF shared library for this
+    CPU architecture: every segment and header table it declares lies inside the file. (dlopen
+    maps a truncated library without complaint, and the first touch of a page past the end of
+    the file kills the process with SIGBUS.) Not checked off Linux."""
+    if not sys.platform.startswith("linux"):
+        return
+    name = str(path)
+    try:
+        with open(name, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            header = f.read(_ELF_HEADER.size)
+            if len(header) < _ELF_HEADER.size or header[:4] != b"\x7fELF":
+                raise IrcError(f"{name} is not a shared library (no ELF header); it is damaged or not irc's")
+            ident, e_type, machine, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize, shnum, _ = _ELF_HEADER.unpack(header)
+            if ident[4] != 2 or ident[5] != 1 or e_type != 3:
+                raise IrcError(f"{name} is not a 64-bit little-endian ELF shared library")
+            expected = _ELF_MACHINES.get(platform.machine().lower())
+            if expected is not None and machine != expected:
+                raise IrcError(
+                    f"{name} was built for another CPU architecture (ELF machine {machine}), not {platform.machine()}"
+                )
+            if phentsize != _ELF_PHDR.size or phoff + phnum * phentsize > size or shoff + shnum * shentsize > size:
+                raise IrcError(f"{name} is truncated or damaged: its ELF header tables lie past the end of the file ({size} bytes)")
+            f.seek(phoff)
+            table = f.read(phnum * phentsize)
+    except OSError as e:
+        raise IrcError(f"cannot read the library {name}: {e.strerror or e}") from None
+    for i in range(phnum):
+        _, _, offset, _, _, filesz, _, _ = _ELF_PHDR.unpack_from(table, i * phentsize)
+        if offset + filesz > size:
+            raise IrcError(
+                f"{name} is truncated: {size} bytes, but a segment it maps ends at byte {offset + filesz}"
+            )
 
 
 def resolve_flags(flags: Sequence[str] | None = None) -> Sequence[str]:

@@ -6,7 +6,8 @@ function, parameter pointers, shapes, error labels) is pre-bound as globals of t
 code, so a call is: validate each input, allocate outputs, one ``fn(...)``, return.
 
 The native ABI is ``void f(float* in0, ..., float* param0, ..., float* out0, ..., [float* arena])``:
-user inputs, then parameters, then outputs, all contiguous float32 on the CPU, except inputs
+user inputs, then parameters, then outputs, all contiguous float32 on the CPU (an input that is
+not contiguous is copied for the call), except inputs
 whose spec is int64 (embedding indices: ``int64_t*``); then, for a function whose intermediates
 were planned by ``irc-plan-memory``, the scratch arena: one per calling thread, allocated on the
 thread's first call and reused, so concurrent calls never share scratch.
@@ -119,11 +120,13 @@ def make_forward(
     set_threads: Any | None = None,
     scratch_bytes: int = 0,
     packed: Any | None = None,
+    output_spec: Any | None = None,
 ) -> Callable[..., Any]:
     """Return ``forward(*args)`` calling the ctypes function ``fn`` once per call.
 
-    ``inputs`` describe the user arguments, checked in order for count, type, device, dtype,
-    exact shape and contiguity (any mismatch raises :class:`~irc.errors.InputError`).
+    ``inputs`` describe the user arguments, checked in order for count, type, device, dtype and
+    exact shape (any mismatch raises :class:`~irc.errors.InputError`); a non-contiguous input
+    (channels_last, transposed, a slice) is copied to a contiguous one for the call.
     ``params`` must be contiguous float32 CPU tensors; their pointers are taken now and the
     tensors are kept alive by the wrapper (so update them in place, never rebind them).
     ``outputs`` are freshly allocated per call; a single output is returned bare unless
@@ -133,6 +136,8 @@ def make_forward(
     (64-byte aligned) as the last argument. ``packed``, the entry point's
     ``__packed`` twin, if given, is called instead of ``fn`` with one per-thread
     array of all the pointers (parameters and arena filled in once per thread).
+    ``output_spec``, a ``torch.utils._pytree.TreeSpec`` with one leaf per output, if given,
+    rebuilds the model's output structure (a dict, a list, nested tuples) from the outputs.
 
     The generated source is available as ``forward.__irc_source__``.
     """
@@ -155,6 +160,8 @@ def make_forward(
         raise ValueError("a compiled function needs at least one output")
     if len(outputs) > 1 and not return_tuple:
         raise ValueError(f"{len(outputs)} outputs need return_tuple=True")
+    if output_spec is not None and output_spec.num_leaves != len(outputs):
+        raise ValueError(f"the output structure has {output_spec.num_leaves} tensors, not {len(outputs)}")
 
     fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(params) + len(outputs) + (scratch_bytes > 0))
     fn.restype = None
@@ -198,10 +205,8 @@ def make_forward(
             f"    if {a}.shape != _S{i}:",
             f"        raise InputError(",
             f"            f'{{_L{i}}}: expected shape {{_S{i}}}, got {{tuple({a}.shape)}}')",
-            f"    if not {a}.is_contiguous():",
-            f"        raise InputError(",
-            f"            f'{{_L{i}}}: expected a contiguous tensor, got strides "
-            f"{{{a}.stride()}}; call .contiguous() on it first')",
+            f"    if not {a}.is_contiguous():",  # channels_last, transposed, sliced: one copy
+            f"        {a} = {a}.contiguous()",
         ]
     outs = [f"o{i}" for i in range(len(outputs))]
     env["_empty_like"] = torch.empty_like
@@ -234,7 +239,7 @@ def make_forward(
         for slot, t in zip(slots, args + outs):
             lines.append(f"    c[{slot}] = {t}.data_ptr()")
         lines.append("    _packed(c)")
-        lines.append(f"    return ({', '.join(outs)},)" if return_tuple else f"    return {outs[0]}")
+        lines.append(_return(outs, return_tuple, output_spec, env))
         return _define(lines, env)
     call_args = [f"{a}.data_ptr()" for a in args]
     call_args += [f"_P{i}" for i in range(len(params))]
@@ -249,8 +254,16 @@ def make_forward(
         ]
         call_args.append("s")
     lines.append(f"    _fn({', '.join(call_args)})")
-    lines.append(f"    return ({', '.join(outs)},)" if return_tuple else f"    return {outs[0]}")
+    lines.append(_return(outs, return_tuple, output_spec, env))
     return _define(lines, env)
+
+
+def _return(outs: list[str], return_tuple: bool, output_spec: Any | None, env: dict[str, Any]) -> str:
+    """The generated ``return`` line: the outputs bare, as a tuple, or rebuilt into ``output_spec``."""
+    if output_spec is not None:
+        env["_spec"] = output_spec
+        return f"    return _spec.unflatten([{', '.join(outs)}])"
+    return f"    return ({', '.join(outs)},)" if return_tuple else f"    return {outs[0]}"
 
 
 def _define(lines: list[str], env: dict[str, Any]) -> Callable[..., Any]:

@@ -224,8 +224,8 @@ def test_dropout_in_training_mode_is_explained():
 def test_alpha_and_non_float_inputs_are_refused():
     with pytest.raises(irc.UnsupportedOpError, match="alpha"):
         irc.compile(lambda x, y: torch.add(x, y, alpha=2), (torch.randn(2), torch.randn(2)), fallback=False)
-    with pytest.raises(irc.IrcError, match="int64"):
-        irc.compile(lambda x: x + 1, (torch.arange(4),))
+    with pytest.raises(irc.UnsupportedOpError, match="int64"):
+        irc.compile(lambda x: x + 1, (torch.arange(4),), fallback=False)
 
 
 def test_untraceable_model_gives_irc_error():
@@ -243,7 +243,6 @@ def test_untraceable_model_gives_irc_error():
     [
         # a new shape is not an error: it compiles another version (tests/test_frontends.py)
         ((torch.randn(2, 8, dtype=torch.float64),), r"expected dtype torch.float32, got torch.float64"),
-        ((torch.randn(8, 2).t(),), r"contiguous"),
         ((torch.randn(2, 8), torch.randn(2, 8)), r"expected 1 input"),
         (([1.0] * 8,), r"expected a torch.Tensor, got list"),
     ],

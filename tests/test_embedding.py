@@ -104,13 +104,20 @@ def test_new_shape_version_keeps_int64():
     torch.testing.assert_close(c(x), m(x))
 
 
-@pytest.mark.parametrize("fallback", [True, False])
-def test_int64_input_only_into_f32_ops_is_refused(fallback):
-    def f(x, y):
-        return torch.relu(x) + y
+def f_int64_into_relu(x, y):
+    return torch.relu(x) + y
 
-    with pytest.raises(irc.IrcError, match=r"'x' is torch\.int64.*embedding.*relu \(torch\.relu\)"):
-        irc.compile(f, [torch.randint(0, 5, (3,)), torch.randn(3)], fallback=fallback)
+
+def test_int64_input_only_into_f32_ops_is_refused_without_fallback():
+    with pytest.raises(UnsupportedOpError, match=r"relu \(torch\.relu\): it takes the int64 tensor x.*embedding"):
+        irc.compile(f_int64_into_relu, [torch.randint(0, 5, (3,)), torch.randn(3)], fallback=False)
+
+
+def test_int64_input_only_into_f32_ops_runs_eagerly_with_fallback():
+    x, y = torch.randint(0, 5, (3,)), torch.randn(3)
+    cm = irc.compile(f_int64_into_relu, [x, y])
+    torch.testing.assert_close(cm(x, y), f_int64_into_relu(x, y))
+    assert [n.node for n in cm.eager_nodes] == ["relu", "add"]
 
 
 class EmbPlusIndex(nn.Module):
@@ -130,8 +137,15 @@ def test_int64_into_f32_op_next_to_an_embedding_is_unsupported():
 
 
 def test_unsupported_input_dtype_is_a_clear_error():
-    with pytest.raises(irc.IrcError, match=r"torch\.int32.*float32.*int64"):
+    with pytest.raises(UnsupportedOpError, match=r"torch\.int32.*float32.*int64"):
         irc.compile(Emb(4, 2).eval(), [torch.randint(0, 4, (3,), dtype=torch.int32)], fallback=False)
+
+
+def test_int32_indices_run_the_embedding_eagerly():
+    m, x = Emb(4, 2).eval(), torch.randint(0, 4, (3,), dtype=torch.int32)
+    cm = irc.compile(m, [x])
+    torch.testing.assert_close(cm(x), m(x))
+    assert cm.eager_nodes and "torch.int32" in cm.eager_nodes[0].reason
 
 
 def test_out_of_range_index_gives_nan_row_not_a_crash():

@@ -253,11 +253,12 @@ def test_backend_on_graph_taking_parameters_as_placeholders():
     graph.output((graph.call_function(torch.tanh, (graph.call_function(F.linear, (px, pw, pb)),)),))
     gm = fx.GraphModule(nn.Module(), graph)
     x = torch.randn(2, 4)
-    compiled = irc_backend(gm, [w, x, b])
-    assert compiled.param_idx == [0, 2]
-    assert_same(compiled(w, x, b), (torch.tanh(F.linear(x, w, b)).detach(),))
-    w2 = nn.Parameter(torch.randn(3, 4))  # another tensor object: compiled again for it
-    assert_same(compiled(w2, x, b), (torch.tanh(F.linear(x, w2, b)).detach(),))
+    with torch.no_grad():  # inference: with grad enabled the graph goes through AOTAutograd
+        compiled = irc_backend(gm, [w, x, b])
+        assert compiled.param_idx == [0, 2]
+        assert_same(compiled(w, x, b), (torch.tanh(F.linear(x, w, b)).detach(),))
+        w2 = nn.Parameter(torch.randn(3, 4))  # another tensor object: compiled again for it
+        assert_same(compiled(w2, x, b), (torch.tanh(F.linear(x, w2, b)).detach(),))
 
 
 def test_entry_point_works_without_importing_irc():
@@ -414,7 +415,6 @@ def test_max_versions_is_configurable():
     "bad,message",
     [
         ((torch.randn(3, 8, dtype=torch.float64),), r"expected dtype torch.float32, got torch.float64"),
-        ((torch.randn(8, 3).t(),), r"contiguous"),
         ((torch.randn(3, 8), torch.randn(3, 8)), r"expected 1 input"),
         (([1.0] * 8,), r"expected a torch.Tensor, got list"),
     ],

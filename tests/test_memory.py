@@ -172,7 +172,7 @@ def test_saved_artifact_keeps_its_arena(tmp_path):
     arena = cm.memory_stats()["arena_bytes"]
     assert arena > 0
     loaded = irc.load(cm.save(tmp_path / "art"))
-    assert json.loads((tmp_path / "art" / "manifest.json").read_text())["arena_bytes"] == arena
+    assert json.loads((tmp_path / "art" / "manifest.json").read_text())["versions"][0]["arena_bytes"] == arena
     with torch.no_grad():
         torch.testing.assert_close(loaded(x), m(x))
 

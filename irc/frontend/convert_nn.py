@@ -73,6 +73,8 @@ def _conv2d(imp: FxImporter, node: fx.Node, x, weight, bias=None, stride=1, padd
     pad = _conv_padding(padding, irt.shape_of(weight), dilation, stride)
     if not isinstance(groups, int):
         raise Unsupported(f"groups={groups!r}")
+    if 0 in irt.shape_of(weight)[1:]:  # eager then returns [N, 0, OH, OW], not the bias-filled [N, O, OH, OW]
+        raise Unsupported(f"conv2d with an empty weight {irt.shape_of(weight)} (zero input channels or kernel size)")
 
     def build(x4: SSAValue, out: tuple[int, ...]) -> SSAValue:
         op = irt_nn.Conv2dOp(

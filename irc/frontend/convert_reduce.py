@@ -226,7 +226,7 @@ def _sdpa(
     lq, e = irt.shape_of(q)[-2:]
     lk = irt.shape_of(k)[-2]
     mask, causal = _attention_mask(imp, attn_mask, lq, lk, true_means_masked=False)
-    s = 1.0 / math.sqrt(e) if scale is None else float(scale)
+    s = 1.0 / math.sqrt(e) if scale is None and e else 1.0 if scale is None else float(scale)  # E = 0: scores are 0
     return imp.insert(AttentionOp(q, k, v, mask, s, bool(is_causal) or causal, imp.result_type(node)))
 
 

@@ -232,9 +232,7 @@ def _index_tensor(imp: FxImporter, node: fx.Node, x: SSAValue, index: Any) -> SS
                 raise Unsupported("a slice step must be positive")
             start, stop, step = it.indices(n)
             size = len(range(start, stop, step))
-            if size == 0:
-                raise Unsupported("an empty slice (irc has no empty tensors)")
-            box = (start, step, size)
+            box = (start, step, size)  # size 0: an empty tensor, as in eager
             out_shape.append(size)
         offsets.append(box[0])
         strides.append(box[1])
@@ -458,6 +456,10 @@ for target in (operator.floordiv, operator.mod, operator.eq, operator.ne, operat
                operator.xor, torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge, torch.logical_not,
                torch.logical_and, torch.logical_or, builtins.len):
     FUNCTIONS[target] = folding(None, target, _RUNTIME_COMPARISON)
+# Size arithmetic Dynamo records (math on x.shape, SymInt/SymFloat helpers): folded
+for target in (math.sqrt, math.floor, math.ceil, torch._sym_sqrt, torch.sym_float, torch.sym_int, torch.sym_max,
+               torch.sym_min, torch.sym_sum, torch.sym_not):
+    FUNCTIONS[target] = folding(None, target, "size arithmetic on a value computed at run time")
 for target in (torch.zeros, torch.ones, torch.full, torch.arange, torch.eye, torch.linspace, torch.tensor):
     FUNCTIONS[target] = folding(None, target, _FACTORY)
 for target in (torch.triu, torch.tril):

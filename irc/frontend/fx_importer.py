@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+import torch.utils._pytree as pytree
 from torch import fx, nn
 from torch.fx.passes.shape_prop import ShapeProp
 from xdsl.builder import Builder
@@ -49,6 +50,26 @@ class ImportedGraph:
     output_shapes: list[tuple[int, ...]]
     return_tuple: bool
     input_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, or int64 (embedding indices)
+    output_spec: pytree.TreeSpec | None = None  # a dict/list/nested output's structure; None: one tensor or a flat tuple
+
+
+@dataclass(frozen=True)
+class EagerTensor:
+    """The value of a node only PyTorch can hold here: a tensor of a dtype irc does not compile
+    (bool masks, int32 indices, float64/float16/bfloat16 ...) given as an input, or any value an
+    eager node computes that irc cannot take (dtype None: not a single tensor). Any node taking
+    it is unsupported (an eager node when falling back)."""
+
+    name: str
+    dtype: torch.dtype | None
+    origin: str  # "input", or "eager" (the result of a node PyTorch runs)
+
+    def what(self) -> str:
+        kind = "input" if self.origin == "input" else "computed in eager PyTorch"
+        return f"{self.name}, a {self.dtype} tensor {kind}" if self.dtype else f"{self.name}, a non-tensor value {kind}"
+
+    def reason(self) -> str:
+        return f"it takes {self.what()}; irc compiles float32 tensors (and int64 ones as embedding indices)"
 
 
 def tensor_type(shape: Sequence[int], dtype: torch.dtype = torch.float32) -> TensorType:
@@ -57,8 +78,9 @@ def tensor_type(shape: Sequence[int], dtype: torch.dtype = torch.float32) -> Ten
 
 
 INPUT_DTYPES = (torch.float32, torch.int64)
-"""Example-input dtypes irc compiles; int64 tensors may only flow into converters marked
-`accepts_int64` (embedding indices), any other use is an unsupported node."""
+"""Input dtypes irc compiles; int64 tensors may only flow into converters marked `accepts_int64`
+(embedding indices), any other use is an unsupported node, as is any use of an input of another
+dtype (an `EagerTensor`)."""
 
 
 def accepts_int64(converter: Converter) -> Converter:
@@ -172,36 +194,34 @@ class FxImporter:
         for p, x in zip(placeholders, example_inputs):
             if not isinstance(x, torch.Tensor):
                 raise IrcError(f"example input '{p.name}' is a {type(x).__name__}; irc compiles tensor inputs only")
-            if x.dtype not in INPUT_DTYPES:
-                raise IrcError(
-                    f"example input '{p.name}' is {x.dtype}; irc compiles float32 tensors "
-                    "(and int64 ones as embedding indices) only"
-                )
             if x.device.type != "cpu":
                 raise IrcError(f"example input '{p.name}' is on {x.device}; irc compiles for the CPU")
-        for p, x in zip(placeholders, example_inputs):
-            if x.dtype == torch.int64:
-                self._check_index_input(p)
         _propagate_shapes(self.gm, example_inputs)
 
         self.params = params = self._collect_params()
-        arg_types = [tensor_type(x.shape, x.dtype) for x in example_inputs] + [tensor_type(t.shape) for _, t in params]
+        native = [(p, x) for p, x in zip(placeholders, example_inputs) if x.dtype in INPUT_DTYPES]
+        arg_types = [tensor_type(x.shape, x.dtype) for _, x in native] + [tensor_type(t.shape) for _, t in params]
         self.block = block = Block(arg_types=arg_types)
-        for p, arg in zip(placeholders, block.args):
+        for (p, _), arg in zip(native, block.args):
             arg.name_hint = _ssa_name(p.name)
             self.values[p] = arg
-        for (name, t), arg in zip(params, block.args[len(placeholders):]):
+        for p, x in zip(placeholders, example_inputs):
+            if x.dtype not in INPUT_DTYPES:  # its users are unsupported nodes (eager with fallback)
+                self.values[p] = EagerTensor(p.name, x.dtype, "input")
+                if not p.users:
+                    self._unsupported(p, f"an unused {x.dtype} input; irc compiles float32 tensors")
+        for (name, t), arg in zip(params, block.args[len(native):]):
             arg.name_hint = _ssa_name(name)
             self.param_args[id(t)] = arg
         self.builder = Builder(InsertPoint.at_end(block))
 
         outputs: list[SSAValue] = []
-        return_tuple = False
+        return_tuple, output_spec = False, None
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 continue
             if node.op == "output":
-                outputs, return_tuple = self._outputs(node)
+                outputs, return_tuple, output_spec = self._outputs(node)
                 continue
             self._import_node(node)
 
@@ -221,25 +241,8 @@ class FxImporter:
             output_shapes=[irt.shape_of(v) for v in outputs],
             return_tuple=return_tuple,
             input_dtypes=[x.dtype for x in example_inputs],
+            output_spec=output_spec,
         )
-
-    def _check_index_input(self, placeholder: fx.Node) -> None:
-        """An int64 input must feed at least one embedding (a converter marked `accepts_int64`);
-        its other uses are reported as unsupported nodes during the import."""
-
-        def takes_int64(node: fx.Node) -> bool:
-            try:
-                return bool(getattr(self._converter(node), "accepts_int64", False))
-            except Unsupported:
-                return False
-
-        users = list(placeholder.users)
-        if not any(takes_int64(u) for u in users):
-            used_by = ", ".join(f"{u.name} ({describe_target(u, self.gm)})" for u in users) or "nothing"
-            raise IrcError(
-                f"example input '{placeholder.name}' is torch.int64; irc compiles int64 tensors only as "
-                f"embedding indices (nn.Embedding, F.embedding), and it is used by {used_by}"
-            )
 
     def _collect_params(self) -> list[tuple[str, torch.Tensor]]:
         """Every tensor the graph reads from the module, once each, in first-use order."""
@@ -270,6 +273,9 @@ class FxImporter:
                 return
             args = fx.node.map_arg(node.args, lambda n: self.values[n])
             kwargs = fx.node.map_arg(node.kwargs, lambda n: self.values[n])
+            eager = [v for v in (self.values.get(i) for i in node.all_input_nodes) if isinstance(v, EagerTensor)]
+            if eager:
+                raise Unsupported(eager[0].reason())
             if not getattr(converter, "accepts_int64", False):
                 ints = [i.name for i in node.all_input_nodes if is_int64(self.values.get(i))]
                 if ints:
@@ -319,9 +325,10 @@ class FxImporter:
             raise Unsupported("the attribute is not a float32 tensor")
         return imp.param_args[id(t)]
 
-    def _outputs(self, node: fx.Node) -> tuple[list[SSAValue], bool]:
-        out = node.args[0]
-        items = list(out) if isinstance(out, (tuple, list)) else [out]
+    def _outputs(self, node: fx.Node) -> tuple[list[SSAValue], bool, pytree.TreeSpec | None]:
+        """The returned values (the output's tensors, flattened), whether they come back as a
+        tuple, and the structure to rebuild from that tuple when it is not a flat one."""
+        items, spec = pytree.tree_flatten(_plain(node.args[0]))
         values = []
         for item in items:
             if not isinstance(item, fx.Node):
@@ -332,7 +339,9 @@ class FxImporter:
             if item in self.failed:
                 continue
             v = self.values[item]
-            if is_int64(v):
+            if isinstance(v, EagerTensor):
+                self.unsupported.append(UnsupportedNode(node.name, "output", f"returns {v.what()}; irc returns float32 tensors"))
+            elif is_int64(v):
                 self.unsupported.append(
                     UnsupportedNode(node.name, "output", f"returns the int64 tensor {item.name}; irc returns float32 tensors")
                 )
@@ -342,7 +351,22 @@ class FxImporter:
                 self.unsupported.append(
                     UnsupportedNode(node.name, "output", f"returns {type(v).__name__} {item.name}; irc returns tensors")
                 )
-        return values, isinstance(out, (tuple, list))
+        if spec.is_leaf():
+            return values, False, None
+        if spec.type is tuple and all(c.is_leaf() for c in spec.children()):
+            return values, True, None
+        return values, True, spec
+
+
+def _plain(out: Any) -> Any:
+    """A graph's output with FX's immutable containers as the dict and list eager returns."""
+    if isinstance(out, dict):
+        return {k: _plain(v) for k, v in out.items()}
+    if isinstance(out, list):
+        return [_plain(v) for v in out]
+    if type(out) is tuple:
+        return tuple(_plain(v) for v in out)
+    return out
 
 
 def _fetch_attr(gm: fx.GraphModule, target: str) -> Any:
@@ -352,12 +376,30 @@ def _fetch_attr(gm: fx.GraphModule, target: str) -> Any:
     return obj
 
 
+class _ShapeProp(ShapeProp):
+    """ShapeProp remembering the node it runs, to name it when the model fails there."""
+
+    node: fx.Node | None = None
+
+    def run_node(self, n: fx.Node) -> Any:
+        self.node = n
+        return super().run_node(n)
+
+
 def _propagate_shapes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> None:
+    prop = _ShapeProp(gm)
     try:
         with torch.no_grad():  # on copies: a graph may change its inputs in place (x.mul_(2))
-            ShapeProp(gm).propagate(*(x.clone() for x in example_inputs))
-    except Exception as e:  # the user's model failed on the user's inputs: say so plainly
-        raise IrcError(f"running the model on the example inputs failed: {type(e).__name__}: {e}") from e
+            prop.propagate(*(x.clone() if isinstance(x, torch.Tensor) else x for x in example_inputs))
+    except Exception as e:  # the user's model failed on the user's inputs: say so plainly, with eager's reason
+        cause: BaseException = e
+        while cause.__cause__ is not None:  # ShapeProp wraps the model's own error
+            cause = cause.__cause__
+        where = f" at node {prop.node.name}" if prop.node is not None else ""
+        raise IrcError(
+            f"running the model on the example inputs failed{where} (eager PyTorch raises too): "
+            f"{type(cause).__name__}: {cause}"
+        ) from e
 
 
 def import_fx(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor], func_name: str = "forward") -> ImportedGraph:

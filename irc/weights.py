@@ -1,0 +1,169 @@
+"""Weight guards: a compiled module never runs on weights the model no longer has.
+
+irc binds the storage of every parameter and buffer it reads when it compiles, and folds
+parameter-only computations (batch norms into convolutions, packed GEMM panels) into new
+tensors. A `WeightGuard` watches, per call and cheaply, each tensor the graph read from the
+model, *at the place the model keeps it* (the owning module's `_parameters`, `_buffers` or
+`__dict__` entry):
+
+- the object there is still the one compiled against (catches `m.fc.weight = nn.Parameter(t)`,
+  a reassigned buffer, `load_state_dict(..., assign=True)`);
+- its storage is still the same (`data_ptr()`: catches `m.fc.weight.data = t`);
+- for tensors the native code does not read in place (a copy made to be contiguous, a mask
+  buffer folded into the IR), its version counter (catches in-place updates, which the native
+  code would otherwise never see).
+
+In-place updates of tensors read in place need nothing; those of tensors that were folded are
+refolded by the fold plan (`irc/fold_params.py`). What no cheap check can see is a write through
+`.data` (`w.data.mul_(2)`, `w.data.copy_(t)`): `.data` is a new tensor with its own version
+counter, and the storage stays. That is the documented contract: after such a write, call
+`cm.refresh_weights()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import torch
+from torch import fx, nn
+
+
+@dataclass
+class WatchedTensor:
+    """One tensor the graph reads, where the model keeps it."""
+
+    name: str  # qualified name in the model (``layer1.0.conv1.weight``)
+    table: dict  # the owner's _parameters / _buffers / __dict__
+    key: str
+    tensor: torch.Tensor
+    data_ptr: int
+    version: int | None  # watched only for tensors the native code does not read in place
+
+    def changed(self) -> str | None:
+        """Why this entry no longer holds what was compiled (None if it still does)."""
+        current = self.table.get(self.key)
+        if current is not self.tensor:
+            return f"{self.name} was reassigned"
+        if current.data_ptr() != self.data_ptr:
+            return f"{self.name} has new storage (.data was assigned)"
+        if self.version is not None and current._version != self.version:
+            return f"{self.name} was updated in place (irc holds a copy of it)"
+        return None
+
+
+class WeightGuard:
+    """The per-call check over every tensor a compiled graph reads from its model, and over the
+    train/eval mode of the modules whose meaning depends on it."""
+
+    def __init__(self, watched: list[WatchedTensor], modes: list[tuple[str, nn.Module]] = ()):
+        self.watched = watched
+        self._entries = [(w.table, w.key, w.tensor, w.data_ptr, w.version) for w in watched]
+        self.modes = [(name, m, m.training) for name, m in modes]
+
+    def stale(self) -> bool:
+        """Has any watched tensor been reassigned, given new storage, or (if a copy) updated,
+        or a watched module switched between train() and eval()?"""
+        for table, key, tensor, ptr, version in self._entries:
+            current = table.get(key)
+            if current is not tensor or current.data_ptr() != ptr:
+                return True
+            if version is not None and current._version != version:
+                return True
+        for _, module, training in self.modes:
+            if module.training is not training:
+                return True
+        return False
+
+    def mode_changed(self) -> bool:
+        return any(m.training is not t for _, m, t in self.modes)
+
+    def reasons(self) -> list[str]:
+        modes = [f"{n or 'the model'} is now in {'train' if m.training else 'eval'} mode"
+                 for n, m, t in self.modes if m.training is not t]
+        return [r for w in self.watched if (r := w.changed()) is not None] + modes
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [w.tensor for w in self.watched]
+
+
+def read_tensor_names(gm: fx.GraphModule) -> list[str]:
+    """Qualified names of every tensor `gm` reads from its module: get_attr targets and the
+    direct parameters and buffers of the modules it calls, once each, in graph order."""
+    names: dict[str, None] = {}
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            names[str(node.target)] = None
+        elif node.op == "call_module":
+            mod = gm.get_submodule(str(node.target))
+            for n, _ in (*mod.named_parameters(recurse=False), *mod.named_buffers(recurse=False)):
+                names[f"{node.target}.{n}"] = None
+    return list(names)
+
+
+MODE_DEPENDENT = (
+    nn.modules.dropout._DropoutNd, nn.modules.batchnorm._BatchNorm, nn.MultiheadAttention,
+    nn.TransformerEncoderLayer, nn.TransformerDecoderLayer,
+)
+"""Modules whose result depends on `training`; their converters read it at compile time."""
+
+
+def mode_modules(gm: fx.GraphModule, root: nn.Module | None) -> list[tuple[str, nn.Module]]:
+    """The modules whose train/eval mode a compiled graph depends on: the mode-dependent
+    modules it calls, and the model itself (a traced `self.training` is a constant)."""
+    found = [("", root)] if root is not None else []
+    for node in gm.graph.nodes:
+        if node.op == "call_module":
+            mod = gm.get_submodule(str(node.target))
+            if isinstance(mod, MODE_DEPENDENT):
+                found.append((str(node.target), mod))
+    return found
+
+
+def _locate(root: nn.Module, name: str) -> tuple[dict, str] | None:
+    """The dict entry holding tensor `name` in `root` (None if `root` has no such tensor)."""
+    *path, key = name.split(".")
+    owner = root
+    for part in path:
+        owner = getattr(owner, part, None)
+        if not isinstance(owner, nn.Module):
+            return None
+    for table in (owner._parameters, owner._buffers, owner.__dict__):
+        if isinstance(table.get(key), torch.Tensor):
+            return table, key
+    return None
+
+
+def watch(
+    roots: Iterable[nn.Module], names: list[str], bound: list[torch.Tensor], folded_sources: list[torch.Tensor],
+    modes: list[tuple[str, nn.Module]] = (),
+) -> WeightGuard:
+    """A guard over the tensors `names` as the first of `roots` that has each one keeps them.
+
+    `bound`: the tensors the native code reads in place (their storage is compared, their
+    in-place updates need no check); `folded_sources`: tensors a fold plan refolds itself when
+    they change in place. Every other watched tensor is a copy, so its version is watched too."""
+    in_place = {t.data_ptr() for t in bound if t.numel()}
+    refolded = {id(t) for t in folded_sources}
+    watched = []
+    roots = list(roots)
+    for name in names:
+        found = next((loc for r in roots if (loc := _locate(r, name)) is not None), None)
+        if found is None:
+            continue
+        table, key = found
+        t = table[key]
+        copied = id(t) not in refolded and (t.numel() == 0 or t.data_ptr() not in in_place)
+        watched.append(WatchedTensor(name, table, key, t, t.data_ptr(), t._version if copied else None))
+    return WeightGuard(watched, modes)
+
+
+def sync(gm: fx.GraphModule, root: nn.Module, names: list[str]) -> None:
+    """Make `gm` read the tensors `root` holds now (where it keeps its own references: a traced
+    GraphModule copies get_attr tensors of the root module; called modules are shared)."""
+    if gm is root:
+        return
+    for name in names:
+        src, dst = _locate(root, name), _locate(gm, name)
+        if src is not None and dst is not None:
+            dst[0][dst[1]] = src[0][src[1]]

@@ -1,0 +1,164 @@
+"""Training through torch.compile(backend="irc"): AOTAutograd, irc compiling the forward and the
+ATen backward run eagerly. Gradients must be eager's, and weights are read at every call."""
+
+from __future__ import annotations
+
+import copy
+import logging
+
+import pytest
+import torch
+from torch import nn
+
+import irc.backend
+
+
+class Recording(irc.backend.DynamoGraph):
+    made: list = []
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        Recording.made.append(self)
+
+
+@pytest.fixture
+def record(monkeypatch):
+    Recording.made = []
+    monkeypatch.setattr(irc.backend, "DynamoGraph", Recording)
+    torch._dynamo.reset()
+    yield Recording.made
+    torch._dynamo.reset()
+
+
+def mlp():
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+
+
+def cnn():
+    return nn.Sequential(
+        nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(4 * 4 * 4, 5)
+    )
+
+
+def block():
+    return nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+
+
+MODELS = {"mlp": (mlp, (3, 8)), "cnn": (cnn, (2, 3, 8, 8)), "transformer_block": (block, (2, 5, 16))}
+
+
+def native_forwards(made) -> list:
+    """The CompiledModules irc built for AOTAutograd forwards (weights as run-time inputs)."""
+    return [cm for dg in made if not dg.param_idx for _, cm in dg.compiled.values() if cm is not None]
+
+
+TOL = {"rtol": 1e-4, "atol": 1e-4}  # native fp32 GEMMs and convolutions sum in another order than eager
+
+
+def assert_same_grads(model, ref):
+    for (name, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
+        assert p.grad is not None, name
+        torch.testing.assert_close(p.grad, q.grad, **TOL, msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_training_gives_eager_gradients_and_sees_optimizer_steps(name, record):
+    torch.manual_seed(0)
+    build, shape = MODELS[name]
+    model = build()
+    ref = copy.deepcopy(model)
+    f = torch.compile(model, backend="irc")
+    opt, ref_opt = torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(ref.parameters(), lr=0.1)
+    for step in range(3):
+        x = torch.randn(*shape)
+        out, expected = f(x), ref(x)
+        torch.testing.assert_close(out, expected, **TOL)  # step > 0: the updated weights were read
+        assert out.grad_fn is not None
+        (out * out).sum().backward()
+        (expected * expected).sum().backward()
+        assert_same_grads(model, ref)
+        opt.step(), ref_opt.step(), opt.zero_grad(), ref_opt.zero_grad()
+    assert native_forwards(record), "the forward was not compiled by irc"
+
+
+def test_a_compiled_submodule_gets_its_gradients(record):
+    torch.manual_seed(1)
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pre, self.body, self.post = nn.Linear(8, 8), nn.Sequential(nn.Linear(8, 8), nn.Tanh()), nn.Linear(8, 2)
+
+        def forward(self, x):
+            return self.post(self.body(self.pre(x)))
+
+    net = Net()
+    ref = copy.deepcopy(net)
+    net.body = torch.compile(net.body, backend="irc")
+    x = torch.randn(3, 8)
+    net(x).sum().backward()
+    ref(x).sum().backward()
+    assert_same_grads(net, ref)
+    assert native_forwards(record)
+
+
+def test_input_gradients_and_dynamic_shapes(record):
+    torch.manual_seed(2)
+    model = mlp()
+    ref = copy.deepcopy(model)
+    f = torch.compile(model, backend="irc", dynamic=True)
+    for batch in (3, 5):
+        x = torch.randn(batch, 8, requires_grad=True)
+        xr = x.detach().clone().requires_grad_()
+        f(x).sum().backward()
+        ref(xr).sum().backward()
+        torch.testing.assert_close(x.grad, xr.grad)
+    assert_same_grads(model, ref)
+    assert native_forwards(record)
+
+
+def test_no_grad_after_training_uses_the_inference_path(record):
+    torch.manual_seed(3)
+    model = mlp()
+    f = torch.compile(model, backend="irc")
+    x = torch.randn(3, 8)
+    f(x).sum().backward()
+    with torch.no_grad():
+        torch.testing.assert_close(f(x), model(x))
+    assert any(dg.param_idx for dg in record)  # the inference graph binds weights as parameters
+
+
+def test_a_training_forward_irc_cannot_compile_runs_eagerly(record, caplog):
+    torch.manual_seed(4)
+    model = mlp().double()
+    ref = copy.deepcopy(model)
+    f = torch.compile(model, backend="irc")
+    x = torch.randn(3, 8, dtype=torch.float64)
+    with caplog.at_level(logging.WARNING, logger="irc"):
+        f(x).sum().backward()
+    ref(x).sum().backward()
+    assert_same_grads(model, ref)
+    assert [r for r in caplog.records if r.name == "irc" and r.levelno == logging.WARNING]
+
+
+def test_lifted_float_in_training_under_dynamic_shapes(record):
+    """AOTAutograd restarts Dynamo to specialize LayerNorm's eps: the backend tolerates it."""
+    torch.manual_seed(5)
+
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin, self.ln, self.alpha = nn.Linear(8, 8), nn.LayerNorm(8), 0.5
+
+        def forward(self, x):
+            return self.ln(self.lin(x)) * self.alpha
+
+    model = Scaled()
+    ref = copy.deepcopy(model)
+    f = torch.compile(model, backend="irc", dynamic=True)
+    x = torch.randn(4, 8)
+    out = f(x)
+    torch.testing.assert_close(out, ref(x))
+    out.sum().backward()
+    ref(x).sum().backward()
+    assert_same_grads(model, ref)

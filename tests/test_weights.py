@@ -1,0 +1,357 @@
+"""Weight guards, refresh_weights() and autograd through irc.compile: a compiled module never
+runs on weights the model no longer has, and a call eager would record for autograd has eager's
+gradients."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+import irc
+
+
+def mlp() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4)).eval()
+
+
+def cnn() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.Conv2d(8, 4, 1)).eval()
+
+
+class Functional(nn.Module):
+    """Weights read through get_attr: a traced GraphModule holds its own references to them."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(16, 8))
+        self.register_buffer("scale", torch.rand(16) + 0.5)
+
+    def forward(self, x):
+        return F.relu(F.linear(x, self.weight) * self.scale)
+
+
+def same(cm, model, *inputs):
+    with torch.no_grad():
+        torch.testing.assert_close(cm(*inputs), model(*inputs))
+
+
+# --- reassignment and new storage: detected per call ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: setattr(m[0], "weight", nn.Parameter(torch.randn(16, 8))),
+        lambda m: setattr(m[0].weight, "data", torch.randn(16, 8)),
+        lambda m: setattr(m[2], "bias", nn.Parameter(torch.randn(4))),
+        lambda m: m.load_state_dict({k: torch.randn_like(v) for k, v in m.state_dict().items()}, assign=True),
+        lambda m: m.load_state_dict({k: torch.randn_like(v) for k, v in m.state_dict().items()}),
+    ],
+    ids=["parameter", "data", "bias", "load_state_dict-assign", "load_state_dict"],
+)
+def test_changed_weights_are_seen(change):
+    m, x = mlp(), torch.randn(3, 8)
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    change(m)
+    same(cm, m, x)
+    same(cm, m, torch.randn(5, 8))  # and by a version compiled after the change
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: setattr(m[1], "running_var", torch.rand(8) + 2.0),  # a reassigned buffer
+        lambda m: setattr(m[1].running_mean, "data", torch.randn(8)),
+        lambda m: setattr(m[0], "weight", nn.Parameter(torch.randn(8, 3, 3, 3))),
+        lambda m: m[1].running_var.mul_(4),  # in place: refolded
+    ],
+    ids=["buffer", "buffer-data", "conv-weight", "in-place"],
+)
+def test_changed_folded_weights_are_seen(change):
+    m, x = cnn(), torch.randn(1, 3, 8, 8)
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    change(m)
+    same(cm, m, x)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda m: setattr(m, "weight", nn.Parameter(torch.randn(16, 8))),
+        lambda m: setattr(m.weight, "data", torch.randn(16, 8)),
+        lambda m: setattr(m, "scale", torch.rand(16)),
+        lambda m: m.scale.mul_(3),
+    ],
+    ids=["parameter", "data", "buffer", "buffer-in-place"],
+)
+def test_root_attributes_reassigned(change):
+    m, x = Functional(), torch.randn(3, 8)
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    change(m)
+    same(cm, m, x)
+
+
+def test_a_reassigned_weight_of_another_shape_is_a_clear_error():
+    m, x = mlp(), torch.randn(3, 8)
+    cm = irc.compile(m, (x,))
+    m[0].weight = nn.Parameter(torch.randn(16, 9))
+    with pytest.raises(irc.IrcError, match=r"rebuilding for the model's new weights failed.*0\.weight was reassigned"):
+        cm(x)
+
+
+def test_no_rebuild_without_a_change(monkeypatch):
+    m, x = cnn(), torch.randn(1, 3, 8, 8)
+    cm = irc.compile(m, (x,))
+    with torch.no_grad():
+        m[3].weight.mul_(2)  # read in place by the native code: nothing to rebuild
+    monkeypatch.setattr(cm, "_build", lambda *a, **k: pytest.fail("rebuilt without a reassignment"))
+    same(cm, m, x)
+
+
+def test_optimizer_steps_are_seen():
+    m, x = mlp(), torch.randn(3, 8)
+    cm = irc.compile(m, (x,))
+    opt = torch.optim.SGD(m.parameters(), lr=0.5)
+    for _ in range(3):
+        m(x).square().sum().backward()
+        opt.step()
+        opt.zero_grad()
+        same(cm, m, x)
+
+
+# --- writes through .data: the documented contract -----------------------------------------
+
+
+@pytest.mark.parametrize("make", [mlp, cnn], ids=["mlp-packed", "cnn-folded"])
+def test_writes_through_data_need_refresh_weights(make):
+    m = make()
+    x = torch.randn(3, 8) if isinstance(m[0], nn.Linear) else torch.randn(1, 3, 8, 8)
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    for p in m.parameters():
+        p.data.mul_(2)  # same storage, and .data's own version counter: invisible to a cheap check
+    cm.refresh_weights()
+    same(cm, m, x)
+
+
+# --- autograd ------------------------------------------------------------------------------
+
+
+def _grads(model: nn.Module, out: torch.Tensor) -> list[torch.Tensor]:
+    model.zero_grad()
+    out.square().sum().backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+@pytest.mark.parametrize("make,shape", [(mlp, (3, 8)), (cnn, (2, 3, 8, 8))], ids=["mlp", "cnn"])
+def test_autograd_gives_eager_gradients(make, shape):
+    m = make()
+    x = torch.randn(shape, requires_grad=True)
+    cm = irc.compile(m, (x.detach(),))
+    out = cm(x)
+    assert out.grad_fn is not None
+    got = _grads(m, out)
+    x_grad = x.grad.clone()
+    x.grad = None
+    expected = _grads(m, m(x))
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e)
+    torch.testing.assert_close(x_grad, x.grad)
+
+
+def test_no_grad_and_inference_mode_record_nothing():
+    m, x = mlp(), torch.randn(3, 8)
+    cm = irc.compile(m, (x,))
+    with torch.no_grad():
+        assert cm(x).grad_fn is None
+    with torch.inference_mode():
+        assert cm(x).grad_fn is None
+    for p in m.parameters():
+        p.requires_grad_(False)
+    assert cm(x).grad_fn is None
+
+
+class TwoOutputs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = mlp()
+
+    def forward(self, x):
+        y = self.body(x)
+        return y.relu(), y * 2
+
+
+def test_autograd_with_several_outputs():
+    m = TwoOutputs()
+    cm = irc.compile(m, (torch.randn(3, 8),))
+    x = torch.randn(3, 8, requires_grad=True)
+    a, b = cm(x)
+    (a.sum() + b.square().sum()).backward()
+    got = [x.grad.clone()] + [p.grad.clone() for p in m.parameters()]
+    x.grad = None
+    m.zero_grad()
+    a, b = m(x)
+    (a.sum() + b.square().sum()).backward()
+    for g, e in zip(got, [x.grad] + [p.grad for p in m.parameters()]):
+        torch.testing.assert_close(g, e)
+
+
+# --- calls from several threads, layouts, signatures ----------------------------------------
+
+
+def test_threads_creating_versions_at_once():
+    m = mlp()
+    cm = irc.compile(m, (torch.randn(3, 8),))
+    inputs = [torch.randn(b, 8) for b in (1, 2, 4, 6)]
+    start, errors = threading.Barrier(len(inputs)), []
+
+    def worker(x):
+        try:
+            start.wait()
+            for _ in range(3):
+                same(cm, m, x)
+        except BaseException as e:  # reported on the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(x,)) for x in inputs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert len(cm.versions) == 5
+
+
+def test_channels_last_and_strided_inputs():
+    m, x = cnn(), torch.randn(2, 3, 8, 8).to(memory_format=torch.channels_last)
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    same(cm, m, torch.randn(2, 3, 8, 8))
+    same(cm, m, torch.randn(2, 3, 8, 16)[..., ::2])
+    assert "has strides (192, 1, 24, 3): each call copies its 1536 bytes" in cm.explain()
+    lin = mlp()
+    cm = irc.compile(lin, (torch.randn(8, 3).t(),))
+    same(cm, lin, torch.randn(8, 3).t())
+
+
+class WithDefaults(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 4)
+
+    def forward(self, x, mask=None, scale: float = 2.0, *, bias: float = 1.0):
+        y = self.lin(x) * scale + bias
+        if mask is not None:
+            y = y.masked_fill(mask, 0.0)
+        return y
+
+
+def test_forward_defaults_are_specialized():
+    m, x = WithDefaults().eval(), torch.randn(3, 8)
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    with pytest.raises(irc.InputError, match=r"expected 1 input.*got 2; specialized .*mask=None, scale=2.0"):
+        cm(x, torch.zeros(3, 4, dtype=torch.bool))
+    cm2 = irc.compile(lambda x, y, alpha=0.5: x * alpha + y, (x, x))
+    torch.testing.assert_close(cm2(x, x), x * 0.5 + x)
+
+
+def test_torch_compile_sees_changed_weights():
+    m, x = mlp(), torch.randn(3, 8)
+    compiled = torch.compile(m, backend="irc")
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), m(x))
+        m[0].weight.data = torch.randn(16, 8)  # new storage: seen per call
+        torch.testing.assert_close(compiled(x), m(x))
+        m[0].weight = nn.Parameter(torch.randn(16, 8))  # a new object
+        torch.testing.assert_close(compiled(x), m(x))
+        m[2].weight.data.mul_(2)  # through .data: the contract is irc.refresh_weights()
+        assert irc.refresh_weights(m) >= 1
+        torch.testing.assert_close(compiled(x), m(x))
+    torch._dynamo.reset()
+
+
+def test_refresh_weights_selects_the_model():
+    a, b, x = mlp(), mlp(), torch.randn(3, 8)
+    cms = [irc.compile(a, (x,)), irc.compile(b, (x,))]
+    assert irc.refresh_weights(a) == 1
+    b[0].weight.data.mul_(3)
+    assert irc.refresh_weights(b) == 1
+    same(cms[1], b, x)
+
+
+def test_switching_to_train_mode_after_compiling():
+    m, x = cnn(), torch.randn(4, 3, 8, 8)
+    reference = cnn()
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    m.train()
+    reference.train()
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), reference(x))  # batch statistics, as eager
+    torch.testing.assert_close(m[1].running_mean, reference[1].running_mean)  # updated once, like eager
+    m.eval()
+    reference.eval()
+    same(cm, reference, x)
+
+
+class TracedMode(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return y * 2 if self.training else y  # a Python branch symbolic_trace bakes in
+
+
+def test_a_traced_training_flag_is_traced_again():
+    m, x = TracedMode().eval(), torch.randn(3, 8)
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    m.train()
+    same(cm, m, x)
+
+
+def test_autograd_in_train_mode_updates_running_stats_once():
+    m, ref, x = cnn().train(), cnn().train(), torch.randn(4, 3, 8, 8)
+    cm = irc.compile(m, (x,))
+    m.load_state_dict(ref.state_dict())
+    cm(x).sum().backward()
+    ref(x).sum().backward()
+    torch.testing.assert_close(m[1].running_var, ref[1].running_var)
+    for p, q in zip(m.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+
+
+def test_torch_compile_first_calls_from_threads():
+    m = mlp()
+    compiled = torch.compile(m, backend="irc", dynamic=False)
+    inputs = [torch.randn(b, 8) for b in (2, 3, 5, 7)]
+    start, errors = threading.Barrier(len(inputs)), []
+
+    def worker(x):
+        try:
+            start.wait()
+            with torch.no_grad():
+                for _ in range(3):
+                    torch.testing.assert_close(compiled(x), m(x))
+        except BaseException as e:  # reported on the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(x,)) for x in inputs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch._dynamo.reset()
+    assert not errors, errors[0]

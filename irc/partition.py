@@ -23,7 +23,9 @@ from torch._prims_common import is_non_overlapping_and_dense_or_false
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
+from irc.frontend.convert_shape import has_runtime_value
 from irc.frontend.fx_importer import INPUT_DTYPES, EagerTensor, FxImporter, describe_target, tensor_type
+from irc.frontend.order_mutations import order_mutations
 
 log = logging.getLogger("irc")
 
@@ -57,11 +59,27 @@ class _Probe(FxImporter):
 def unsupported_nodes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> list[UnsupportedNode]:
     """Every node of `gm` irc cannot convert even when its inputs are available (no side effects
     on `gm` beyond the shape metadata ShapeProp writes)."""
+    probe = _Probe(gm)
     try:
-        _Probe(gm).run(example_inputs, "probe")
+        probe.run(example_inputs, "probe")
     except UnsupportedOpError as e:
-        return e.nodes
+        return _with_folded_inputs(gm, probe, e.nodes)
     return []
+
+
+def _with_folded_inputs(gm: fx.GraphModule, probe: _Probe, nodes: list[UnsupportedNode]) -> list[UnsupportedNode]:
+    """`nodes` and every node folded at compile time (a mask, an index, a size) that an eager
+    node reads: a native partition returns tensors it computes, so these run eagerly too."""
+    eager = {n.node for n in nodes}
+    for node in reversed(gm.graph.nodes):  # users first: folding chains become eager as a whole
+        value = probe.values.get(node)
+        if (node.op in CALLABLE and node.name not in eager and value is not None
+                and not isinstance(value, EagerTensor) and not has_runtime_value(value)
+                and any(u.name in eager for u in node.users)):
+            reason = "a compile-time value an eager node reads"
+            nodes.append(UnsupportedNode(node.name, describe_target(node, gm), reason))
+            eager.add(node.name)
+    return nodes
 
 
 class _Supported(OperatorSupportBase):
@@ -138,14 +156,25 @@ def partition(
     unsupported: list[UnsupportedNode] | None = None,
 ) -> Partitioned:
     """Split `gm` into native partitions (compiled by `compile_graph(sub_gm, inputs) -> (forward,
-    info)`) and eager nodes. `unsupported` (default: probe the importer) names the eager nodes."""
+    info)`) and eager nodes. `unsupported` (default: probe the importer) names the eager nodes.
+    In-place mutations are made data dependencies first (`order_mutations`, rewriting `gm`):
+    regrouped nodes would otherwise read a tensor before or after it changes."""
+    order_mutations(gm)
     if unsupported is None:
         unsupported = unsupported_nodes(gm, example_inputs)
     unsupported = list(unsupported) + _tuple_producers(gm, {n.node for n in unsupported})
     names = {n.node for n in unsupported}
     work = fx.GraphModule(gm, copy.deepcopy(gm.graph))  # the partitioner rewrites its graph
     partitioner = CapabilityBasedPartitioner(work, _Supported(names), allows_single_node_partition=True)
-    parts = [p for p in partitioner.propose_partitions() if any(n.op in CALLABLE for n in p.nodes)]
+    parts = partitioner.propose_partitions()
+    for p in parts:
+        # The partitioner pulls every getitem of a node into its partition, supported or not, and
+        # takes in attributes only eager nodes read (which the partition would have to return).
+        for n in [n for n in p.nodes if n.name in names]:
+            p.remove_node(n)
+        for n in [n for n in p.nodes if n.op == "get_attr" and not any(u in p.nodes for u in n.users)]:
+            p.remove_node(n)
+    parts = [p for p in parts if any(n.op in CALLABLE for n in p.nodes)]
     split = partitioner.fuse_partitions(parts)
     fused = [str(n.target) for n in split.graph.nodes if n.op == "call_module" and str(n.target).startswith("fused_")]
     part_inputs = _partition_inputs(split, example_inputs, set(fused))
@@ -196,8 +225,8 @@ def _partition_inputs(split: fx.GraphModule, example_inputs: Sequence[torch.Tens
                 seen[target] = tuple(args)
             return super().call_module(target, args, kwargs)
 
-    with torch.no_grad():
-        Recorder(split).run(*example_inputs)
+    with torch.no_grad():  # on copies: a graph may change its inputs in place (x.mul_(2))
+        Recorder(split).run(*(x.clone() if isinstance(x, torch.Tensor) else x for x in example_inputs))
     return seen
 
 

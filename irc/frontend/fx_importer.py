@@ -32,6 +32,7 @@ from xdsl.ir import Block, Region, SSAValue
 from irc.dialects import irt
 from irc.dialects.irt_shape import ExpandOp
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
+from irc.frontend.order_mutations import EAGER_META, order_mutations
 
 
 class Unsupported(Exception):
@@ -266,6 +267,8 @@ class FxImporter:
         but still checked for a converter, so one error lists every unsupported target."""
         try:
             converter = self._converter(node)
+            if EAGER_META in node.meta:  # order_mutations: e.g. an in-place change of a model input
+                raise Unsupported(node.meta[EAGER_META])
             if any(i in self.failed for i in node.all_input_nodes):
                 self.failed.add(node)  # depends on an unsupported node, which is reported
                 return
@@ -419,8 +422,8 @@ def _tensor_metadata(t: torch.Tensor) -> TensorMetadata:
 def _propagate_shapes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]) -> None:
     prop = _ShapeProp(gm)
     try:
-        with torch.no_grad():
-            prop.propagate(*example_inputs)
+        with torch.no_grad():  # on copies: a graph may change its inputs in place (x.mul_(2))
+            prop.propagate(*(x.clone() if isinstance(x, torch.Tensor) else x for x in example_inputs))
     except Exception as e:  # the user's model failed on the user's inputs: say so plainly, with eager's reason
         cause: BaseException = e
         while cause.__cause__ is not None:  # ShapeProp wraps the model's own error
@@ -433,8 +436,9 @@ def _propagate_shapes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]
 
 
 def import_fx(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor], func_name: str = "forward") -> ImportedGraph:
-    """Import a traced graph; raises UnsupportedOpError listing every node irc cannot compile."""
-    return FxImporter(gm).run(example_inputs, func_name)
+    """Import a traced graph; raises UnsupportedOpError listing every node irc cannot compile.
+    In-place mutations are first made data dependencies (`order_mutations`, rewriting `gm`)."""
+    return FxImporter(order_mutations(gm)).run(example_inputs, func_name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -480,7 +484,7 @@ def _identity(imp: FxImporter, node: fx.Node, x, *args, **kwargs) -> SSAValue:
 
 
 def _dropout(imp: FxImporter, node: fx.Node, x, p=0.5, training=True, inplace=False) -> SSAValue:
-    if training:
+    if training and p != 0:  # F.dropout(x, p=0.0) is x in training too (torchvision's Swin calls it so)
         raise Unsupported("dropout in training mode; compile the model in eval mode (model.eval())")
     return imp.tensor(x)
 
@@ -583,4 +587,5 @@ MODULES: dict[type, Converter] = {
 
 # Op families add their converters to the tables above on import.
 from irc.frontend import convert_math, convert_nn, convert_reduce, convert_shape  # noqa: E402, F401
+from irc.frontend import convert_layout, convert_mutation  # noqa: E402, F401  (they use convert_shape's folding)
 from irc.frontend import aten  # noqa: E402, F401  (ATen overloads as aliases; after the families)

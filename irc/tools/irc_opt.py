@@ -16,9 +16,11 @@ from collections.abc import Sequence
 from io import BytesIO
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
+from irc.cli import package_version
 from irc.tools.diagnostics import Diagnostic, check, parse_expectations
 from irc.tools.locations import LocatedParser, SourceLoc, failing_op, op_location
 
@@ -114,7 +116,7 @@ class UsageError(Exception):
 
 
 class IrcOptMain(xDSLOptMain):
-    version_format = "irc-opt (xDSL {xdsl_version})"
+    version_format = f"irc-opt {package_version()} (xDSL {{xdsl_version}})"
 
     def register_all_dialects(self) -> None:
         super().register_all_dialects()
@@ -150,13 +152,17 @@ class IrcOptMain(xDSLOptMain):
     def prepare_input(self):
         """Like xDSL's, but a chunk ends only at a line that is just `// -----` (as in MLIR), not
         at that text inside a comment such as `// CHECK: // -----`."""
-        if not self.args.split_input_file:
-            return super().prepare_input()
         f, file_extension = self.get_input_stream()
+        frontend = parse_spec(self.args.frontend).name if self.args.frontend else file_extension
+        if frontend not in self.available_frontends:
+            f.close()
+            raise UsageError(
+                f"cannot tell the format of {self.get_input_name()!r} from its extension "
+                f"{file_extension!r}: name it *.mlir or pass -f mlir")
+        if not self.args.split_input_file:
+            return [(f, 0)], file_extension
         with f:
             lines = f.read().splitlines(keepends=True)
-        if file_extension not in self.available_frontends:
-            raise ValueError(f"Unrecognized file extension '{file_extension}'")
         chunks, start = [], 0
         for i, line in enumerate([*lines, SPLIT_MARKER]):
             if line.strip() == SPLIT_MARKER:
@@ -172,7 +178,7 @@ class IrcOptMain(xDSLOptMain):
 
     def parse_chunk(self, chunk, file_extension: str, start_offset: int = 0) -> ModuleOp | None:
         """MLIR text is parsed by `LocatedParser`: every op located, undefined values at their use."""
-        if (self.args.frontend or file_extension) != "mlir":
+        if (parse_spec(self.args.frontend).name if self.args.frontend else file_extension) != "mlir":
             return super().parse_chunk(chunk, file_extension, start_offset)
         parser = LocatedParser(self.ctx, chunk.read(), self.get_input_name(), start_offset)
         return parser.parse_module(not self.args.no_implicit_module)

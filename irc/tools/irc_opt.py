@@ -3,8 +3,15 @@
     irc-opt model.mlir -p irc-fuse,irc-to-loops -t cpp -o model.cpp
 
 Every stock xDSL dialect, pass, target and flag stays available (--split-input-file,
---verify-diagnostics, --print-between-passes, --print-op-generic, -o, stdin, ...). Errors in the
-input are reported as located diagnostics with a non-zero exit, never as a Python traceback.
+--verify-diagnostics, --print-between-passes, --print-op-generic, -o, stdin, ...), with MLIR's
+meaning where xDSL's differs:
+
+- an error in the input is `irc-opt: error: FILE:LINE:COL: MESSAGE` (parse and verifier errors
+  alike: parsed ops carry their location) and exit code 1, never a Python traceback;
+- --split-input-file runs every chunk: a failing chunk is reported, the others still printed;
+- --verify-diagnostics checks `// expected-error {{...}}` annotations (irc/tools/diagnostics.py)
+  and exits 1 on any difference, instead of printing the error and exiting 0;
+- a bad command line (missing input, unwritable -o) is one line and exit code 2.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ class LocatedParser(Parser):
         self.line_offset = line_offset
         self._name_spans: list[Span] = []  # op-name spans of the ops being parsed (nested)
         self._first_use: dict[str, Span] = {}  # forward-referenced value -> its first use
+        self._counted = (0, 1)  # (offset, its line): where _line_col last counted to
 
     def _parse_op_result_list(self):
         results = super()._parse_op_result_list()
@@ -58,9 +59,20 @@ class LocatedParser(Parser):
             raise self._error(str(e), self._name_spans[-1]) from None
         span = self._name_spans.pop()
         if not isinstance(op.location, FileLineColLoc):
-            loc = self.locate(span)
-            op.location = FileLineColLoc(StringAttr(loc.file), IntAttr(loc.line), IntAttr(loc.col))
+            line, col = self._line_col(span.start)
+            op.location = FileLineColLoc(StringAttr(span.input.name), IntAttr(line), IntAttr(col))
         return op
+
+    def _line_col(self, pos: int) -> tuple[int, int]:
+        """Line and column of offset `pos`, counting newlines only since the previous call
+        (`Span.get_location` counts from the start: quadratic over a large file)."""
+        text = self.lexer.input.content
+        if pos < self._counted[0]:
+            self._counted = (0, 1)
+        start, line = self._counted
+        line += text.count("\n", start, pos)
+        self._counted = (pos, line)
+        return line + self.line_offset, pos - (text.rfind("\n", 0, pos) + 1) + 1
 
     def resolve_operand(self, operand: UnresolvedOperand, type):
         name = operand.operand_name
@@ -83,10 +95,6 @@ class LocatedParser(Parser):
             first, *others = undefined
             also = f" (also undefined: {', '.join('%' + n for n in others)})" if others else ""
             raise self._error(f"use of undefined value %{first}{also}", self._first_use[first]) from None
-
-    def locate(self, span: Span) -> SourceLoc:
-        loc = span.get_location()
-        return SourceLoc(loc.file, loc.line + self.line_offset, loc.col)
 
     def _error(self, msg: str, span: Span) -> ParseError:
         try:

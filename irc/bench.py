@@ -41,7 +41,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from irc.models import BUILTIN_MODELS, ModelSpec, UsageError, get_model, model_flops
+from irc.cli import model_names, output_dir, positive_float, positive_int, writing_to
+from irc.models import BUILTIN_MODELS, ModelSpec, get_model, model_flops
 from irc.verify import (
     COLOURS, ModelResult, _bind, _dedup_legend, _speedup_axis, benchmark, compile_inductor, fmt_ms,
     load_warning, render_markdown, short_error,
@@ -531,15 +532,15 @@ def thread_list(text: str) -> list[int]:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `irc bench`."""
-    parser.add_argument("--models", help="comma-separated built-in model names "
+    parser.add_argument("--models", type=model_names, help="comma-separated built-in model names "
                         f"(default: all: {','.join(BUILTIN_MODELS)})")
     parser.add_argument("--threads", type=thread_list,
                         help="thread count(s), e.g. 2 or 1,2 (default: torch.get_num_threads())")
-    parser.add_argument("--budget", type=float, default=3.0,
+    parser.add_argument("--budget", type=positive_float, default=3.0,
                         help="timing seconds per model and thread count, shared by all contenders (default: 3)")
-    parser.add_argument("--min-repeats", type=int, default=5,
+    parser.add_argument("--min-repeats", type=positive_int, default=5,
                         help="timed repeats per contender at least (default: 5)")
-    parser.add_argument("--out", type=Path, default=Path("."),
+    parser.add_argument("--out", type=output_dir, default=Path("."),
                         help=f"directory for {BENCH_MD}, {BENCH_JSON} and {BENCH_PNG} (default: .)")
     parser.add_argument("--no-inductor", dest="inductor", action="store_false",
                         help="do not time torch.compile (Inductor)")
@@ -567,9 +568,7 @@ def _ort_version() -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of `irc bench`; returns the exit code."""
-    names = [n.strip() for n in args.models.split(",") if n.strip()] if args.models else list(BUILTIN_MODELS)
-    if not names:
-        raise UsageError("--models names no model")
+    names = args.models or list(BUILTIN_MODELS)
     specs = [get_model(n) for n in names]  # fail fast on a typo, before any work
     import torch
 
@@ -598,11 +597,11 @@ def run(args: argparse.Namespace) -> int:
     if end and load_warning():
         meta["warnings"].append(f"at end: 1-min load average {end[0]:.1f} on {os.cpu_count()} CPUs: "
                                 "other processes were competing for the cores during the run")
-    args.out.mkdir(parents=True, exist_ok=True)
-    report = markdown_report(rows, meta)
-    (args.out / BENCH_MD).write_text(report)
-    (args.out / BENCH_JSON).write_text(json.dumps(json_report(rows, meta), indent=2) + "\n")
-    plot_ratios(rows, args.out / BENCH_PNG)
+    with writing_to(args.out):
+        report = markdown_report(rows, meta)
+        (args.out / BENCH_MD).write_text(report)
+        (args.out / BENCH_JSON).write_text(json.dumps(json_report(rows, meta), indent=2) + "\n")
+        plot_ratios(rows, args.out / BENCH_PNG)
 
     print()
     print(render_markdown(*summary_rows(rows)))

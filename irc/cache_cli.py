@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from irc.errors import IrcError
 from irc.runtime import cache_dir
+from irc.runtime.build import cache_problem
 
 ENTRY_SUFFIXES = (".so", ".cpp", ".sha256", ".pipeline")  # .pipeline: irc/pipeline.py
 
@@ -31,9 +33,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     root = cache_dir()
+    try:
+        return _run(args.action, root)
+    except OSError as e:  # a file, unreadable, read-only: say so, not a traceback
+        verb = "read" if args.action == "info" else "clear"
+        raise IrcError(f"cannot {verb} the irc build cache {root}: {cache_problem(root, e)}; check IRC_CACHE_DIR") from None
+
+
+def _run(action: str, root: Path) -> int:
+    if root.exists() and not root.is_dir():
+        raise NotADirectoryError(20, "Not a directory", str(root))
     entries = _entries(root)
     libraries = [p for p in entries if p.suffix == ".so"]
-    if args.action == "info":
+    if action == "info":
         size = sum(p.stat().st_size for p in entries)
         print(f"irc build cache: {root}")
         print(f"  {len(libraries)} libraries, {size / 1e6:.1f} MB (set IRC_CACHE_DIR to move it)")

@@ -324,26 +324,32 @@ def plot_roofline(ks: list[Kernel], seconds: list[float | None], roof, path) -> 
 def add_arguments(parser) -> None:
     from pathlib import Path
 
+    from irc.cli import input_shapes, output_dir, positive_int
+
     parser.add_argument("model", nargs="?", default="mlp-small",
                         help="built-in model name or package.module:attribute (default: mlp-small)")
-    parser.add_argument("--input-shape", help="input shape(s) for an nn.Module instance, e.g. 1x784")
+    parser.add_argument("--input-shape", type=input_shapes, help="input shape(s) for an nn.Module instance, e.g. 1x784")
     parser.add_argument("--profile", action="store_true",
                         help="time each kernel and draw roofline.png against this machine's measured peak")
-    parser.add_argument("--runs", type=int, default=20, help="calls to average over with --profile")
-    parser.add_argument("--out", type=Path, default=Path("."), help="where roofline.png goes (default: .)")
+    parser.add_argument("--runs", type=positive_int, default=20, help="calls to average over with --profile")
+    parser.add_argument("--out", type=output_dir, default=Path("."), help="where roofline.png goes (default: .)")
 
 
 def run(args) -> int:
+    import contextlib
+
     import irc
+    from irc.cli import writing_to
     from irc.visualize import load_model
 
     model, inputs = load_model(args.model, args.input_shape)
     cm = irc.compile(model, inputs)
     png = None
     if args.profile:
-        args.out.mkdir(parents=True, exist_ok=True)
         png = args.out / "roofline.png"
-    print(cm.explain(profile=args.profile, runs=args.runs, roofline_png=png), end="")
+    with writing_to(args.out) if png is not None else contextlib.nullcontext():
+        report = cm.explain(profile=args.profile, runs=args.runs, roofline_png=png)
+    print(report, end="")
     if png is not None:
         print(f"wrote {png}")
     return 0

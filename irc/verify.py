@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from irc.cli import model_names, output_dir, positive_float, positive_int, writing_to
 from irc.models import BUILTIN_MODELS, ModelSpec, get_model, model_flops
 
 EAGER = "eager"
@@ -486,22 +487,22 @@ def _dedup_legend(ax, **legend_kwargs) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `irc verify`."""
-    parser.add_argument("--models", help="comma-separated built-in model names "
+    parser.add_argument("--models", type=model_names, help="comma-separated built-in model names "
                         f"(default: all: {','.join(BUILTIN_MODELS)})")
-    parser.add_argument("--out", type=Path, default=Path("."),
+    parser.add_argument("--out", type=output_dir, default=Path("."),
                         help="directory for the report and charts (default: .)")
-    parser.add_argument("--budget", type=float, default=3.0,
+    parser.add_argument("--budget", type=positive_float, default=3.0,
                         help="timing seconds per model, shared by all contenders (default: 3)")
-    parser.add_argument("--min-repeats", type=int, default=5,
+    parser.add_argument("--min-repeats", type=positive_int, default=5,
                         help="timed repeats per contender at least (default: 5)")
-    parser.add_argument("--threads", type=int, help="torch.set_num_threads(N); irc, eager and Inductor all use it")
+    parser.add_argument("--threads", type=positive_int, help="torch.set_num_threads(N); irc, eager and Inductor all use it")
     parser.add_argument("--no-inductor", dest="inductor", action="store_false",
                         help="do not time torch.compile (Inductor)")
 
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of `irc verify`; returns the exit code."""
-    names = [n.strip() for n in args.models.split(",") if n.strip()] if args.models else list(BUILTIN_MODELS)
+    names = args.models or list(BUILTIN_MODELS)
     specs = [get_model(n) for n in names]  # fail fast on a typo, before any work
     import torch
 
@@ -527,10 +528,10 @@ def run(args: argparse.Namespace) -> int:
     for note in failure_notes(results):
         print("\n" + note)
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_markdown(results, args.out / REPORT_MD, threads, warning)
-    plot_speedups(results, args.out / PERFORMANCE_PNG, threads)
-    plot_scaling(results, args.out / SCALING_PNG, threads)
+    with writing_to(args.out):
+        write_markdown(results, args.out / REPORT_MD, threads, warning)
+        plot_speedups(results, args.out / PERFORMANCE_PNG, threads)
+        plot_scaling(results, args.out / SCALING_PNG, threads)
     print(f"\nthreads: {threads}")
     print(f"verdict: {verdict(results)}")
     print(f"wrote {args.out / REPORT_MD}, {args.out / PERFORMANCE_PNG}, {args.out / SCALING_PNG}")

@@ -19,6 +19,7 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from irc.cli import input_shapes, output_dir, writing_to
 from irc.errors import IrcError
 from irc.models import UsageError, get_model
 
@@ -95,7 +96,11 @@ def load_model(ref: str, input_shape: str | None = None):
     `(model, example_inputs)`.
     """
     if ":" not in ref:
-        return get_model(ref).build()
+        spec = get_model(ref)
+        if input_shape:
+            raise UsageError(f"--input-shape is for an nn.Module given as package.module:attribute; the "
+                             f"built-in model {ref!r} brings its own example inputs")
+        return spec.build()
     import torch
     from torch import nn
 
@@ -431,8 +436,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `irc visualize`."""
     parser.add_argument("model", nargs="?", default="mlp-small",
                         help="built-in model name or package.module:attribute (default: mlp-small)")
-    parser.add_argument("--input-shape", help="input shape(s) for an nn.Module instance, e.g. 1x784 or 1x784,1x10")
-    parser.add_argument("--out", type=Path, default=Path("."), help="output directory (default: .)")
+    parser.add_argument("--input-shape", type=input_shapes,
+                        help="input shape(s) for an nn.Module instance, e.g. 1x784 or 1x784,1x10")
+    parser.add_argument("--out", type=output_dir, default=Path("."), help="output directory (default: .)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -442,17 +448,18 @@ def run(args: argparse.Namespace) -> int:
     import irc
 
     model, inputs = load_model(args.model, args.input_shape)
-    args.out.mkdir(parents=True, exist_ok=True)
     graph_png = args.out / GRAPH_PNG
     try:
         with torch.no_grad():
             cm = irc.compile(model, inputs, fallback=False)  # say what irc cannot compile
     except IrcError:
-        _draw_traced_fallback(model, inputs, graph_png, args.model)
+        with writing_to(args.out):
+            _draw_traced_fallback(model, inputs, graph_png, args.model)
         raise
-    draw_graph(describe_graph(cm.graph_module, inputs), graph_png, f"FX graph of {args.model}")
     fused_txt = args.out / FUSED_TXT
-    fused_txt.write_text(cm.ir("fused").rstrip() + "\n")
+    with writing_to(args.out):
+        draw_graph(describe_graph(cm.graph_module, inputs), graph_png, f"FX graph of {args.model}")
+        fused_txt.write_text(cm.ir("fused").rstrip() + "\n")
     print(f"wrote {graph_png}")
     print(f"wrote {fused_txt}")
     return 0

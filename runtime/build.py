@@ -22,6 +22,7 @@ Environment:
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import platform
@@ -42,6 +43,7 @@ __all__ = [
     "build_library",
     "cache_dir",
     "check_library",
+    "cache_problem",
     "compiler_invocations",
     "load_library",
 ]
@@ -80,6 +82,33 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "irc"
 
 
+def _cache_errors(build):
+    """Turn a cache directory irc cannot use (a file, read-only, not writable, full) into an
+    `IrcError` naming it and the way out, instead of a raw OSError from deep inside a build."""
+
+    @functools.wraps(build)
+    def wrapper(*args, **kwargs):
+        try:
+            return build(*args, **kwargs)
+        except OSError as e:
+            root = cache_dir()
+            raise IrcError(
+                f"cannot use the irc build cache {root}: {cache_problem(root, e)}; set IRC_CACHE_DIR "
+                "to a writable directory of your own"
+            ) from None
+
+    return wrapper
+
+
+def cache_problem(root: Path, error: OSError) -> str:
+    """What is wrong with the cache directory `root`, given the error using it raised."""
+    if root.exists() and not root.is_dir():
+        return "it is a file, not a directory"
+    where = f" ({error.filename})" if error.filename and str(error.filename) != str(root) else ""
+    return f"{error.strerror or error}{where}"
+
+
+@_cache_errors
 def build_library(
     source: str, *, flags: Sequence[str] | None = None, cxx: str | None = None
 ) -> Path:

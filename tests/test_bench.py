@@ -211,6 +211,8 @@ def test_thread_list_rejects(text):
 
 
 def test_unknown_model_is_a_usage_error(tmp_path, capsys):
-    assert main(["bench", "--models", "nope", "--out", str(tmp_path)]) == 1
-    assert "unknown model 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["bench", "--models", "nope", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+    assert "unknown model(s) 'nope'" in capsys.readouterr().err
     assert not (tmp_path / BENCH_JSON).exists()

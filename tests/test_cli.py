@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from irc.cli import main
+from irc.errors import IrcError
 from irc.models import BUILTIN_MODELS, get_model, model_flops, UsageError
 from irc.verify import (
     EAGER, INDUCTOR, IRC, IRC_UNFUSED, ModelResult, Timing, benchmark, plot_scaling,
@@ -223,11 +224,11 @@ def test_visualize_user_model(user_models, args):
 
 @pytest.mark.parametrize("argv, message", [
     (["visualize", "no-such-model"], "unknown model 'no-such-model'"),
-    (["verify", "--models", "mlp-small,bogus"], "unknown model 'bogus'"),
     (["visualize", "irc_cli_user_models:tiny"], "--input-shape"),
     (["visualize", "irc_cli_user_models:missing"], "no attribute"),
     (["visualize", "irc_cli_user_models:number"], "not an nn.Module or a callable"),
     (["visualize", "no_such_package_xyz:thing"], "cannot import module"),
+    (["explain", "mlp-small", "--input-shape", "2x784"], "built-in model 'mlp-small' brings its own"),
 ])
 def test_bad_model_gives_clear_error(user_models, capsys, argv, message):
     assert main([*argv, "--out", str(user_models / "out")]) == 1
@@ -249,3 +250,170 @@ def test_subcommand_is_required(capsys):
     with pytest.raises(SystemExit) as exc:
         main([])
     assert exc.value.code == 2
+
+
+# --- argument validation: one argparse line, exit code 2, before any work -----------------
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["explain", "--profile", "--runs", "0"], "argument --runs: expected a positive integer, got '0'"),
+    (["explain", "--runs", "many"], "argument --runs: expected a positive integer"),
+    (["explain", "--input-shape", "abc"], "argument --input-shape: expected shapes like 1x784"),
+    (["visualize", "--input-shape", "1x0"], "argument --input-shape: expected shapes like 1x784"),
+    (["verify", "--threads", "0"], "argument --threads: expected a positive integer, got '0'"),
+    (["verify", "--budget", "0"], "argument --budget: expected a positive number of seconds"),
+    (["verify", "--budget", "nan"], "argument --budget: expected a positive number of seconds"),
+    (["bench", "--budget", "-1"], "argument --budget: expected a positive number of seconds"),
+    (["bench", "--min-repeats", "0"], "argument --min-repeats: expected a positive integer"),
+    (["verify", "--min-repeats", "-3"], "argument --min-repeats: expected a positive integer"),
+    (["verify", "--models", ""], "argument --models: no model named in ''; the built-in models are: mlp-small,"),
+    (["bench", "--models", " , "], "argument --models: no model named in"),
+    (["verify", "--models", "mlp-small,bogus"], "argument --models: unknown model(s) 'bogus'; the built-in models are"),
+    (["bench", "--models", "nope"], "unknown model(s) 'nope'"),
+])
+def test_bad_argument_is_a_one_line_usage_error(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2, err
+    assert message in err and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(f"irc {argv[0]}: error: argument ")
+
+
+@pytest.mark.parametrize("command", ["verify", "visualize", "explain", "bench"])
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_out_that_cannot_be_a_directory_is_a_usage_error(tmp_path, capsys, command, where):
+    (tmp_path / "f").write_text("")
+    out = tmp_path / "f" if where == "a file" else tmp_path / "f" / "sub"
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--out", str(out)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "Traceback" not in err
+    assert "argument --out" in err and "is a file, not a directory" in err
+
+
+def test_out_unwritable_is_a_usage_error(tmp_path, capsys, monkeypatch):
+    # Tests run as root here, for whom every directory is writable: stand in for the check.
+    monkeypatch.setattr("irc.cli.os.access", lambda path, mode: False)
+    with pytest.raises(SystemExit) as exc:
+        main(["explain", "--out", str(tmp_path / "new")])
+    assert exc.value.code == 2
+    assert f"cannot write to '{tmp_path / 'new'}': '{tmp_path}' is not writable by you" in capsys.readouterr().err
+
+
+def test_failed_write_is_an_irc_error_naming_the_path(tmp_path):
+    from irc.cli import writing_to
+
+    with pytest.raises(IrcError, match=r"cannot write to '.*report\.md': Read-only file system; choose another --out"):
+        with writing_to(tmp_path / "out"):
+            raise OSError(30, "Read-only file system", str(tmp_path / "out" / "report.md"))
+    assert (tmp_path / "out").is_dir()
+
+
+def test_version_names_irc_xdsl_and_torch(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == (
+        f"irc {version('irc')} (xdsl {version('xdsl')}, torch {version('torch')})")
+
+
+# --- irc-opt: a bad command line is one line and exit code 2 -------------------------------
+
+
+def _irc_opt(argv, capsys) -> tuple[int, str, str]:
+    from irc.tools.irc_opt import main as irc_opt
+
+    try:
+        irc_opt(argv)
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize("case, message", [
+    ("missing input", "cannot read the input file '{d}/missing.mlir': No such file or directory"),
+    ("directory input", "cannot read the input file '{d}': Is a directory"),
+    ("output in a missing directory", "cannot write the output file '{d}/no/out.mlir': No such file or directory"),
+    ("output is a directory", "cannot write the output file '{d}': Is a directory"),
+    ("unknown extension", "cannot tell the format of '{d}/ir.txt' from its extension 'txt': name it *.mlir or pass -f mlir"),
+])
+def test_irc_opt_bad_paths_are_one_line_usage_errors(tmp_path, capsys, case, message):
+    good = tmp_path / "ok.mlir"
+    good.write_text("func.func @f() {\n  func.return\n}\n")
+    (tmp_path / "ir.txt").write_text("")
+    argv = {
+        "missing input": [str(tmp_path / "missing.mlir")],
+        "directory input": [str(tmp_path)],
+        "output in a missing directory": [str(good), "-o", str(tmp_path / "no" / "out.mlir")],
+        "output is a directory": [str(good), "-o", str(tmp_path)],
+        "unknown extension": [str(tmp_path / "ir.txt")],
+    }[case]
+    code, _, err = _irc_opt(argv, capsys)
+    assert code == 2, err
+    assert err == f"irc-opt: error: {message.format(d=tmp_path)}\n"
+
+
+def test_irc_opt_version_names_irc_and_xdsl(capsys):
+    from importlib.metadata import version
+
+    code, out, _ = _irc_opt(["--version"], capsys)
+    assert code == 0
+    assert out.strip() == f"irc-opt {version('irc')} (xDSL {version('xdsl')})"
+
+
+# --- a build cache irc cannot use: one line naming it, exit code 1 --------------------------
+
+
+@pytest.mark.parametrize("kind, problem", [
+    ("a file", "it is a file, not a directory"),
+    ("under a file", "Not a directory"),
+])
+def test_unusable_cache_dir_is_an_irc_error(tmp_path, monkeypatch, capsys, kind, problem):
+    (tmp_path / "f").write_text("")
+    root = tmp_path / "f" if kind == "a file" else tmp_path / "f" / "cache"
+    monkeypatch.setenv("IRC_CACHE_DIR", str(root))
+    assert main(["explain", "mlp-small"]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"irc explain: error: cannot use the irc build cache {root}: {problem}; "
+                   "set IRC_CACHE_DIR to a writable directory of your own\n")
+
+
+@pytest.mark.parametrize("error", [PermissionError(13, "Permission denied"), OSError(30, "Read-only file system")])
+def test_unwritable_or_read_only_cache_dir_is_an_irc_error(tmp_path, monkeypatch, error):
+    from irc.runtime import build, build_library
+
+    # Tests run as root, who can write anywhere: the OS's refusal is stood in for.
+    def refuse(path):
+        error.filename = str(path)
+        raise error
+
+    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(build, "_makedirs", refuse)
+    with pytest.raises(IrcError, match=rf"cannot use the irc build cache {tmp_path / 'cache'}: {error.strerror}; "):
+        build_library('extern "C" int f() { return 1; }\n')
+
+
+def test_cache_cli_on_unusable_cache_dir(tmp_path, monkeypatch, capsys):
+    (tmp_path / "f").write_text("")
+    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path / "f"))
+    assert main(["cache", "info"]) == 1
+    assert capsys.readouterr().err == (f"irc cache: error: cannot read the irc build cache {tmp_path / 'f'}: "
+                                       "it is a file, not a directory; check IRC_CACHE_DIR\n")
+    cache = tmp_path / "cache"
+    (cache / "ab").mkdir(parents=True)
+    (cache / "ab" / f"ab{'0' * 62}.so").write_bytes(b"")
+    monkeypatch.setenv("IRC_CACHE_DIR", str(cache))
+
+    def refuse(self, missing_ok=False):
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr("pathlib.Path.unlink", refuse)
+    assert main(["cache", "clear"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"irc cache: error: cannot clear the irc build cache {cache}: Permission denied (")
+    assert "Traceback" not in err

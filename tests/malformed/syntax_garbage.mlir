@@ -1,1 +1,2 @@
+// expected-error @+1 {{Operation this is not registered}}
 this is not IR

@@ -3,32 +3,32 @@
 // Every irt and irl op rejects a dynamic dimension (until they are supported), naming itself,
 // the operand or result and its type; a zero-size dimension is a static size and verifies.
 
-// CHECK: Operation does not verify: irt.relu: dynamic dimensions are not supported yet: operand 0 has type tensor<?x4xf32>; give every dimension a static size (irc compiles one version per input shape)
 func.func @dynamic_operand(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{irt.relu: dynamic dimensions are not supported yet: operand 0 has type tensor<?x4xf32>; give every dimension a static size (irc compiles one version per input shape)}}
   %0 = irt.relu %x : tensor<?x4xf32>
   func.return %0 : tensor<?x4xf32>
 }
 
 // -----
 
-// CHECK: Operation does not verify: irt.reshape: dynamic dimensions are not supported yet: result 0 has type tensor<?xf32>
 func.func @dynamic_result(%x: tensor<2x6xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{irt.reshape: dynamic dimensions are not supported yet: result 0 has type tensor<?xf32>}}
   %0 = irt.reshape %x : (tensor<2x6xf32>) -> tensor<?xf32>
   func.return %0 : tensor<?xf32>
 }
 
 // -----
 
-// CHECK: Operation does not verify: irt.linear: dynamic dimensions are not supported yet: operand 1 has type tensor<?x8xf32>
 func.func @dynamic_weight(%x: tensor<4x8xf32>, %w: tensor<?x8xf32>) -> tensor<4x16xf32> {
+  // expected-error @+1 {{irt.linear: dynamic dimensions are not supported yet: operand 1 has type tensor<?x8xf32>}}
   %0 = irt.linear %x, %w : (tensor<4x8xf32>, tensor<?x8xf32>) -> tensor<4x16xf32>
   func.return %0 : tensor<4x16xf32>
 }
 
 // -----
 
-// CHECK: Operation does not verify: irl.gemm: dynamic dimensions are not supported yet: operand 0 has type memref<?x8xf32>
 func.func @dynamic_memref(%a: memref<?x8xf32>, %b: memref<16x8xf32>, %c: memref<4x16xf32>) {
+  // expected-error @+1 {{irl.gemm: dynamic dimensions are not supported yet: operand 0 has type memref<?x8xf32>}}
   irl.gemm "nk" %a, %b -> %c sizes [4, 16, 8] tiles [6, 16, 8, 4] strides [] conv [] parallel 0 : memref<?x8xf32>, memref<16x8xf32>, memref<4x16xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
@@ -38,16 +38,16 @@ func.func @dynamic_memref(%a: memref<?x8xf32>, %b: memref<16x8xf32>, %c: memref<
 
 // -----
 
-// CHECK: Operation does not verify: irt.relu: operand 0 has type tensor<9223372036854775807x4xf32>: 3.69e+19 elements, more than a 64-bit size can address
 func.func @oversized(%x: tensor<9223372036854775807x4xf32>) -> tensor<9223372036854775807x4xf32> {
+  // expected-error @+1 {{irt.relu: operand 0 has type tensor<9223372036854775807x4xf32>: 3.69e+19 elements, more than a 64-bit size can address}}
   %0 = irt.relu %x : tensor<9223372036854775807x4xf32>
   func.return %0 : tensor<9223372036854775807x4xf32>
 }
 
 // -----
 
-// CHECK: Operation does not verify: irt.reduce: max over dimension 1 of size 0 (input 3x0) has no value; torch.amax raises for it too
 func.func @max_over_empty(%x: tensor<3x0xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{irt.reduce: max over dimension 1 of size 0 (input 3x0) has no value; torch.amax raises for it too}}
   %0 = irt.reduce max %x [1] : (tensor<3x0xf32>) -> tensor<3xf32>
   func.return %0 : tensor<3xf32>
 }

@@ -4,11 +4,15 @@ A `CompiledModule` holds one *version* per set of input shapes it has been calle
 `max_versions`). A version is either one native function for the whole graph, or — when some
 nodes are unsupported and `fallback=True` — a split graph whose supported partitions are native
 and whose other nodes run in eager PyTorch (`irc/partition.py`).
+
+Every call first checks the model's weights and train/eval mode (`irc/weights.py`: a reassigned
+or re-stored weight, or a mode switch, rebuilds the versions), then runs the version for the
+inputs' shapes, through `irc/autograd.py` when eager PyTorch would record the call for autograd.
+Versions are created under a lock, so threads may make first calls at once.
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import logging
 import threading
@@ -30,6 +34,7 @@ from irc.pipeline import lower
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
 from irc.runtime.wrapper import PACKED_SUFFIX
+from irc.autograd import NativeForward, buffers_kept
 from irc.weights import WeightGuard, mode_modules, read_tensor_names, sync, watch
 
 LEVELS = ("import", "fused", "loops")
@@ -119,7 +124,7 @@ class CompiledModule:
             self._rebind_weights()
         if torch.is_grad_enabled() and self._wants_grad(inputs):
             structure: list = []  # the output's pytree spec: apply passes tensors, not dicts or lists
-            leaves = _NativeForward.apply(self, len(inputs), structure, *inputs, *self._grad_params())
+            leaves = NativeForward.apply(self, len(inputs), structure, *inputs, *self._grad_params())
             return pytree.tree_unflatten(list(leaves), structure[0])
         return self._call_native(inputs)
 
@@ -367,51 +372,6 @@ def _stand_in_inputs(shapes: Shapes, dtypes: Sequence[torch.dtype] | None) -> tu
     return tuple(torch.zeros(s, dtype=d) for s, d in zip(shapes, dtypes))
 
 
-@contextlib.contextmanager
-def _buffers_kept(gm: fx.GraphModule):
-    """Run `gm` (to trace shapes, to recompute for a backward) without changing its buffers:
-    in train mode a batch norm updates its running statistics on every run."""
-    saved = [(b, b.clone()) for b in gm.buffers()] if any(m.training for m in gm.modules()) else []
-    try:
-        yield
-    finally:
-        with torch.no_grad():
-            for b, before in saved:
-                b.copy_(before)
-
-
-class _NativeForward(torch.autograd.Function):
-    """A call that eager PyTorch would record for autograd: the forward runs natively, the
-    backward recomputes the graph in eager PyTorch (with the same weights) and differentiates
-    it, so inputs and parameters get eager's gradients. Call under `torch.no_grad()` or
-    `torch.inference_mode()` to skip this (the fastest path)."""
-
-    @staticmethod
-    def forward(ctx, cm: CompiledModule, n_inputs: int, structure: list, *args: torch.Tensor) -> Any:
-        ctx.cm, ctx.n_inputs = cm, n_inputs
-        ctx.save_for_backward(*args)
-        leaves, spec = pytree.tree_flatten(cm._call_native(args[:n_inputs]))
-        structure.append(spec)
-        return tuple(leaves)
-
-    @staticmethod
-    def backward(ctx, *grads: torch.Tensor) -> Any:
-        args = ctx.saved_tensors
-        n = ctx.n_inputs
-        inputs = [a.detach().requires_grad_(a.requires_grad) for a in args[:n]]
-        wrt = [t for t in (*inputs, *args[n:]) if t.requires_grad]
-        # The recomputation must not repeat the forward's side effects (a batch norm in train
-        # mode updates its running statistics): the buffers are put back as they were.
-        with _buffers_kept(ctx.cm.graph_module), torch.enable_grad():
-            out = ctx.cm.graph_module(*inputs)
-            outs = pytree.tree_leaves(out)
-            pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
-            got = iter(torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)
-                       if pairs else [None] * len(wrt))
-        result = [next(got) if t.requires_grad else None for t in (*inputs, *args[n:])]
-        return (None, None, None, *result)
-
-
 def trace(model: Any, n_inputs: int | None = None) -> fx.GraphModule:
     """The FX graph of a model: a GraphModule as it is, an ExportedProgram's ATen graph (weights
     as function parameters), or `torch.fx.symbolic_trace` of an nn.Module or function. With
@@ -518,7 +478,7 @@ def compile(
 
 def _build_version(gm: fx.GraphModule, inputs, *, fuse, cxx_flags, dump_dir, fallback: bool, first: bool) -> Version:
     """The whole graph native; or, if unsupported nodes and `fallback`, a partitioned version."""
-    with _buffers_kept(gm):
+    with buffers_kept(gm):
         return _build_any_version(gm, inputs, fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir, fallback=fallback, first=first)
 
 

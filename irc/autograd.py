@@ -1,0 +1,63 @@
+"""Autograd for `irc.compile`: a call eager PyTorch would record gets eager's gradients.
+
+The forward runs natively; the backward recomputes the traced graph in eager PyTorch with the
+same weights and differentiates it (activation recomputation, as checkpointing does), so inputs
+and parameters get eager's gradients without a native backward.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch import fx
+
+if TYPE_CHECKING:
+    from irc.api import CompiledModule
+
+
+@contextlib.contextmanager
+def buffers_kept(gm: fx.GraphModule):
+    """Run `gm` (to trace shapes, to recompute for a backward) without changing its buffers:
+    in train mode a batch norm updates its running statistics on every run."""
+    saved = [(b, b.clone()) for b in gm.buffers()] if any(m.training for m in gm.modules()) else []
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for b, before in saved:
+                b.copy_(before)
+
+
+class NativeForward(torch.autograd.Function):
+    """A call that eager PyTorch would record for autograd: the forward runs natively, the
+    backward recomputes the graph in eager PyTorch (with the same weights) and differentiates
+    it, so inputs and parameters get eager's gradients. Call under `torch.no_grad()` or
+    `torch.inference_mode()` to skip this (the fastest path)."""
+
+    @staticmethod
+    def forward(ctx, cm: CompiledModule, n_inputs: int, structure: list, *args: torch.Tensor) -> Any:
+        ctx.cm, ctx.n_inputs = cm, n_inputs
+        ctx.save_for_backward(*args)
+        leaves, spec = pytree.tree_flatten(cm._call_native(args[:n_inputs]))
+        structure.append(spec)
+        return tuple(leaves)
+
+    @staticmethod
+    def backward(ctx, *grads: torch.Tensor) -> Any:
+        args = ctx.saved_tensors
+        n = ctx.n_inputs
+        inputs = [a.detach().requires_grad_(a.requires_grad) for a in args[:n]]
+        wrt = [t for t in (*inputs, *args[n:]) if t.requires_grad]
+        # The recomputation must not repeat the forward's side effects (a batch norm in train
+        # mode updates its running statistics): the buffers are put back as they were.
+        with buffers_kept(ctx.cm.graph_module), torch.enable_grad():
+            out = ctx.cm.graph_module(*inputs)
+            outs = pytree.tree_leaves(out)
+            pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+            got = iter(torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)
+                       if pairs else [None] * len(wrt))
+        result = [next(got) if t.requires_grad else None for t in (*inputs, *args[n:])]
+        return (None, None, None, *result)

@@ -126,7 +126,10 @@ class CompiledModule:
             structure: list = []  # the output's pytree spec: apply passes tensors, not dicts or lists
             leaves = NativeForward.apply(self, len(inputs), structure, *inputs, *self._grad_params())
             return pytree.tree_unflatten(list(leaves), structure[0])
-        return self._call_native(inputs)
+        try:  # _call_native, inlined: this is the per-call path
+            return self._forward(*inputs)
+        except InputError as e:
+            return self._dispatch(inputs, e)
 
     def _call_native(self, inputs: tuple) -> Any:
         try:

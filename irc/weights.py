@@ -58,19 +58,22 @@ class WeightGuard:
 
     def __init__(self, watched: list[WatchedTensor], modes: list[tuple[str, nn.Module]] = ()):
         self.watched = watched
-        self._entries = [(w.table, w.key, w.tensor, w.data_ptr, w.version) for w in watched]
         self.modes = [(name, m, m.training) for name, m in modes]
+        # Flat tuples for the per-call loop (about 0.15 us per watched tensor).
+        self._entries = [(w.table, w.key, w.tensor, w.data_ptr) for w in watched]
+        self._copies = [(w.tensor, w.version) for w in watched if w.version is not None]
+        self._modes = [(m, t) for _, m, t in self.modes]
 
     def stale(self) -> bool:
         """Has any watched tensor been reassigned, given new storage, or (if a copy) updated,
         or a watched module switched between train() and eval()?"""
-        for table, key, tensor, ptr, version in self._entries:
-            current = table.get(key)
-            if current is not tensor or current.data_ptr() != ptr:
+        for table, key, tensor, ptr in self._entries:
+            if table.get(key) is not tensor or tensor.data_ptr() != ptr:
                 return True
-            if version is not None and current._version != version:
+        for tensor, version in self._copies:
+            if tensor._version != version:
                 return True
-        for _, module, training in self.modes:
+        for module, training in self._modes:
             if module.training is not training:
                 return True
         return False

@@ -17,6 +17,7 @@ p10/p90) of `--repeat` rounds of `--number` calls each:
 from __future__ import annotations
 
 import argparse
+import inspect
 import ctypes
 import statistics
 import timeit
@@ -42,7 +43,7 @@ def main() -> None:
         model, inputs = (lambda x: torch.relu(x + 1.0)), (torch.randn(4),)
     cm = irc.compile(model, inputs)
     version = next(iter(cm.versions.values()))
-    g = version.forward.__globals__
+    g = inspect.unwrap(version.forward).__globals__  # the generated wrapper (under a fold guard, if any)
     lib = load_library(cm.library_path)
     fn = getattr(lib, version.graph.func_name)
     outs = [torch.empty(s) for s in version.graph.output_shapes]

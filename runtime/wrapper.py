@@ -203,7 +203,7 @@ def make_forward(
             f"    if {a}.dtype != _D{i}:",
             f"        raise InputError(f'{{_L{i}}}: expected dtype {{_D{i}}}, got {{{a}.dtype}}')",
             f"    if {a}.shape != _S{i}:",
-            f"        raise InputError(",
+            "        raise InputError(",
             f"            f'{{_L{i}}}: expected shape {{_S{i}}}, got {{tuple({a}.shape)}}')",
             f"    if not {a}.is_contiguous():",  # channels_last, transposed, sliced: one copy
             f"        {a} = {a}.contiguous()",

@@ -208,17 +208,16 @@ def test_autograd_with_several_outputs():
 # --- calls from several threads, layouts, signatures ----------------------------------------
 
 
-def test_threads_creating_versions_at_once():
-    m = mlp()
-    cm = irc.compile(m, (torch.randn(3, 8),))
-    inputs = [torch.randn(b, 8) for b in (1, 2, 4, 6)]
+def at_once(check, inputs) -> None:
+    """Run `check(x)` three times for each input, one thread per input, all starting together;
+    re-raise the first failure on this thread."""
     start, errors = threading.Barrier(len(inputs)), []
 
     def worker(x):
         try:
             start.wait()
             for _ in range(3):
-                same(cm, m, x)
+                check(x)
         except BaseException as e:  # reported on the main thread
             errors.append(e)
 
@@ -228,6 +227,12 @@ def test_threads_creating_versions_at_once():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+
+
+def test_threads_creating_versions_at_once():
+    m = mlp()
+    cm = irc.compile(m, (torch.randn(3, 8),))
+    at_once(lambda x: same(cm, m, x), [torch.randn(b, 8) for b in (1, 2, 4, 6)])
     assert len(cm.versions) == 5
 
 
@@ -336,22 +341,7 @@ def test_autograd_in_train_mode_updates_running_stats_once():
 def test_torch_compile_first_calls_from_threads():
     m = mlp()
     compiled = torch.compile(m, backend="irc", dynamic=False)
-    inputs = [torch.randn(b, 8) for b in (2, 3, 5, 7)]
-    start, errors = threading.Barrier(len(inputs)), []
-
-    def worker(x):
-        try:
-            start.wait()
-            with torch.no_grad():
-                for _ in range(3):
-                    torch.testing.assert_close(compiled(x), m(x))
-        except BaseException as e:  # reported on the main thread
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(x,)) for x in inputs]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    torch._dynamo.reset()
-    assert not errors, errors[0]
+    try:
+        at_once(lambda x: same(compiled, m, x), [torch.randn(b, 8) for b in (2, 3, 5, 7)])
+    finally:
+        torch._dynamo.reset()

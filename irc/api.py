@@ -294,6 +294,9 @@ class CompiledModule:
         GFLOP/s against this machine's measured peak, and optionally a roofline plot."""
         from xdsl.parser import Parser
 
+        if profile and (not isinstance(runs, int) or runs < 1):
+            raise ValueError(f"explain(profile=True) needs runs >= 1 (the calls timed per kernel), got {runs!r}")
+
         from irc import explain as ex
 
         reports = []

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import fx, nn
 
+import irc
 from irc.context import irc_context
 from irc.explain import explain, intermediate_bytes, kernels, unfused_reasons
 from irc.frontend.fx_importer import import_fx
@@ -59,3 +61,10 @@ def test_conv_and_attention_flops():
     _, fused = imported_and_fused(attn, torch.randn(2, 5, 4), torch.randn(2, 7, 4), torch.randn(2, 7, 3))
     (k,) = kernels(fused)
     assert k.flops == 2 * 5 * 7 * (2 * 4 + 2 * 3 + 5)
+
+
+def test_explain_profile_needs_a_run():
+    m = torch.nn.Sequential(torch.nn.Linear(8, 4)).eval()
+    cm = irc.compile(m, (torch.randn(3, 8),))
+    with pytest.raises(ValueError, match=r"runs >= 1.*got 0"):
+        cm.explain(profile=True, runs=0)

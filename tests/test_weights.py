@@ -345,4 +345,3 @@ def test_torch_compile_first_calls_from_threads():
         at_once(lambda x: same(compiled, m, x), [torch.randn(b, 8) for b in (2, 3, 5, 7)])
     finally:
         torch._dynamo.reset()
-

@@ -52,7 +52,10 @@ def native_forwards(made) -> list:
     return [cm for dg in made if not dg.param_idx for _, cm in dg.compiled.values() if cm is not None]
 
 
-TOL = {"rtol": 1e-4, "atol": 1e-4}  # native fp32 GEMMs and convolutions sum in another order than eager
+# Native fp32 GEMMs and convolutions sum in another order than eager, and three SGD steps carry the
+# difference into the weights: measured at most 3.0e-5 absolute (CNN) and 1.2e-5 (transformer block),
+# over the default atol of 1e-5.
+TOL = {"rtol": 1e-4, "atol": 1e-4}
 
 
 def assert_same_grads(model, ref):

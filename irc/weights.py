@@ -113,14 +113,20 @@ MODE_DEPENDENT = (
 
 def mode_modules(gm: fx.GraphModule, root: nn.Module | None) -> list[tuple[str, nn.Module]]:
     """The modules whose train/eval mode a compiled graph depends on: the mode-dependent
-    modules it calls, and the model itself (a traced `self.training` is a constant)."""
-    found = [("", root)] if root is not None else []
+    modules it calls, and the model's own modules that tracing inlined (any class not from
+    torch.nn, the model itself included: a `self.training` read in their forward became a
+    constant). `m.train()` on the model or on one such submodule is seen."""
+    found: dict[int, tuple[str, nn.Module]] = {}
+    if root is not None:
+        for name, mod in root.named_modules():
+            if mod is root or not type(mod).__module__.startswith("torch.nn"):
+                found.setdefault(id(mod), (name, mod))
     for node in gm.graph.nodes:
         if node.op == "call_module":
             mod = gm.get_submodule(str(node.target))
             if isinstance(mod, MODE_DEPENDENT):
-                found.append((str(node.target), mod))
-    return found
+                found.setdefault(id(mod), (str(node.target), mod))
+    return list(found.values())
 
 
 def _locate(root: nn.Module, name: str) -> tuple[dict, str] | None:

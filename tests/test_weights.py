@@ -345,3 +345,25 @@ def test_torch_compile_first_calls_from_threads():
         at_once(lambda x: same(compiled, m, x), [torch.randn(b, 8) for b in (2, 3, 5, 7)])
     finally:
         torch._dynamo.reset()
+
+
+class Inner(nn.Module):
+    def forward(self, x):
+        return x * 2 if self.training else x  # inlined by symbolic_trace: a constant in the graph
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin, self.inner = nn.Linear(8, 8), Inner()
+
+    def forward(self, x):
+        return self.inner(self.lin(x))
+
+
+def test_a_submodule_switched_alone_is_traced_again():
+    m, x = Outer().eval(), torch.randn(3, 8)
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    m.inner.train()
+    same(cm, m, x)

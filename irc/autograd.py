@@ -39,7 +39,7 @@ class NativeForward(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, cm: CompiledModule, n_inputs: int, structure: list, *args: torch.Tensor) -> Any:
-        ctx.cm, ctx.n_inputs = cm, n_inputs
+        ctx.gm, ctx.n_inputs = cm.graph_module, n_inputs  # the graph of this forward, even if a rebuild follows
         ctx.save_for_backward(*args)
         leaves, spec = pytree.tree_flatten(cm._call_native(args[:n_inputs]))
         structure.append(spec)
@@ -53,8 +53,8 @@ class NativeForward(torch.autograd.Function):
         wrt = [t for t in (*inputs, *args[n:]) if t.requires_grad]
         # The recomputation must not repeat the forward's side effects (a batch norm in train
         # mode updates its running statistics): the buffers are put back as they were.
-        with buffers_kept(ctx.cm.graph_module), torch.enable_grad():
-            out = ctx.cm.graph_module(*inputs)
+        with buffers_kept(ctx.gm), torch.enable_grad():
+            out = ctx.gm(*inputs)
             outs = pytree.tree_leaves(out)
             pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
             got = iter(torch.autograd.grad([o for o, _ in pairs], wrt, [g for _, g in pairs], allow_unused=True)

@@ -294,10 +294,10 @@ class CompiledModule:
         GFLOP/s against this machine's measured peak, and optionally a roofline plot."""
         from xdsl.parser import Parser
 
+        from irc import explain as ex
+
         if profile and (not isinstance(runs, int) or runs < 1):
             raise ValueError(f"explain(profile=True) needs runs >= 1 (the calls timed per kernel), got {runs!r}")
-
-        from irc import explain as ex
 
         reports = []
         for v in self._native_parts():

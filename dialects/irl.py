@@ -2,7 +2,7 @@
 
 After `irc-to-loops`, most kernels are plain `scf` loop nests over `memref`s. A matrix product
 is not: it is an `irl.gemm`, a call into irc's GEMM engine (cache blocking, operand packing and
-a register-tiled micro-kernel; `lowering/cpp_gemm.py`) whose every choice is written on the op,
+a register-tiled micro-kernel; `lowering/cpp/gemm.py`) whose every choice is written on the op,
 so it shows in IR dumps and golden tests:
 
     irl.gemm "packed" %x, %w_packed -> %y epilogue(%b : memref<16xf32>) sizes [4, 16, 8]

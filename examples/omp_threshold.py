@@ -17,11 +17,11 @@ import timeit
 
 import torch
 
-from irc.lowering.irc_to_loops import IrcToLoopsPass  # noqa: F401  (first: import order)
+from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass  # noqa: F401  (first: import order)
 from irc.context import irc_context
-from irc.lowering.emit_cpp import emit_cpp
-from irc.lowering.irc_fuse import IrcFusePass
-from irc.lowering.parallelize import WORK_ATTR, ParallelizePass
+from irc.lowering.cpp.emit_cpp import emit_cpp
+from irc.lowering.tensor.irc_fuse import IrcFusePass
+from irc.lowering.loops.parallelize import WORK_ATTR, ParallelizePass
 from irc.runtime import build_library, load_library
 from xdsl.parser import Parser
 

@@ -2,7 +2,7 @@
 
     python examples/transformer_block.py
 
-The block (irc/models_transformer.py) writes attention out by hand: q @ k^T / sqrt(d), softmax,
+The block (irc/models/transformer.py) writes attention out by hand: q @ k^T / sqrt(d), softmax,
 @ v. irc imports it as batch_matmul, div, softmax and batch_matmul ops; the `attention` fusion
 rule turns them into one `irt.attention` kernel (online softmax, no scores matrix), LayerNorm is
 one `irt.layer_norm` kernel, and the linears absorb their bias, GELU and residual adds.
@@ -16,7 +16,7 @@ import time
 import torch
 
 import irc
-from irc.models_transformer import TransformerBlock
+from irc.models.transformer import TransformerBlock
 
 torch.manual_seed(0)
 block = TransformerBlock(d_model=256, n_heads=4, d_ff=1024, seq_len=128).eval()

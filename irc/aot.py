@@ -50,7 +50,7 @@ from irc.runtime.build import compiler_version, cpu_features, resolve_flags
 FORMAT = 2
 DTYPES = {"float32": torch.float32, "int64": torch.int64}
 WEIGHTS, MANIFEST = "weights.pt", "manifest.json"
-SIGNATURE_SUFFIX = "__signature"  # `const char* NAME__signature()`, emitted by lowering/emit_cpp.py
+SIGNATURE_SUFFIX = "__signature"  # `const char* NAME__signature()`, emitted by lowering/cpp/emit_cpp.py
 ELEMENT_BYTES = 4  # the arena is float32 (irc-plan-memory)
 Shapes = tuple[tuple[int, ...], ...]
 

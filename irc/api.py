@@ -257,12 +257,12 @@ class CompiledModule:
         return list(self._first.eager_nodes)
 
     def memory_stats(self) -> dict[str, Any]:
-        """Scratch memory of the version called last (see lowering/plan_memory.py): `arena_bytes`
+        """Scratch memory of the version called last (see lowering/loops/plan_memory.py): `arena_bytes`
         (one arena per calling thread), `intermediate_bytes` (the sum of all intermediate
         buffers, what separate allocations would take), `buffers`, `in_place` (buffers written
         over a dying input) and `reuse_ratio` (intermediate / arena bytes; 1.0: no reuse).
         A partitioned version sums its native partitions."""
-        from irc.lowering.plan_memory import with_ratio
+        from irc.lowering.loops.plan_memory import with_ratio
 
         version = next((v for v in self.versions.values() if v.forward is self._forward), self._first)
         parts = [version] if version.graph is not None else list(version.partitions.values())
@@ -290,11 +290,11 @@ class CompiledModule:
         return aot.save(path, versions, self._options["cxx_flags"])
 
     def explain(self, profile: bool = False, runs: int = 20, roofline_png: str | Path | None = None) -> str:
-        """What irc did (see irc/explain.py); with `profile`, each kernel's measured time and
+        """What irc did (see irc/tools/explain.py); with `profile`, each kernel's measured time and
         GFLOP/s against this machine's measured peak, and optionally a roofline plot."""
         from xdsl.parser import Parser
 
-        from irc import explain as ex
+        from irc.tools import explain as ex
 
         if profile and (not isinstance(runs, int) or runs < 1):
             raise ValueError(f"explain(profile=True) needs runs >= 1 (the calls timed per kernel), got {runs!r}")
@@ -326,8 +326,8 @@ class CompiledModule:
         return "\n".join(reports)
 
     def _profile(self, v: Version, fused, runs: int):
-        from irc import explain as ex
-        from irc.machine import roofline
+        from irc.tools import explain as ex
+        from irc.tools.roofline import roofline
 
         if v.graph is None or v is not self._first:
             raise IrcError("--profile needs a model compiled entirely to native code")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, math, memref, scf
 
-from irc.dialects.dialect import IRT
+from irc.dialects.irt import IRT
 from irc.dialects.irl import IRL
 
 

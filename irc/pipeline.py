@@ -37,7 +37,7 @@ import torch
 
 from irc.context import irc_context
 from irc.debugging import CompileLog
-from irc.fold_params import FoldPlan, fold_parameters
+from irc.lowering.tensor.fold_params import FoldPlan, fold_parameters
 from irc.frontend.fx_importer import ImportedGraph
 from irc.runtime.build import cache_file, compiler_version, cpu_features, resolve_flags, write_cache_file
 
@@ -109,13 +109,13 @@ def _code_version() -> str:
 
 
 def _run_passes(graph: ImportedGraph, ir: dict[str, str], clog: CompileLog, *, fuse: bool, profile: bool):
-    from irc.lowering.emit_cpp import emit_cpp, strict_mode
-    from irc.lowering.irc_fuse import IrcFusePass
-    from irc.lowering.irc_to_loops import IrcToLoopsPass
-    from irc.lowering.pack_weights import PackWeightsPass
-    from irc.lowering.parallelize import ParallelizePass
-    from irc.lowering.plan_memory import PlanMemoryPass, memory_stats
-    from irc.lowering.vectorize import VectorizePass
+    from irc.lowering.cpp.emit_cpp import emit_cpp, strict_mode
+    from irc.lowering.tensor.irc_fuse import IrcFusePass
+    from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass
+    from irc.lowering.tensor.pack_weights import PackWeightsPass
+    from irc.lowering.loops.parallelize import ParallelizePass
+    from irc.lowering.loops.plan_memory import PlanMemoryPass, memory_stats
+    from irc.lowering.loops.vectorize import VectorizePass
 
     module, ctx = graph.module, irc_context()
     if fuse:

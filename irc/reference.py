@@ -22,7 +22,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, f32
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from irc.dialects import irt
+from irc.dialects.irt import core as irt
 
 Tensor = torch.Tensor
 

@@ -14,7 +14,7 @@ model, *at the place the model keeps it* (the owning module's `_parameters`, `_b
   code would otherwise never see).
 
 In-place updates of tensors read in place need nothing; those of tensors that were folded are
-refolded by the fold plan (`irc/fold_params.py`). What no cheap check can see is a write through
+refolded by the fold plan (`lowering/tensor/fold_params.py`). What no cheap check can see is a write through
 `.data` (`w.data.mul_(2)`, `w.data.copy_(t)`): `.data` is a new tensor with its own version
 counter, and the storage stays. That is the documented contract: after such a write, call
 `cm.refresh_weights()`.

@@ -15,12 +15,12 @@ import pytest
 import torch
 
 import irc
-from irc.bench import (
+from irc.tools.bench import (
     BENCH_JSON, BENCH_MD, BENCH_PNG, COMPARED, CONTENDERS, EAGER, IRC, ORT, BenchRow, check_cell, notes,
     summary_rows, thread_list,
 )
-from irc.cli import main
-from irc.verify import Timing
+from irc.tools.cli import main
+from irc.tools.verify import Timing
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FAST = ["bench", "--models", "mlp-small", "--budget", "0.2", "--min-repeats", "3", "--no-inductor"]

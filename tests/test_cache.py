@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from irc.cli import main as irc_main
+from irc.tools.cli import main as irc_main
 from irc.errors import IrcError
 from irc.runtime import build_library, compiler_invocations
 from irc.runtime.build import cpu_features

@@ -7,14 +7,14 @@ import textwrap
 import pytest
 import torch
 
-from irc.cli import main
+from irc.tools.cli import main
 from irc.errors import IrcError
 from irc.models import BUILTIN_MODELS, get_model, model_flops, UsageError
-from irc.verify import (
+from irc.tools.verify import (
     EAGER, INDUCTOR, IRC, IRC_UNFUSED, ModelResult, Timing, benchmark, plot_scaling,
     plot_speedups, summary_rows,
 )
-from irc.visualize import BOX_W, NodeBox, assign_layers, layout, parse_shapes
+from irc.tools.visualize import BOX_W, NodeBox, assign_layers, layout, parse_shapes
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -294,7 +294,7 @@ def test_out_that_cannot_be_a_directory_is_a_usage_error(tmp_path, capsys, comma
 
 def test_out_unwritable_is_a_usage_error(tmp_path, capsys, monkeypatch):
     # Tests run as root here, for whom every directory is writable: stand in for the check.
-    monkeypatch.setattr("irc.cli.os.access", lambda path, mode: False)
+    monkeypatch.setattr("irc.tools.cli.os.access", lambda path, mode: False)
     with pytest.raises(SystemExit) as exc:
         main(["explain", "--out", str(tmp_path / "new")])
     assert exc.value.code == 2
@@ -302,7 +302,7 @@ def test_out_unwritable_is_a_usage_error(tmp_path, capsys, monkeypatch):
 
 
 def test_failed_write_is_an_irc_error_naming_the_path(tmp_path):
-    from irc.cli import writing_to
+    from irc.tools.cli import writing_to
 
     with pytest.raises(IrcError, match=r"cannot write to '.*report\.md': Read-only file system; choose another --out"):
         with writing_to(tmp_path / "out"):

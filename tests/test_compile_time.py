@@ -15,11 +15,11 @@ from xdsl.parser import Parser
 from xdsl.rewriter import InsertPoint
 
 from irc.context import irc_context
-from irc.dialects import irt
-from irc.lowering import plan_memory
-from irc.lowering.irc_fuse import FUSED_ATTR, FusionDriver, IrcFusePass
-from irc.lowering.irc_to_loops import IrcToLoopsPass
-from irc.lowering.plan_memory import PlanMemoryPass
+from irc.dialects.irt import core as irt
+from irc.lowering.loops import plan_memory
+from irc.lowering.tensor.irc_fuse import FUSED_ATTR, FusionDriver, IrcFusePass
+from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass
+from irc.lowering.loops.plan_memory import PlanMemoryPass
 
 
 def chain(n: int, op=irt.ReluOp) -> ModuleOp:

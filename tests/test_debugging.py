@@ -9,9 +9,9 @@ import torch
 from torch import nn
 
 import irc
-from irc.cli import main as irc_main
+from irc.tools.cli import main as irc_main
 from irc.debugging import PassFailure
-from irc.lowering import irc_to_loops
+from irc.lowering.to_loops import irc_to_loops
 from irc.tools.irc_opt import main as irc_opt
 
 

@@ -1,4 +1,4 @@
-"""Compile-time folding of parameter-only computations (irc/fold_params.py)."""
+"""Compile-time folding of parameter-only computations (lowering/tensor/fold_params.py)."""
 
 from __future__ import annotations
 

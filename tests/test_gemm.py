@@ -1,4 +1,4 @@
-"""The GEMM engine (lowering/loops_gemm.py, lowering/cpp_gemm.py) against eager: ragged tile
+"""The GEMM engine (lowering/to_loops/gemm.py, lowering/cpp/gemm.py) against eager: ragged tile
 edges, K in several KC steps, every B layout, epilogue operands read per row, column or both,
 convolutions through im2col and attention through two GEMMs per block of queries."""
 

@@ -12,9 +12,9 @@ from torch import nn
 
 import irc
 from irc_testing import check as shared_check, kernel_code
-from irc.dialects import irt_nn
+from irc.dialects.irt import nn as irt_nn
 from irc.models import get_model
-from irc.models_cnn import randomize_batch_norms
+from irc.models.cnn import randomize_batch_norms
 
 torch.manual_seed(0)
 FUSE = pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])

@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 import irc
-from irc.lowering.irc_fuse import IrcFusePass
-from irc.lowering.irc_to_loops import IrcToLoopsPass
+from irc.lowering.tensor.irc_fuse import IrcFusePass
+from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass
 from irc.pipeline import pipeline_key
 
 FLAGS = ["-O1", "-fopenmp", "-std=c++17", "-shared", "-fPIC"]

@@ -21,7 +21,7 @@ from torch import nn
 
 import irc
 from irc_testing import check
-from irc.dialects import irt_reduce
+from irc.dialects.irt import reduce as irt_reduce
 from irc.reference import evaluate
 
 torch.manual_seed(0)

@@ -8,8 +8,8 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, f32
 from xdsl.ir import Block
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects import irt
-from irc.lowering.loops_gemm import choose_tiles
+from irc.dialects.irt import core as irt
+from irc.lowering.to_loops.gemm import choose_tiles
 
 
 @pytest.mark.parametrize(

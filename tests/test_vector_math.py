@@ -1,4 +1,4 @@
-"""The generated code's vectorizable math (lowering/cpp_math.py): error bounds and specials.
+"""The generated code's vectorizable math (lowering/cpp/math.py): error bounds and specials.
 
 Stated bounds (`cpp_math.BOUNDS`, also in the README's Numerics section), in ulps of the float32
 result against float64 torch over all float32 inputs:
@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 import irc
 from irc.models import get_model
-from irc.lowering.cpp_math import BOUNDS, MATH
+from irc.lowering.cpp.math import BOUNDS, MATH
 
 FUNCTIONS = ["exp", "log", "tanh", "erf"]
 REFERENCE = {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "erf": torch.erf}

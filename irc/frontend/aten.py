@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from torch import fx
 from xdsl.ir import SSAValue
 
-from irc.dialects import irt
+from irc.dialects.irt import core as irt
 from irc.errors import IrcError
 from irc.frontend.fx_importer import FUNCTIONS, METHODS, FxImporter, Unsupported
 

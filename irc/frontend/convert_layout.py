@@ -16,8 +16,8 @@ import torch.nn.functional as F
 from torch import fx
 from xdsl.ir import SSAValue
 
-from irc.dialects import irt
-from irc.dialects.irt_shape import ConcatOp, ExpandOp
+from irc.dialects.irt import core as irt
+from irc.dialects.irt.shape import ConcatOp, ExpandOp
 from irc.frontend.convert_shape import folding, slice_dim
 from irc.frontend.fx_importer import FUNCTIONS, FxImporter, Unsupported, tensor_type
 

@@ -1,4 +1,4 @@
-"""FX converters for the ops of `dialects/irt_math.py` (added to the importer's tables).
+"""FX converters for the ops of `dialects/irt/math.py` (added to the importer's tables).
 
 torch.X, F.X, Tensor.X and the nn modules of: exp, log, sqrt, rsqrt, neg, abs, cos, sin,
 pow/square by a scalar exponent, clamp/clip/hardtanh with scalar bounds, relu6, leaky_relu, silu,
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import fx, nn
 from xdsl.ir import SSAValue
 
-from irc.dialects import irt_math as m
+from irc.dialects.irt import math as m
 from irc.frontend.fx_importer import FUNCTIONS, METHODS, MODULES, FxImporter, Unsupported, _module, _unary
 
 

@@ -1,4 +1,4 @@
-"""FX converters for the ops of `dialects/irt_nn.py` (added to the importer's tables).
+"""FX converters for the ops of `dialects/irt/nn.py` (added to the importer's tables).
 
 nn.Conv2d / F.conv2d / torch.conv2d, nn.BatchNorm1d/2d / F.batch_norm (eval), nn.MaxPool2d /
 F.max_pool2d, nn.AvgPool2d / F.avg_pool2d, nn.AdaptiveAvgPool2d / F.adaptive_avg_pool2d.
@@ -14,7 +14,8 @@ import torch.nn.functional as F
 from torch import fx, nn
 from xdsl.ir import SSAValue
 
-from irc.dialects import irt, irt_nn
+from irc.dialects.irt import core as irt
+from irc.dialects.irt import nn as irt_nn
 from irc.frontend.fx_importer import FUNCTIONS, MODULES, FxImporter, Unsupported, tensor_type
 
 

@@ -1,4 +1,4 @@
-"""FX converters for the ops of `dialects/irt_reduce.py` (added to the importer's tables).
+"""FX converters for the ops of `dialects/irt/reduce.py` (added to the importer's tables).
 
 * reductions: torch.sum / torch.mean / torch.amax and the Tensor methods, with `dim` an int or a
   tuple (negative allowed), `keepdim`, or no dim (a full reduction);
@@ -29,8 +29,8 @@ import torch.nn.functional as F
 from torch import fx, nn
 from xdsl.ir import SSAValue
 
-from irc.dialects import irt
-from irc.dialects.irt_reduce import (
+from irc.dialects.irt import core as irt
+from irc.dialects.irt.reduce import (
     AttentionOp,
     BatchMatmulOp,
     LayerNormOp,

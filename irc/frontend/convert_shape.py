@@ -1,4 +1,4 @@
-"""FX converters for layout and data ops (`dialects/irt_shape.py`), and compile-time folding.
+"""FX converters for layout and data ops (`dialects/irt/shape.py`), and compile-time folding.
 
 Tensor ops: getitem with constant int/slice/None/Ellipsis indices (`irt.slice`, then an
 `irt.reshape` where ints drop and None adds dimensions), cat/concat/stack (`irt.concat`),
@@ -29,8 +29,8 @@ import torch
 from torch import fx
 from xdsl.ir import SSAValue
 
-from irc.dialects import irt
-from irc.dialects.irt_shape import ConcatOp, EmbeddingOp, ExpandOp, SliceOp
+from irc.dialects.irt import core as irt
+from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, SliceOp
 from irc.errors import IrcError
 from irc.frontend.fx_importer import (
     FUNCTIONS,

@@ -29,8 +29,8 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType, f32, i64
 from xdsl.ir import Block, Region, SSAValue
 
-from irc.dialects import irt
-from irc.dialects.irt_shape import ExpandOp
+from irc.dialects.irt import core as irt
+from irc.dialects.irt.shape import ExpandOp
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
 from irc.frontend.order_mutations import EAGER_META, order_mutations
 

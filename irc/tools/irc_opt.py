@@ -27,55 +27,55 @@ from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.exceptions import DiagnosticException, ParseError, PassFailedException, VerifyException
 from xdsl.xdsl_opt_main import xDSLOptMain
 
-from irc.cli import package_version
+from irc.tools.cli import package_version
 from irc.tools.diagnostics import Diagnostic, check, parse_expectations
 from irc.tools.locations import LocatedParser, SourceLoc, failing_op, op_location
 
 
 def _fuse():
-    from irc.lowering.irc_fuse import IrcFusePass
+    from irc.lowering.tensor.irc_fuse import IrcFusePass
 
     return IrcFusePass
 
 
 def _pack_weights():
-    from irc.lowering.pack_weights import PackWeightsPass
+    from irc.lowering.tensor.pack_weights import PackWeightsPass
 
     return PackWeightsPass
 
 
 def _to_loops():
-    from irc.lowering.irc_to_loops import IrcToLoopsPass
+    from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass
 
     return IrcToLoopsPass
 
 
 def _plan_memory():
-    from irc.lowering.plan_memory import PlanMemoryPass
+    from irc.lowering.loops.plan_memory import PlanMemoryPass
 
     return PlanMemoryPass
 
 
 def _parallelize():
-    from irc.lowering.parallelize import ParallelizePass
+    from irc.lowering.loops.parallelize import ParallelizePass
 
     return ParallelizePass
 
 
 def _vectorize():
-    from irc.lowering.vectorize import VectorizePass
+    from irc.lowering.loops.vectorize import VectorizePass
 
     return VectorizePass
 
 
 def _cpp():
-    from irc.lowering.emit_cpp import CppTarget
+    from irc.lowering.cpp.emit_cpp import CppTarget
 
     return CppTarget
 
 
 def _irt():
-    from irc.dialects.dialect import IRT
+    from irc.dialects.irt import IRT
 
     return IRT
 

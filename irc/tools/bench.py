@@ -1,0 +1,619 @@
+"""`irc bench`: irc against eager PyTorch, Inductor and ONNX Runtime on the built-in models.
+
+For every model, in this one process: build it; compile it with irc twice, cold (into a
+fresh, empty build cache) and warm (the same model again, from the cache just filled);
+`torch.compile` it (Inductor, compile time = its first call); export it with
+`torch.onnx.export` and load it into an ONNX Runtime session (when installed:
+`pip install 'irc[bench]'`; otherwise that contender is 'n/a' with the reason). Every
+contender's output is checked against eager with `torch.testing.assert_close`; a wrong one
+is marked WRONG and still timed. Then, at each `--threads` count, all contenders are timed
+round-robin and interleaved (warm-up, then repeats; median, p10 and p90 per call).
+
+Ratio = contender latency / eager latency: lower is better, 0.5 is twice as fast as eager.
+GFLOP/s = the model's FLOPs per forward call / median latency.
+
+`--threads N` sets `torch.set_num_threads(N)` (eager, Inductor and irc follow it),
+`IRC_NUM_THREADS=N` and ONNX Runtime's intra-op thread count (inter-op: 1); `--threads 1,2`
+runs each count and reports a row per model and count. ONNX Runtime's intra-op threads are
+told not to spin between calls (`session.intra_op.allow_spinning = 0`): spinning, they keep the
+second core busy after every ONNX Runtime call, and the next contender in the round-robin runs
+on one core (measured: eager's cnn at 2 threads went from 0.27 to 0.85 ms). ONNX Runtime pays
+for this on the smallest models (its cnn at 2 threads: 59 -> 81 µs).
+
+Outputs in `--out`: `bench.md` (the table, also printed), `bench.json` (every raw number)
+and `bench.png` (ratios to eager per model and contender). The exit code is 1 if irc fails
+to compile a model or gives a wrong result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import logging
+import os
+import platform
+import tempfile
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from irc.tools.cli import model_names, output_dir, positive_float, positive_int, writing_to
+from irc.models import BUILTIN_MODELS, ModelSpec, get_model, model_flops
+from irc.tools.verify import (
+    COLOURS, ModelResult, _bind, _dedup_legend, _speedup_axis, benchmark, compile_inductor, fmt_ms,
+    load_warning, render_markdown, short_error,
+)
+
+EAGER = "eager"
+IRC = "irc"
+INDUCTOR = "inductor"
+ORT = "onnxruntime"
+CONTENDERS = (EAGER, IRC, INDUCTOR, ORT)
+#: Contenders with a ratio to eager.
+COMPARED = (IRC, INDUCTOR, ORT)
+BAR_COLOURS = {IRC: COLOURS[IRC], INDUCTOR: COLOURS[INDUCTOR], ORT: "#2ca02c"}
+
+BENCH_MD = "bench.md"
+BENCH_JSON = "bench.json"
+BENCH_PNG = "bench.png"
+INSTALL_HINT = "pip install 'irc[bench]'"
+
+
+# --- results -----------------------------------------------------------------------------
+
+
+@dataclass
+class BenchRow(ModelResult):
+    """One model (`name`) at one thread count: checks, compile times and timings of every contender.
+
+    `checks` has irc, Inductor and ONNX Runtime; `compile_seconds` has irc-cold, irc-warm,
+    inductor, onnx-export and onnxruntime-session; `unavailable` says why a contender has no
+    timing ('n/a: ...', 'failed: ...', 'skipped ...').
+    """
+
+    threads: int = 1
+    #: irc-cold, irc-warm -> C++ compiler runs (1 and 0 when the cache did its job). Inductor's
+    #: compile seconds are its first call after `torch._dynamo.reset()`, with whatever its own
+    #: on-disk caches hold.
+    irc_compiler_runs: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def irc_ok(self) -> bool:
+        """True when irc compiled and its output matched eager."""
+        return self.checks.get(IRC, "not compiled") is None
+
+    def wrong(self, contender: str) -> bool:
+        """True when `contender` ran but its output did not match eager."""
+        return self.checks.get(contender) is not None and contender in self.timings
+
+    def ratio(self, contender: str) -> float | None:
+        """Contender latency / eager latency (lower is better), or None when either is missing."""
+        speedup = self.speedup(contender)
+        return None if speedup is None else 1 / speedup
+
+    def status(self, contender: str) -> str:
+        """'ok', 'WRONG', or why there is no timing."""
+        if contender in self.unavailable:
+            return self.unavailable[contender]
+        return "WRONG" if self.checks.get(contender) is not None else "ok"
+
+
+# --- environment -------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _environ(**values: str):
+    """Set environment variables for the duration of the block, then restore them."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def thread_count(n: int):
+    """Run the block with `torch.set_num_threads(n)` and `IRC_NUM_THREADS=n`."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        with _environ(IRC_NUM_THREADS=str(n)):
+            yield
+    finally:
+        torch.set_num_threads(old)
+
+
+@contextlib.contextmanager
+def _quiet_exporter():
+    """Silence the ONNX exporter's warnings and log lines (they are not the user's business)."""
+    logger = logging.getLogger("torch.onnx")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
+
+
+def _first_line(exc: BaseException) -> str:
+    """`Type: first line of the message` (at most 200 characters of it)."""
+    line = (str(exc).strip().splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {line}"
+
+
+def load_average() -> list[float] | None:
+    """The 1, 5 and 15 minute load averages, or None where the platform has none."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+def cpu_name() -> str:
+    """The CPU model and its vector extensions (avx2, fma, avx512f) from /proc/cpuinfo."""
+    name, flags = platform.processor() or "unknown CPU", set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name":
+                name = value.strip()
+            elif key.strip() == "flags":
+                flags = set(value.split())
+                break
+    except OSError:
+        pass
+    vector = [f for f in ("avx2", "fma", "avx512f") if f in flags]
+    return f"{name} ({', '.join(vector)})" if vector else name
+
+
+# --- contenders --------------------------------------------------------------------------
+
+
+@dataclass
+class IrcBuild:
+    """irc's compiled module (None if compiling failed) with its cold and warm compile times."""
+
+    runner: Callable[[], object] | None
+    compile_seconds: dict[str, float]
+    builds: dict[str, int]  # compiler invocations during the cold and the warm compile
+    error: str | None = None
+
+
+def compile_irc(model, inputs, cache_dir: Path) -> IrcBuild:
+    """`irc.compile` twice with `IRC_CACHE_DIR=cache_dir` (a fresh, empty directory): cold, then warm."""
+    import irc
+    from irc.runtime import compiler_invocations
+
+    seconds, builds = {}, {}
+    try:
+        with _environ(IRC_CACHE_DIR=str(cache_dir)):
+            for phase in ("irc-cold", "irc-warm"):
+                before = compiler_invocations()
+                start = time.perf_counter()
+                cm = irc.compile(model, inputs)
+                seconds[phase] = time.perf_counter() - start
+                builds[phase] = compiler_invocations() - before
+    except Exception as exc:  # noqa: BLE001 - a compile failure is this model's verdict
+        return IrcBuild(None, seconds, builds, short_error(exc))
+    return IrcBuild(_bind(cm, inputs), seconds, builds)
+
+
+def import_onnxruntime():
+    """The `onnxruntime` module; ImportError when it (or the exporter's onnx/onnxscript) is missing."""
+    import onnx  # noqa: F401  (torch.onnx.export needs onnx and onnxscript)
+    import onnxruntime
+    import onnxscript  # noqa: F401
+
+    return onnxruntime
+
+
+def export_onnx(model, inputs, path: Path) -> float:
+    """Export `model` to `path` with `torch.onnx.export`; returns the seconds it took."""
+    import torch
+
+    start = time.perf_counter()
+    with _quiet_exporter():
+        torch.onnx.export(model, tuple(inputs), str(path), dynamo=True, verbose=False)
+    return time.perf_counter() - start
+
+
+def ort_runner(ort, path: Path, inputs, expected, threads: int) -> Callable[[], object]:
+    """An ONNX Runtime session on `path` (intra-op `threads`, inter-op 1) as a zero-argument
+    callable returning torch tensors shaped like eager's output (one tensor or a tuple)."""
+    import torch
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # see the module doc
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    if len(names) != len(inputs):
+        raise ValueError(f"the ONNX graph takes {len(names)} inputs ({', '.join(names)}), the model {len(inputs)}")
+    feed = {name: x.numpy() for name, x in zip(names, inputs)}
+    single = isinstance(expected, torch.Tensor)
+
+    def run():
+        outs = session.run(None, feed)
+        return torch.from_numpy(outs[0]) if single else tuple(torch.from_numpy(o) for o in outs)
+
+    return run
+
+
+def check(row: BenchRow, contender: str, runner: Callable[[], object], expected) -> bool:
+    """Run `runner` once and compare with eager; False (and 'failed') if it raised."""
+    import torch
+
+    try:
+        actual = runner()
+    except Exception as exc:  # noqa: BLE001 - recorded as the contender's verdict
+        row.checks[contender] = short_error(exc)
+        row.unavailable[contender] = f"failed: {_first_line(exc)}"
+        return False
+    try:
+        torch.testing.assert_close(actual, expected)
+        row.checks[contender] = None
+    except AssertionError as exc:
+        row.checks[contender] = short_error(exc)
+    return True
+
+
+# --- one model ---------------------------------------------------------------------------
+
+
+@dataclass
+class BenchOptions:
+    """What to run and for how long."""
+
+    threads: list[int]
+    budget: float = 3.0
+    min_repeats: int = 5
+    inductor: bool = True
+    onnxruntime: bool = True
+
+
+def bench_model(spec: ModelSpec, opts: BenchOptions, workdir: Path) -> list[BenchRow]:
+    """Compile, check and time `spec` with every contender; one row per thread count."""
+    import torch
+
+    model, inputs = spec.build()
+    flops = model_flops(spec)
+    with torch.no_grad():
+        expected = model(*inputs)
+        irc_build = compile_irc(model, inputs, workdir / f"{spec.name}-cache")
+        ort, onnx_path, ort_missing, export_seconds = None, workdir / f"{spec.name}.onnx", None, None
+        if not opts.onnxruntime:
+            ort_missing = "skipped (--no-onnxruntime)"
+        else:
+            try:
+                ort = import_onnxruntime()
+                export_seconds = export_onnx(model, inputs, onnx_path)
+            except ImportError as exc:
+                ort_missing = f"n/a: not installed ({exc}; {INSTALL_HINT})"
+            except Exception as exc:  # noqa: BLE001 - an exporter failure must not stop the bench
+                ort_missing = f"n/a: ONNX export failed: {_first_line(exc)}"
+
+        rows = []
+        for threads in opts.threads:
+            row = BenchRow(spec.name, spec.description, flops, threads=threads)
+            with thread_count(threads):
+                runners = {EAGER: _bind(model, inputs)}
+                row.compile_seconds.update(irc_build.compile_seconds)
+                row.irc_compiler_runs.update(irc_build.builds)
+                if irc_build.runner is None:
+                    row.checks[IRC] = irc_build.error
+                    row.unavailable[IRC] = "failed: irc.compile raised"
+                elif check(row, IRC, irc_build.runner, expected):
+                    runners[IRC] = irc_build.runner
+                if opts.inductor:
+                    torch._dynamo.reset()  # Inductor's C++ specializes on the thread count
+                    compiled = compile_inductor(model, inputs, row)
+                    if compiled is not None and check(row, INDUCTOR, compiled, expected):
+                        runners[INDUCTOR] = compiled
+                else:
+                    row.unavailable[INDUCTOR] = "skipped (--no-inductor)"
+                if ort_missing:
+                    row.unavailable[ORT] = ort_missing
+                else:
+                    row.compile_seconds["onnx-export"] = export_seconds
+                    try:
+                        start = time.perf_counter()
+                        run = ort_runner(ort, onnx_path, inputs, expected, threads)
+                        row.compile_seconds["onnxruntime-session"] = time.perf_counter() - start
+                    except Exception as exc:  # noqa: BLE001
+                        row.unavailable[ORT] = f"n/a: session failed: {_first_line(exc)}"
+                    else:
+                        if check(row, ORT, run, expected):
+                            runners[ORT] = run
+                row.timings = benchmark(runners, opts.budget, opts.min_repeats)
+            rows.append(row)
+            del runners
+    if opts.inductor:
+        torch._dynamo.reset()
+    del model, irc_build
+    gc.collect()
+    return rows
+
+
+# --- report ------------------------------------------------------------------------------
+
+RATIO_NOTE = "ratio = contender latency / eager latency (lower is better; below 1 is faster than eager)"
+
+
+def fmt_ratio(row: BenchRow, contender: str) -> str:
+    """'0.43', '0.43 WRONG' or 'n/a'."""
+    r = row.ratio(contender)
+    if r is None:
+        return "n/a"
+    return ratio_text(r) + (" WRONG" if row.wrong(contender) else "")
+
+
+def ratio_text(ratio: float) -> str:
+    """Two decimals ('0.43'), or two significant digits below 0.1 ('0.0042')."""
+    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def check_cell(row: BenchRow) -> str:
+    """'ok', or which contenders are wrong or failed."""
+    bad = [f"{c} WRONG" for c in COMPARED if row.wrong(c)]
+    bad += [f"{c} failed" for c in COMPARED if row.unavailable.get(c, "").startswith("failed")]
+    return ", ".join(bad) or "ok"
+
+
+def summary_rows(rows: list[BenchRow]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the main table: one row per model and thread count."""
+    header = ["model", "threads", "GFLOP", *(f"{c} ms" for c in CONTENDERS)]
+    header += [f"{c} / eager" for c in COMPARED]
+    header += ["irc GFLOP/s", "irc compile s cold", "irc compile s warm", "inductor compile s", "check"]
+    table = []
+    for r in rows:
+        cells = [r.name, str(r.threads), f"{r.flops / 1e9:.3g}"]
+        cells += [fmt_ms(r.timings[c].median if c in r.timings else None) for c in CONTENDERS]
+        cells += [fmt_ratio(r, c) for c in COMPARED]
+        cells.append(_fmt(r.gflops(IRC), ".3g"))
+        cells += [_fmt(r.compile_seconds.get(k), ".2f") for k in ("irc-cold", "irc-warm", INDUCTOR)]
+        cells.append(check_cell(r))
+        table.append(cells)
+    return header, table
+
+
+def detail_rows(rows: list[BenchRow]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the spread table: one row per model, thread count and contender."""
+    header = ["model", "threads", "contender", "median ms", "p10 ms", "p90 ms", "/ eager", "GFLOP/s",
+              "samples", "calls/sample", "result"]
+    table = []
+    for r in rows:
+        for c in CONTENDERS:
+            t = r.timings.get(c)
+            if t is None:
+                table.append([r.name, str(r.threads), c, "", "", "", "", "", "", "", r.status(c)])
+                continue
+            ratio = "1" if c == EAGER else _fmt(r.ratio(c), ".3f")
+            table.append([r.name, str(r.threads), c, fmt_ms(t.median), fmt_ms(t.p10), fmt_ms(t.p90), ratio,
+                          _fmt(r.gflops(c), ".3g"), str(t.samples), str(t.calls_per_sample), r.status(c)])
+    return header, table
+
+
+def notes(rows: list[BenchRow]) -> list[str]:
+    """One paragraph per wrong, failed or missing contender (each distinct text once)."""
+    out: list[str] = []
+    for r in rows:
+        for c in COMPARED:
+            why, err = r.unavailable.get(c), r.checks.get(c)
+            if (why or "").startswith("skipped") or not (why or err):
+                continue
+            text = f"{r.name} / {c}: {why or 'WRONG'}" + (f"\n{err}" if err else "")
+            if text not in out:
+                out.append(text)
+    return out
+
+
+def markdown_report(rows: list[BenchRow], meta: dict) -> str:
+    """The whole `bench.md`: how it was run, the table, the spread, the notes."""
+    loads = meta["load_average"]
+    parts = [
+        "# irc bench",
+        "",
+        f"- command: `{meta['command']}`",
+        f"- machine: {meta['cpu']}, {meta['cpus']} CPUs; torch {meta['torch']}, "
+        f"onnxruntime {meta['onnxruntime'] or 'not installed'}",
+        f"- load average (1/5/15 min) at start {loads['start']}, at end {loads['end']}",
+        *([f"- warning: {w}" for w in meta["warnings"]]),
+        f"- {RATIO_NOTE}",
+        "- times are medians per forward call of interleaved round-robin repeats; GFLOP/s = FLOPs / median",
+        "- ONNX Runtime's intra-op threads do not spin between calls (they would hold a core during the other contenders' turns)",
+        "",
+        render_markdown(*summary_rows(rows)),
+        "",
+        "## Timing spread",
+        "",
+        render_markdown(*detail_rows(rows)),
+    ]
+    found = notes(rows)
+    if found:
+        parts += ["", "## Notes", ""] + [f"```\n{n}\n```" for n in found]
+    return "\n".join(parts) + "\n"
+
+
+def json_report(rows: list[BenchRow], meta: dict) -> dict:
+    """Every raw number: the run's metadata and, per row, each contender's timing and verdict."""
+    results = []
+    for r in rows:
+        contenders = {}
+        for c in CONTENDERS:
+            t = r.timings.get(c)
+            contenders[c] = {
+                "timing": None if t is None else {**asdict(t), "unit": "seconds per call"},
+                "ratio_to_eager": r.ratio(c) if c != EAGER else (1.0 if t else None),
+                "gflops": r.gflops(c),
+                "status": r.status(c),
+                "error": r.checks.get(c),
+            }
+        results.append({"model": r.name, "description": r.description, "flops": r.flops,
+                        "threads": r.threads, "compile_seconds": r.compile_seconds,
+                        "irc_compiler_runs": r.irc_compiler_runs,
+                        "contenders": contenders})
+    return {**meta, "ratio": RATIO_NOTE, "results": results}
+
+
+def plot_ratios(rows: list[BenchRow], path: Path) -> None:
+    """Grouped bars per thread count: latency / eager per model for irc, Inductor and ORT."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FuncFormatter
+
+    counts = sorted({r.threads for r in rows})
+    models = list(dict.fromkeys(r.name for r in rows))
+    width = 0.8 / len(COMPARED)
+    fig, axes = plt.subplots(1, len(counts), figsize=(max(6.0, 1.6 * len(models) + 2) * len(counts), 4.8),
+                             squeeze=False, sharey=True)
+    values = [v for r in rows for c in COMPARED if (v := r.ratio(c)) is not None]
+    for ax, threads in zip(axes[0], counts):
+        by_model = {r.name: r for r in rows if r.threads == threads}
+        for i, contender in enumerate(COMPARED):
+            for j, name in enumerate(models):
+                x = j + (i - (len(COMPARED) - 1) / 2) * width
+                r = by_model.get(name)
+                v = r.ratio(contender) if r else None
+                if v is None:
+                    ax.text(x, 0.02, "n/a", ha="center", va="bottom", fontsize=8, rotation=90,
+                            transform=ax.get_xaxis_transform())
+                    continue
+                wrong = r.wrong(contender)
+                ax.bar(x, v, width, color=BAR_COLOURS[contender], hatch="xx" if wrong else None,
+                       label=f"{contender} (WRONG output)" if wrong else contender)
+                ax.text(x, v, ratio_text(v) + ("\nWRONG" if wrong else ""), ha="center", va="bottom", fontsize=7)
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="eager (1.0)")
+        _speedup_axis(ax, values)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # ratios, not speedups
+        ax.set_xticks(range(len(models)), models, rotation=20, ha="right", fontsize=8)
+        ax.set_xlim(-0.5, len(models) - 0.5)
+        ax.set_title(f"{threads} thread{'s' if threads != 1 else ''}")
+    axes[0][0].set_ylabel("latency / eager PyTorch (lower is better)")
+    _dedup_legend(axes[0][0], loc="upper left", bbox_to_anchor=(0.0, -0.2), ncol=5, frameon=False)
+    fig.suptitle("irc bench: latency relative to eager")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+# --- command line ------------------------------------------------------------------------
+
+
+def thread_list(text: str) -> list[int]:
+    """'1,2' -> [1, 2]; every count a positive integer."""
+    try:
+        counts = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive thread counts like 2 or 1,2; got {text!r}")
+    return list(dict.fromkeys(counts))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of `irc bench`."""
+    parser.add_argument("--models", type=model_names, help="comma-separated built-in model names "
+                        f"(default: all: {','.join(BUILTIN_MODELS)})")
+    parser.add_argument("--threads", type=thread_list,
+                        help="thread count(s), e.g. 2 or 1,2 (default: torch.get_num_threads())")
+    parser.add_argument("--budget", type=positive_float, default=3.0,
+                        help="timing seconds per model and thread count, shared by all contenders (default: 3)")
+    parser.add_argument("--min-repeats", type=positive_int, default=5,
+                        help="timed repeats per contender at least (default: 5)")
+    parser.add_argument("--out", type=output_dir, default=Path("."),
+                        help=f"directory for {BENCH_MD}, {BENCH_JSON} and {BENCH_PNG} (default: .)")
+    parser.add_argument("--no-inductor", dest="inductor", action="store_false",
+                        help="do not time torch.compile (Inductor)")
+    parser.add_argument("--no-onnxruntime", dest="onnxruntime", action="store_false",
+                        help="do not time ONNX Runtime")
+
+
+def command_line(args: argparse.Namespace, names: list[str], opts: BenchOptions) -> str:
+    """The `irc bench ...` command that reproduces this run."""
+    parts = ["irc bench", f"--models {','.join(names)}", f"--threads {','.join(map(str, opts.threads))}",
+             f"--budget {opts.budget:g}"]
+    if opts.min_repeats != 5:
+        parts.append(f"--min-repeats {opts.min_repeats}")
+    parts += [flag for flag, on in (("--no-inductor", opts.inductor), ("--no-onnxruntime", opts.onnxruntime))
+              if not on]
+    return " ".join(parts)
+
+
+def _ort_version() -> str | None:
+    try:
+        return import_onnxruntime().__version__
+    except ImportError:
+        return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of `irc bench`; returns the exit code."""
+    names = args.models or list(BUILTIN_MODELS)
+    specs = [get_model(n) for n in names]  # fail fast on a typo, before any work
+    import torch
+
+    opts = BenchOptions(threads=args.threads or [torch.get_num_threads()], budget=args.budget,
+                        min_repeats=args.min_repeats, inductor=args.inductor, onnxruntime=args.onnxruntime)
+    meta = {"command": command_line(args, names, opts), "cpu": cpu_name(), "cpus": os.cpu_count(),
+            "torch": torch.__version__, "onnxruntime": _ort_version() if opts.onnxruntime else None,
+            "budget_seconds": opts.budget, "load_average": {"start": load_average(), "end": None},
+            "warnings": []}
+    print(f"{meta['command']}\nload average at start (1/5/15 min): {meta['load_average']['start']}", flush=True)
+    if warning := load_warning():
+        meta["warnings"].append(f"at start: {warning}")
+        print(f"warning: {warning}")
+
+    rows: list[BenchRow] = []
+    with tempfile.TemporaryDirectory(prefix="irc-bench-") as tmp:
+        for spec in specs:
+            print(f"  {spec.name}: {spec.description} ...", flush=True)
+            model_rows = bench_model(spec, opts, Path(tmp))
+            for r in model_rows:
+                print(f"  {spec.name} @ {r.threads} threads: "
+                      + ", ".join(f"{c} {fmt_ratio(r, c)}" for c in COMPARED) + f" ({check_cell(r)})", flush=True)
+            rows += model_rows
+
+    meta["load_average"]["end"] = end = load_average()
+    if end and load_warning():
+        meta["warnings"].append(f"at end: 1-min load average {end[0]:.1f} on {os.cpu_count()} CPUs: "
+                                "other processes were competing for the cores during the run")
+    with writing_to(args.out):
+        report = markdown_report(rows, meta)
+        (args.out / BENCH_MD).write_text(report)
+        (args.out / BENCH_JSON).write_text(json.dumps(json_report(rows, meta), indent=2) + "\n")
+        plot_ratios(rows, args.out / BENCH_PNG)
+
+    print()
+    print(render_markdown(*summary_rows(rows)))
+    for note in notes(rows):
+        print("\n" + note)
+    print(f"\n{RATIO_NOTE}")
+    print(f"load average at end (1/5/15 min): {meta['load_average']['end']}")
+    for w in meta["warnings"]:
+        print(f"warning: {w}")
+    print(f"wrote {args.out / BENCH_MD}, {args.out / BENCH_JSON}, {args.out / BENCH_PNG}")
+    bad = [f"{r.name}@{r.threads}" for r in rows if not r.irc_ok]
+    if bad:
+        print(f"FAIL: irc is wrong or failed on {', '.join(bad)}")
+        return 1
+    return 0

@@ -1,0 +1,192 @@
+"""irc's fusion rules, as data.
+
+A rule reads like the algebra it encodes: *when the consumer (the root) is one of these ops and
+one of its operands is produced by one of those ops, and the named constraints hold, replace the
+pair by what the combiner builds.* One generic driver (`irc_fuse.py`) applies the table.
+
+Combiners are few and generic because fused ops keep their per-element computation in a region:
+absorbing an elementwise consumer into a contraction's epilogue, or into another elementwise
+op, is concatenating two scalar bodies. So `linear + relu`, `linear + gelu`, `matmul + bias`,
+`linear + bias + residual add` and `relu(x * y + z)` all come from the same two rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.dialects.builtin import f32
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from irc.dialects.irt import core as irt
+
+# ---------------------------------------------------------------------------------------------
+# Named constraints: (producer, consumer, operand index) -> bool
+# ---------------------------------------------------------------------------------------------
+
+Constraint = Callable[[Operation, Operation, int], bool]
+
+
+def single_user(producer: Operation, consumer: Operation, index: int) -> bool:
+    """The producer's value is used by the consumer alone, so fusing removes it entirely."""
+    return all(use.operation is consumer for use in producer.results[0].uses)
+
+
+def same_shape(producer: Operation, consumer: Operation, index: int) -> bool:
+    """The consumer does not broadcast the producer's value: one produced element per output element."""
+    return irt.shape_of(producer.results[0]) == irt.shape_of(consumer.results[0])
+
+
+def swaps_last_two_dims(producer: Operation, consumer: Operation, index: int) -> bool:
+    """A 2-D transpose, so `x @ w.T` is nn.Linear's contraction over w's rows."""
+    return isinstance(producer, irt.TransposeOp) and producer.permutation == (1, 0)
+
+
+def is_rhs(producer: Operation, consumer: Operation, index: int) -> bool:
+    return index == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Combiners: (producer, consumer, operand index) -> the fused op replacing the consumer
+# ---------------------------------------------------------------------------------------------
+
+
+def _substitute(operands: Sequence[SSAValue], producer: Operation, value: SSAValue, others: list[SSAValue]):
+    """The consumer's scalar arguments: the producer's element where it was used, else its own inputs."""
+    args, rest = [], iter(others)
+    for v in operands:
+        args.append(value if v is producer.results[0] else next(rest))
+    return args
+
+
+Build = Callable[[Builder, Sequence[SSAValue]], SSAValue]
+
+
+def _larger(a: Block, b: Block) -> bool:
+    """`a` holds more ops than `b`; costs the smaller of the two sizes, not the larger."""
+    rest = iter(b.ops)
+    return any(next(rest, None) is None for _ in a.ops)
+
+
+def concatenate_bodies(
+    producer: Operation, consumer: irt.ElementwiseOp, first: int, build_first: Build, producer_body: Region | None,
+    names: Sequence[str],
+) -> Region:
+    """The scalar region of `consumer(producer(...))`: its first `first` arguments feed the
+    producer's part (`build_first` returns the producer's element), the others are the consumer's
+    other inputs, in order; then the consumer's part.
+
+    Fusing a chain grows one body op by op, so building both parts afresh at every step (cloning
+    a stored body) is quadratic in the chain's length. Both ops are erased after the rewrite, so
+    the larger stored body (`producer_body`, the consumer's `scalar_body()`) is taken over as it
+    is and only the other part is built: the same region, in time of the smaller part (so
+    linear over a chain)."""
+    inputs, produced = consumer.elementwise_inputs(), producer.results[0]
+    consumer_body = consumer.scalar_body()
+    if producer_body is not None and (consumer_body is None or not _larger(consumer_body.block, producer_body.block)):
+        block = producer_body.detach_block(0)
+        yielded = block.last_op
+        assert isinstance(yielded, irt.YieldOp)
+        value = yielded.value
+        block.erase_op(yielded)
+        rest = [block.insert_arg(f32, len(block.args)) for v in inputs if v is not produced]
+        b = Builder(InsertPoint.at_end(block))
+        b.insert(irt.YieldOp(consumer.build_scalar(b, _substitute(inputs, producer, value, rest))))
+    elif consumer_body is not None:
+        block = consumer_body.detach_block(0)
+        mine = [block.insert_arg(f32, i) for i in range(first)]
+        value = build_first(Builder(InsertPoint.at_start(block)), mine)
+        for v, arg in zip(inputs, list(block.args[first:]), strict=True):
+            if v is produced:
+                hint = value.name_hint
+                arg.replace_all_uses_with(value)
+                value.name_hint = hint  # not the argument's name
+                block.erase_arg(arg)
+    else:
+
+        def body(b: Builder, args: Sequence[SSAValue]) -> SSAValue:
+            value = build_first(b, args[:first])
+            return consumer.build_scalar(b, _substitute(inputs, producer, value, list(args[first:])))
+
+        return irt.scalar_region(names, body)
+    for arg, name in zip(block.args, names, strict=True):
+        arg.name_hint = name
+    return Region(block)
+
+
+def absorb_into_epilogue(producer: irt.EpilogueOp, consumer: irt.ElementwiseOp, index: int) -> Operation:
+    """contraction/convolution → elementwise  ⇒  the same op whose epilogue also does the elementwise op."""
+    own = list(producer.epilogue_inputs)
+    others = [v for v in consumer.elementwise_inputs() if v is not producer.results[0]]
+    names = ["acc"] + [f"e{i}" for i in range(len(own) + len(others))]
+    body = concatenate_bodies(
+        producer, consumer, 1 + len(own), lambda b, args: producer.build_epilogue(b, args[0], args[1:]),
+        producer.epilogue_body(), names,
+    )
+    return producer.with_epilogue(own + others, body, consumer.results[0].type)
+
+
+def merge_elementwise(producer: irt.ElementwiseOp, consumer: irt.ElementwiseOp, index: int) -> Operation:
+    """elementwise → elementwise  ⇒  one elementwise op computing both per element."""
+    own = list(producer.elementwise_inputs())
+    others = [v for v in consumer.elementwise_inputs() if v is not producer.results[0]]
+    names = [f"x{i}" for i in range(len(own) + len(others))]
+    body = concatenate_bodies(producer, consumer, len(own), producer.build_scalar, producer.scalar_body(), names)
+    return irt.ElementwiseFusedOp(own + others, consumer.results[0].type, body)
+
+
+def matmul_to_linear(producer: irt.TransposeOp, consumer: irt.MatmulOp, index: int) -> Operation:
+    """x @ transpose(w)  ⇒  linear(x, w): the contraction reads w's rows in place."""
+    return irt.LinearOp(consumer.lhs, producer.input, None, consumer.result.type)
+
+
+# ---------------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FusionRule:
+    name: str
+    consumer: tuple[type[Operation], ...]
+    producer: tuple[type[Operation], ...]
+    where: tuple[Constraint, ...]
+    combine: Callable[[Operation, Operation, int], Operation]
+    doc: str = ""
+    reach: int = 1
+    """How many producer links up from the consumer the constraints read (1: the producer only).
+    A rule reading further (through single-use values) says so, and irc-fuse revisits a
+    consumer when an op that far up changes."""
+
+
+ELEMENTWISE = (irt.ElementwiseOp,)
+ACCUMULATORS = (irt.EpilogueOp,)  # contractions, convolutions
+
+RULES: tuple[FusionRule, ...] = (
+    FusionRule(
+        "matmul-transpose-to-linear",
+        consumer=(irt.MatmulOp,),
+        producer=(irt.TransposeOp,),
+        where=(is_rhs, swaps_last_two_dims, single_user),
+        combine=matmul_to_linear,
+        doc="matmul(x, transpose(w)) -> linear(x, w)",
+    ),
+    FusionRule(
+        "contraction-epilogue",
+        consumer=ELEMENTWISE,
+        producer=ACCUMULATORS,
+        where=(single_user, same_shape),
+        combine=absorb_into_epilogue,
+        doc="act(linear(x, w, b)), matmul(x, w) + b, linear(...) + residual -> contract with epilogue",
+    ),
+    FusionRule(
+        "elementwise-chain",
+        consumer=ELEMENTWISE,
+        producer=ELEMENTWISE,
+        where=(single_user, same_shape),
+        combine=merge_elementwise,
+        doc="f(g(x, ...), ...) -> one irt.elementwise",
+    ),
+)

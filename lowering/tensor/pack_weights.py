@@ -1,0 +1,120 @@
+"""`irc-pack-weights`: give contractions and convolutions with compile-time-known weights
+packed weights.
+
+The GEMM engine reads its rhs as panels of `gemm_width()` columns ([ceil(N/W), K, W], see
+`irt.pack`) and its lhs as panels of `GEMM_ROWS` rows. For a weight that is known at compile
+time (a parameter, or computed from parameters and constants only), this pass inserts
+`irt.pack` on it: a contraction becomes `irt.contract packed` (its rhs replaced); a conv2d,
+whose weight is the lhs of its im2col product, gets the panels as its `packed` operand.
+Compile-time folding then evaluates the pack once, so the weight is packed when the compiled
+module is created, never per call. Run-time operands are left alone (the GEMM packs them on
+the fly), and so are convs the engine does not run (fewer than `GEMM_ROWS` output channels
+per group) or whose groups would split a panel.
+
+    irc-opt model.mlir -p 'irc-pack-weights{inputs=1}'
+
+Options:
+  inputs: how many leading function arguments are run-time inputs; later arguments are
+          parameters (irc's importer puts inputs first, then every parameter).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, BlockArgument, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from irc.dialects.irt import core as irt
+from irc.dialects.irt import nn as irt_nn
+from irc.dialects.irt.core import ContractionKind, f32, shape_of
+from irc.lowering.tensor.irc_fuse import FUSED_ATTR
+
+
+def gemm_width() -> int:
+    """Columns per rhs panel = the GEMM micro-kernel's register tile width, two vectors: 32 on a
+    CPU with AVX-512 (libraries are built with -march=native), else 16 (AVX2); `IRC_GEMM_WIDTH`
+    overrides (16 or 32). Packed weights, the blocking and the C++ (`IRC_NR`) all use it."""
+    forced = os.environ.get("IRC_GEMM_WIDTH")
+    if forced:
+        if forced not in ("16", "32"):
+            raise ValueError(f"IRC_GEMM_WIDTH must be 16 or 32, got {forced!r}")
+        return int(forced)
+    from irc.runtime.build import cpu_features
+
+    return 32 if "avx512f" in cpu_features().split() else 16
+
+
+GEMM_ROWS = 6
+"""Rows of the engine's register tile (`IRC_MR` in `cpp_gemm.py`): the lhs panel height."""
+
+
+def compile_time_known(value: SSAValue, inputs: int) -> bool:
+    """A parameter, a literal, or an irt value computed from those only."""
+    if isinstance(value, BlockArgument):
+        return value.index >= inputs
+    op = value.owner
+    if isinstance(op, irt.ConstantOp):
+        return True
+    return op.dialect_name() == "irt" and all(compile_time_known(v, inputs) for v in op.operands)
+
+
+def pack_contraction(op: irt.ContractionOp) -> irt.ContractOp:
+    """`op` as `irt.contract packed`, its rhs through `irt.pack` (inserted before `op`)."""
+    kind = op.contraction_kind
+    pack = irt.PackOp(op.rhs, "rows" if kind == ContractionKind.LINEAR else "cols", gemm_width())  # type: ignore[attr-defined]
+    pack.result.name_hint = f"{op.rhs.name_hint or 'w'}_packed"  # type: ignore[attr-defined]
+    Rewriter.insert_op(pack, InsertPoint.before(op))
+    inputs = list(op.epilogue_inputs)
+    block = Block(arg_types=[f32] * (1 + len(inputs)))
+    b = Builder(InsertPoint.at_end(block))
+    b.insert(irt.YieldOp(op.build_epilogue(b, block.args[0], list(block.args[1:]))))
+    return irt.ContractOp(ContractionKind.PACKED, op.lhs, pack.result, inputs, op.results[0].type, Region(block))  # type: ignore[attr-defined]
+
+
+def pack_conv(op: irt_nn.Conv2dOp) -> irt_nn.Conv2dOp | None:
+    """`op` with its weight's `GEMM_ROWS`-row panels (`irt.pack`, inserted before `op`) as its
+    `packed` operand; None for a conv the engine would not read them for."""
+    out_per_group = shape_of(op.weight)[0] // op.group_count
+    if out_per_group < GEMM_ROWS or (op.group_count > 1 and out_per_group % GEMM_ROWS):
+        return None
+    pack = irt.PackOp(op.weight, "rows", GEMM_ROWS)
+    pack.result.name_hint = f"{op.weight.name_hint or 'w'}_packed"
+    Rewriter.insert_op(pack, InsertPoint.before(op))
+    return irt_nn.Conv2dOp(op.input, op.weight, op.bias, op.result.type, epilogue=list(op.epilogue),
+                           body=op.detach_region(op.body), packed=pack.result, **op.geometry())
+
+
+@dataclass(frozen=True)
+class PackWeightsPass(ModulePass):
+    name = "irc-pack-weights"
+
+    inputs: int = 1
+
+    def apply(self, ctx: Context, module: ModuleOp) -> None:
+        for fn in module.ops:
+            if not isinstance(fn, func.FuncOp) or fn.is_declaration:
+                continue
+            for op in list(fn.body.block.ops):
+                new = None
+                if (
+                    isinstance(op, irt.ContractionOp)
+                    and op.contraction_kind != ContractionKind.PACKED
+                    and compile_time_known(op.rhs, self.inputs)  # type: ignore[attr-defined]
+                ):
+                    new = pack_contraction(op)
+                elif isinstance(op, irt_nn.Conv2dOp) and op.packed is None and compile_time_known(op.weight, self.inputs):
+                    new = pack_conv(op)
+                if new is None:
+                    continue
+                for name, attr in op.attributes.items():
+                    new.attributes[name] = attr
+                new.attributes.setdefault(FUSED_ATTR, ArrayAttr([StringAttr(op.name)]))  # provenance
+                new.results[0].name_hint = op.results[0].name_hint
+                Rewriter.replace_op(op, new)

@@ -1,0 +1,264 @@
+"""`irc-to-loops` for matrix products, convolutions and attention: the GEMM engine's `irl` ops.
+
+Contractions (`irt.linear`, `irt.matmul`, `irt.contract`, packed or not) and convolutions
+(their weights packed at compile time or not) become an `irl.gemm` whose epilogue region is
+the op's own (`build_epilogue`), so a fused bias + activation + residual runs on the register
+tile before its one store. This module
+decides, per shape and written on the op:
+
+* the cache blocking `tiles` (`choose_tiles`): KC so a rhs panel (`gemm_width()` columns)
+  stays in L1, MC so the packed lhs block stays in L2, and tasks that split evenly between two
+  threads;
+* whether the product runs on OpenMP threads (`PARALLEL_FLOPS`);
+* how each epilogue input is read per row and column (`strides`; 0 broadcasts).
+
+What stays on the scalar loop nests of `irc_to_loops`/`loops_nn`: `IRC_STRICT` builds (the
+engine reassociates sums and uses FMA), depthwise-like convolutions (fewer than `MR` output
+channels per group), a packed rhs whose panel width is not this machine's, and an epilogue
+input whose broadcast is not affine in the flattened row. Attention
+(`irl.attention`) is two GEMMs per block of queries with the softmax between them; it stays on
+the scalar online-softmax nest when q, k and v broadcast their batch dimensions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr
+from xdsl.ir import Block, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from irc.dialects import irl
+from irc.dialects.irt import core as irt
+from irc.dialects.irt import nn as irt_nn
+from irc.dialects.irt import reduce as irt_reduce
+from irc.dialects.irt.core import ContractionKind, f32, shape_of
+from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe, lower_contraction, lowers
+from irc.lowering.to_loops.nn import lower_conv2d
+from irc.lowering.to_loops.reduce import lower_attention
+from irc.lowering.tensor.pack_weights import GEMM_ROWS, gemm_width
+
+MR = GEMM_ROWS  # register tile rows (the micro-kernel keeps MR x width floats in 12 vector registers)
+KC_MAX = 320  # a 16 x KC rhs panel (20 KiB) stays in a 32 KiB L1 (Zen 3; 40 KiB at width 32 in 48 KiB)
+A_BLOCK_BYTES = 160 * 1024  # the packed MC x KC lhs block, well inside a 512 KiB L2
+NC_MAX = 1024
+PARALLEL_FLOPS = 400_000
+"""Products smaller than this run on the calling thread: OpenMP's fork/join (a few µs) would
+cost more than it saves."""
+
+LAYOUT = {ContractionKind.PACKED: "packed", ContractionKind.LINEAR: "nk", ContractionKind.MATMUL: "kn"}
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def choose_tiles(m: int, n: int, k: int, threads: int = 2) -> tuple[int, int, int, int]:
+    """[MC, NC, KC, MS] for an M x N x K product: K in equal steps of at most KC_MAX; MC rows of
+    packed A per L2 block; OpenMP tasks of MS rows x NC columns, in a multiple of `threads`
+    tasks so that two threads get the same work. Every task packs the A rows and B columns it
+    uses, so splitting by columns packs A once per task and splitting by rows packs B once per
+    task: split the larger of M and N (a 512-channel conv on a 7x7 image by rows, a wide layer
+    by columns)."""
+    if min(m, n, k) < 1:
+        raise ValueError(f"the GEMM engine needs M, N, K >= 1, got {m} x {n} x {k} (see `engine_runs`)")
+    width = gemm_width()
+    kc = -(-k // -(-k // KC_MAX))
+    mc = min(_round_up(m, MR), max(MR, A_BLOCK_BYTES // (4 * kc) // MR * MR))
+    panels = -(-n // width)
+    by_rows = m > n and m >= threads * MR
+    nb = max(-(-n // NC_MAX), threads if panels >= threads and not by_rows else 1)
+    nb = min(panels, _round_up(nb, threads) if not by_rows else nb)
+    nc = -(-panels // nb) * width
+    ms = m
+    if by_rows or (-(-n // nc) < threads and m >= threads * MR):
+        ms = _round_up(-(-m // threads), MR)
+    return mc, nc, kc, ms
+
+
+def engine_runs(*sizes: int) -> bool:
+    """The engine's loops take at least one row, column and step of K (and one head, query,
+    key, ...): a product with an empty dimension runs on the scalar nest, whose zero-trip
+    reduction gives the epilogue of 0 (K = 0) as eager does. Empty results never get here
+    (`FunctionLowering.lower` emits no kernel for them)."""
+    return min(sizes) >= 1
+
+
+def _dense_strides(shape: Sequence[int]) -> list[int]:
+    return [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+
+
+def epilogue_strides(value: SSAValue, out_shape: Sequence[int], row_dims: Sequence[int], col_dims: Sequence[int],
+                     batch_dims: Sequence[int] = ()) -> tuple[int, int, int] | None:
+    """Element strides (per batch, row, column) reading `value` broadcast to `out_shape`, where
+    the row index flattens `row_dims` and the column index `col_dims`; None if not affine."""
+    shape = shape_of(value)
+    lead = len(out_shape) - len(shape)
+    dense = _dense_strides(shape)
+    per_dim = [0] * lead + [0 if s == 1 and out_shape[lead + d] != 1 else dense[d] for d, s in enumerate(shape)]
+
+    def flat(dims: Sequence[int]) -> int | None:
+        stride = None
+        for pos, d in enumerate(dims):
+            if out_shape[d] == 1:
+                continue
+            inner = math.prod(out_shape[e] for e in dims[pos + 1 :])
+            if stride is None:
+                stride = per_dim[d] // inner if inner and per_dim[d] % inner == 0 else -1
+            if per_dim[d] != stride * inner:
+                return None
+        return stride or 0
+
+    strides = (flat(batch_dims), flat(row_dims), flat(col_dims))
+    return None if any(s is None for s in strides) else strides  # type: ignore[return-value]
+
+
+def epilogue_region(build, inputs: Sequence[SSAValue], bias: bool = False) -> tuple[Region, list[SSAValue]]:
+    """The irl.gemm epilogue: `build(b, acc, args)` over (acc, *inputs) ending in irl.yield.
+    Splat constants become literals in the body instead of inputs; with `bias`, the first input
+    is added to the accumulator first. Returns the region and the inputs it reads."""
+    kept = [v for v in inputs if not _splat(v)]
+    block = Block(arg_types=[f32] * (1 + len(kept)))
+    block.args[0].name_hint = "acc"
+    b = Builder(InsertPoint.at_end(block))
+    args, it = [], iter(block.args[1:])
+    for v in inputs:
+        if _splat(v):
+            value = float(next(iter(v.owner.value.iter_values())))  # type: ignore[attr-defined]
+            args.append(b.insert(arith.ConstantOp(FloatAttr(value, f32))).result)
+        else:
+            args.append(next(it))
+    acc = block.args[0]
+    if bias:
+        acc = b.insert(arith.AddfOp(acc, args.pop(0))).result
+    b.insert(irl.YieldOp(build(b, acc, args)))
+    return Region(block), kept
+
+
+def strict_mode() -> bool:
+    from irc.lowering.cpp.emit_cpp import strict_mode as strict  # emit_cpp imports this module's package
+
+    return strict()
+
+
+def _splat(v: SSAValue) -> bool:
+    return isinstance(v.owner, irt.ConstantOp) and v.owner.value.is_splat()
+
+
+def _emit(fl: FunctionLowering, op, gemm: irl.GemmOp) -> None:
+    gemm.attributes[KERNEL_ATTR] = StringAttr(describe(op))
+    if fl.tag_ops:
+        gemm.attributes[OP_INDEX_ATTR] = IntegerAttr(fl.op_index, 64)
+    fl.b.insert(gemm)
+
+
+@lowers(irt.ContractionOp)
+def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionOp) -> None:
+    out_shape = shape_of(op.results[0])
+    lhs_shape = shape_of(op.lhs)  # type: ignore[attr-defined]
+    m, n, k = math.prod(out_shape[:-1]), out_shape[-1], lhs_shape[-1]
+    rows = list(range(len(out_shape) - 1))
+    strides = [epilogue_strides(e, out_shape, rows, [len(out_shape) - 1]) for e in op.epilogue_inputs if not _splat(e)]
+    mismatched = op.contraction_kind == ContractionKind.PACKED and shape_of(op.rhs)[-1] != gemm_width()  # type: ignore[attr-defined]
+    if strict_mode() or mismatched or not engine_runs(m, n, k) or any(s is None for s in strides):
+        lower_contraction(fl, op)
+        return
+    out = fl.result_buffer(op.results[0])
+    a = fl.buffers[op.lhs]  # type: ignore[attr-defined]
+    c = fl.view(out, [m, n]) if len(out_shape) != 2 else out
+    if len(lhs_shape) != 2:
+        a = fl.view(a, [m, k])
+    body, inputs = epilogue_region(op.build_epilogue, list(op.epilogue_inputs))
+    gemm = irl.GemmOp(
+        LAYOUT[op.contraction_kind], a, fl.buffers[op.rhs], c, [fl.buffers[v] for v in inputs],  # type: ignore[attr-defined]
+        sizes=(m, n, k), tiles=choose_tiles(m, n, k), strides=[x for s in strides for x in s],  # type: ignore[union-attr]
+        body=body, parallel=2 * m * n * k >= PARALLEL_FLOPS,
+    )
+    _emit(fl, op, gemm)
+
+
+@lowers(irt_nn.Conv2dOp)
+def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
+    batch, c_in, h, w = shape_of(op.input)
+    o, cg, kh, kw = shape_of(op.weight)
+    out_shape = shape_of(op.result)
+    oh, ow = out_shape[2:]
+    groups = op.group_count
+    mg, kg, p = o // groups, cg * kh * kw, oh * ow
+    inputs = ([op.bias] if op.bias is not None else []) + list(op.epilogue_inputs)
+    strides = [(0, 1, 0) if op.bias is not None and v is op.bias else epilogue_strides(v, out_shape, [1], [2, 3], [0])
+               for v in inputs if not _splat(v)]
+    if strict_mode() or mg < MR or not engine_runs(batch, p, kg) or any(s is None for s in strides):
+        lower_conv2d(fl, op)
+        return
+    out = fl.result_buffer(op.result)
+    body, kept = epilogue_region(op.build_epilogue, inputs, bias=op.bias is not None)
+    (sh, sw), (ph, pw), (dh, dw) = op.strides, op.paddings, op.dilations
+    # weights packed at compile time (irc-pack-weights) when their panels suit this engine
+    packed = op.packed is not None and shape_of(op.packed)[2] == MR and (groups == 1 or mg % MR == 0)
+    gemm = irl.GemmOp(
+        "im2col-packed" if packed else "im2col", fl.buffers[op.packed if packed else op.weight],  # type: ignore[index]
+        fl.buffers[op.input], out, [fl.buffers[v] for v in kept],
+        sizes=(mg, p, kg), tiles=choose_tiles(mg, p, kg), strides=[x for s in strides for x in s],  # type: ignore[union-attr]
+        conv=(batch, c_in, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups),
+        body=body, parallel=2 * mg * p * kg * groups >= PARALLEL_FLOPS,
+    )
+    _emit(fl, op, gemm)
+
+
+@lowers(irt.PackOp)
+def lower_pack(fl: FunctionLowering, op: irt.PackOp) -> None:
+    """Packing at run time (compile-time folding packs parameters; this serves hand-written IR):
+    out[q, k, r] = in[q*W + r, k] ("rows") or in[k, q*W + r] ("cols"), 0 past the edge."""
+    out = fl.result_buffer(op.result)
+    src = fl.buffers[op.input]
+    width = op.panel_width
+    rows = op.axis.data == "rows"
+    in_shape = shape_of(op.input)
+    edge = in_shape[0 if rows else 1]
+    if len(in_shape) > 2:  # "rows" of a conv weight: [O, C*kH*kW]
+        src = fl.view(src, [in_shape[0], math.prod(in_shape[1:])])
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        q, kk, r = ivs
+        d = b.insert(arith.AddiOp(b.insert(arith.MuliOp(q, fl.index(width))).result, r)).result
+        inside = b.insert(arith.CmpiOp(d, fl.index(edge), "slt")).result
+        clamped = b.insert(arith.MinSIOp(d, fl.index(edge - 1))).result
+        value = b.insert(memref.LoadOp.get(src, [clamped, kk] if rows else [kk, clamped])).res
+        zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
+        b.insert(memref.StoreOp.get(b.insert(arith.SelectOp(inside, value, zero)).result, out, ivs))
+
+    fl.nest(shape_of(op.result), describe(op), body)
+
+
+ATTENTION_ROWS = 64
+"""Queries per block: a 64 x Lk block of scores per thread (32 KiB at Lk = 128)."""
+
+
+@lowers(irt_reduce.AttentionOp)
+def lower_attention_gemm(fl: FunctionLowering, op: irt_reduce.AttentionOp) -> None:
+    out_shape = shape_of(op.result)
+    batch_shape = out_shape[:-2]
+    lq, e = shape_of(op.q)[-2:]
+    lk, ev = shape_of(op.v)[-2:]
+    same_batch = all(shape_of(x)[:-2] == batch_shape for x in (op.q, op.k, op.v))
+    nd = len(out_shape)
+    mask_strides = (
+        epilogue_strides(op.mask, (*batch_shape, lq, lk), [nd - 2], [nd - 1], list(range(nd - 2)))
+        if op.mask is not None else ()
+    )
+    if strict_mode() or not same_batch or mask_strides is None or not engine_runs(*out_shape, lk, e):
+        lower_attention(fl, op)
+        return
+    batch = math.prod(batch_shape)
+    rows = min(lq, ATTENTION_ROWS)
+    attention = irl.AttentionOp(
+        fl.buffers[op.q], fl.buffers[op.k], fl.buffers[op.v], fl.result_buffer(op.result),
+        fl.buffers[op.mask] if op.mask is not None else None,
+        sizes=(batch, lq, lk, e, ev), rows=rows, scale=op.scale_value, causal=op.causal,
+        mask_strides=mask_strides, parallel=2 * batch * lq * lk * (e + ev) >= PARALLEL_FLOPS,
+    )
+    _emit(fl, op, attention)

@@ -1,0 +1,434 @@
+"""`irc-to-loops` for the ops of `dialects/irt/reduce.py` (registered with `@lowers`), and their
+reference evaluation on torch tensors (`@reference`).
+
+Every op is one kernel: an `scf.parallel` over the independent positions (output elements, rows,
+(batch, head, query) triples), with `scf.for` loops carrying f32 accumulators inside.
+
+* `irt.reduce`: one accumulator per output element; sums carry `irc.reduction = "add"`.
+* `irt.softmax` / `irt.log_softmax`: three vectorizable passes over a row (in cache): the max
+  `m` (a SIMD max reduction), the sum `l` of exp(x - m) (softmax stores each exp(x - m) in its
+  output row as it goes), then the write: the output row times 1/l in place (softmax) or
+  x - m - log l (log_softmax). Starting `m` at -FLT_MAX instead of -inf keeps -inf entries
+  (masked positions) from producing NaN. (An online max/sum reads the row once less but
+  rescales with an exp per element in a loop-carried chain that does not vectorize.)
+* `irt.layer_norm`: the mean (summing x - x[0], so a large common offset costs no precision),
+  then the biased variance of (x - mean) (the exact two-pass form, in f32), then the normalized,
+  affine write: three reads of a row that is in cache.
+* `irt.batch_matmul`: the contraction nest of `irt.matmul` with broadcast batch indices.
+* `irt.attention`: online softmax per (batch..., query): for each key, the score q.k * scale
+  (+ mask) updates the running max/sum and rescales the output row, which doubles as the
+  accumulator; no scores are stored. Causal attention stops the key loop at the diagonal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from xdsl.builder import Builder
+from xdsl.dialects import arith, math as xmath, memref, scf
+from xdsl.dialects.builtin import FloatAttr, IndexType, StringAttr, f32
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from irc.dialects.irt import core as irt
+from irc.dialects.irt.reduce import (
+    AttentionOp,
+    BatchMatmulOp,
+    LayerNormOp,
+    ReduceKind,
+    ReduceOp,
+    SoftmaxBase,
+)
+from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, REDUCTION_ATTR, FunctionLowering, describe, lowers
+from irc.reference import reference
+
+NEG_FLT_MAX = -3.4028234663852886e38  # the running max starts here, not at -inf (see module doc)
+
+Accs = list[SSAValue]
+
+
+def fc(b: Builder, value: float) -> SSAValue:
+    return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
+
+
+def _bin(b: Builder, cls: type[Operation], x: SSAValue, y: SSAValue) -> SSAValue:
+    return b.insert(cls(x, y)).results[0]
+
+
+def _un(b: Builder, cls: type[Operation], x: SSAValue) -> SSAValue:
+    return b.insert(cls(x)).results[0]
+
+
+def for_loop(
+    fl: FunctionLowering,
+    b: Builder,
+    ub: int | SSAValue,
+    inits: Accs,
+    body: Callable[[Builder, SSAValue, Accs], Accs],
+    name: str = "j",
+    reduction: bool = False,
+    lb: int | SSAValue = 0,
+) -> Accs:
+    """scf.for iv in [lb, ub) carrying `inits`; `body(builder, iv, accs)` returns the next accs."""
+    block = Block(arg_types=[IndexType()] + [f32] * len(inits))
+    block.args[0].name_hint = name
+    inner = Builder(InsertPoint.at_end(block))
+    inner.insert(scf.YieldOp(*body(inner, block.args[0], list(block.args[1:]))))
+    lower, upper = (fl.index(v) if isinstance(v, int) else v for v in (lb, ub))
+    loop = b.insert(scf.ForOp(lower, upper, fl.index(1), inits, Region(block)))
+    if reduction and len(inits) == 1:
+        loop.attributes[REDUCTION_ATTR] = StringAttr("add")
+    return list(loop.results)
+
+
+def nested_loops(
+    fl: FunctionLowering,
+    b: Builder,
+    extents: Sequence[int],
+    inits: Accs,
+    body: Callable[[Builder, list[SSAValue], Accs], Accs],
+    reduction: bool = False,
+    name: str = "r",
+) -> Accs:
+    """Nested scf.for loops over `extents` carrying `inits` (the innermost may be a simd reduction)."""
+
+    def level(d: int, bb: Builder, ivs: list[SSAValue], accs: Accs) -> Accs:
+        if d == len(extents):
+            return body(bb, ivs, accs)
+        return for_loop(
+            fl, bb, extents[d], accs,
+            lambda ib, iv, a: level(d + 1, ib, [*ivs, iv], a),
+            name=f"{name}{d}" if len(extents) > 1 else name,
+            reduction=reduction and d == len(extents) - 1,
+        )
+
+    return level(0, b, [], inits)
+
+
+def kernel(fl: FunctionLowering, shape: Sequence[int], label: str, body: Callable[[Builder, list[SSAValue]], None]) -> None:
+    """`fl.nest`, also for a rank-0 parallel shape: then the loops run once at the top level and
+    the first of them carries the `irc.kernel` label."""
+    if shape:
+        fl.nest(shape, label, body)
+        return
+    last = fl.block.last_op
+    body(fl.b, [])
+    op = last.next_op if last is not None else fl.block.first_op
+    while op is not None and not isinstance(op, scf.ForOp):
+        op = op.next_op
+    if op is not None:
+        op.attributes[KERNEL_ATTR] = StringAttr(label)
+
+
+def load(b: Builder, buf: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+    return b.insert(memref.LoadOp.get(buf, list(indices))).res
+
+
+def store(b: Builder, value: SSAValue, buf: SSAValue, indices: Sequence[SSAValue]) -> None:
+    b.insert(memref.StoreOp.get(value, buf, list(indices)))
+
+
+def batch_indices(fl: FunctionLowering, shape: Sequence[int], batch: Sequence[SSAValue], batch_shape: Sequence[int]) -> list[SSAValue]:
+    """Indices into the leading (batch) dims of an operand of `shape` whose batch dims broadcast
+    to `batch_shape`: right-aligned, index 0 where the operand has size 1."""
+    own = list(shape[:-2])
+    lead = len(batch_shape) - len(own)
+    return [fl.index(0) if size == 1 and batch_shape[lead + d] != 1 else batch[lead + d] for d, size in enumerate(own)]
+
+
+# ---------------------------------------------------------------------------------------------
+# irt.reduce
+# ---------------------------------------------------------------------------------------------
+
+
+@lowers(ReduceOp)
+def lower_reduce(fl: FunctionLowering, op: ReduceOp) -> None:
+    out = fl.result_buffer(op.result)
+    src = fl.buffers[op.input]
+    in_shape, dims, kind = irt.shape_of(op.input), op.reduce_dims, op.reduce_kind
+    kept = [d for d in range(len(in_shape)) if d not in dims]
+    count = math.prod(in_shape[d] for d in dims)
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        outer = [iv for d, iv in enumerate(ivs) if not (op.keeps_dims and d in dims)]
+
+        def step(kb: Builder, rivs: list[SSAValue], accs: Accs) -> Accs:
+            idx: list[SSAValue] = [None] * len(in_shape)  # type: ignore[list-item]
+            for d, iv in zip(kept, outer):
+                idx[d] = iv
+            for d, iv in zip(dims, rivs):
+                idx[d] = iv
+            x = load(kb, src, idx)
+            cls = arith.MaximumfOp if kind == ReduceKind.MAX else arith.AddfOp
+            return [_bin(kb, cls, accs[0], x)]
+
+        init = fc(b, float("-inf") if kind == ReduceKind.MAX else 0.0)
+        (acc,) = nested_loops(fl, b, [in_shape[d] for d in dims], [init], step, reduction=kind != ReduceKind.MAX)
+        if kind == ReduceKind.MEAN:
+            acc = _bin(b, arith.MulfOp, acc, fc(b, 1.0 / count if count else math.nan))  # 0/0: eager's NaN
+        store(b, acc, out, ivs)
+
+    kernel(fl, irt.shape_of(op.result), describe(op), body)
+
+
+@reference(ReduceOp)
+def _ref_reduce(op: ReduceOp, inputs: list[torch.Tensor]) -> torch.Tensor:
+    x, dims = inputs[0], list(op.reduce_dims)
+    if op.reduce_kind == ReduceKind.MAX:
+        return torch.amax(x, dim=dims, keepdim=op.keeps_dims)
+    fn = torch.sum if op.reduce_kind == ReduceKind.SUM else torch.mean
+    return fn(x, dim=dims, keepdim=op.keeps_dims)
+
+
+# ---------------------------------------------------------------------------------------------
+# irt.softmax, irt.log_softmax
+# ---------------------------------------------------------------------------------------------
+
+
+def _max_loop(fl: FunctionLowering, b: Builder, n: int, element: Callable[[Builder, SSAValue], SSAValue]) -> SSAValue:
+    """max over `n` elements, from -FLT_MAX, as a loop marked `irc.reduction = "max"` (a SIMD
+    max reduction: lanes may combine without NaN propagation, which the exp-sum that follows
+    restores, since exp(NaN - m) is NaN)."""
+
+    def step(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
+        return [_bin(kb, arith.MaximumfOp, accs[0], element(kb, j))]
+
+    (m,) = for_loop(fl, b, n, [fc(b, NEG_FLT_MAX)], step)
+    m.owner.attributes[REDUCTION_ATTR] = StringAttr("max")
+    return m
+
+
+@lowers(SoftmaxBase)
+def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
+    """Per row: a max pass, an exp-sum pass (softmax keeps exp(x - m) in the output row), and
+    a write pass (softmax scales its output row in place by 1/sum; log_softmax writes
+    x - m - log(sum)). Every pass is a straight-line loop irc-vectorize can mark."""
+    out = fl.result_buffer(op.result)
+    src = fl.buffers[op.input]
+    shape, axis = irt.shape_of(op.input), op.axis
+    outer_shape = [s for d, s in enumerate(shape) if d != axis]
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        def at(j: SSAValue) -> list[SSAValue]:
+            return [*ivs[:axis], j, *ivs[axis:]]
+
+        m = _max_loop(fl, b, shape[axis], lambda kb, j: load(kb, src, at(j)))
+
+        def exp_sum(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
+            e = _un(kb, xmath.ExpOp, _bin(kb, arith.SubfOp, load(kb, src, at(j)), m))
+            if not op.LOG:
+                store(kb, e, out, at(j))
+            return [_bin(kb, arith.AddfOp, accs[0], e)]
+
+        (l,) = for_loop(fl, b, shape[axis], [fc(b, 0.0)], exp_sum, reduction=True)
+        if op.LOG:
+            shift = _bin(b, arith.AddfOp, m, _un(b, xmath.LogOp, l))
+        else:
+            inv = _bin(b, arith.DivfOp, fc(b, 1.0), l)
+
+        def write(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
+            if op.LOG:
+                y = _bin(kb, arith.SubfOp, load(kb, src, at(j)), shift)
+            else:
+                y = _bin(kb, arith.MulfOp, load(kb, out, at(j)), inv)
+            store(kb, y, out, at(j))
+            return []
+
+        for_loop(fl, b, shape[axis], [], write)
+
+    kernel(fl, outer_shape, describe(op), body)
+
+
+@reference(SoftmaxBase)
+def _ref_softmax(op: SoftmaxBase, inputs: list[torch.Tensor]) -> torch.Tensor:
+    fn = torch.log_softmax if op.LOG else torch.softmax
+    return fn(inputs[0], dim=op.axis)
+
+
+# ---------------------------------------------------------------------------------------------
+# irt.layer_norm
+# ---------------------------------------------------------------------------------------------
+
+
+@lowers(LayerNormOp)
+def lower_layer_norm(fl: FunctionLowering, op: LayerNormOp) -> None:
+    out = fl.result_buffer(op.result)
+    src = fl.buffers[op.input]
+    shape, n = irt.shape_of(op.input), op.normalized_rank
+    outer_shape, inner = list(shape[: len(shape) - n]), list(shape[len(shape) - n :])
+    inv_count = 1.0 / math.prod(inner)
+    weight = fl.buffers[op.weight] if op.weight is not None else None
+    bias = fl.buffers[op.bias] if op.bias is not None else None
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        def x_at(kb: Builder, rivs: list[SSAValue]) -> SSAValue:
+            return load(kb, src, [*ivs, *rivs])
+
+        # mean = x0 + sum(x - x0) / n: summing values near 0 keeps a large common offset exact
+        x0 = x_at(b, [fl.index(0)] * len(inner))
+
+        def shifted(kb: Builder, r: list[SSAValue], a: Accs) -> Accs:
+            return [_bin(kb, arith.AddfOp, a[0], _bin(kb, arith.SubfOp, x_at(kb, r), x0))]
+
+        (total,) = nested_loops(fl, b, inner, [fc(b, 0.0)], shifted, reduction=True)
+        mean = _bin(b, arith.AddfOp, x0, _bin(b, arith.MulfOp, total, fc(b, inv_count)))
+
+        def square(kb: Builder, r: list[SSAValue], a: Accs) -> Accs:
+            d = _bin(kb, arith.SubfOp, x_at(kb, r), mean)
+            return [_bin(kb, arith.AddfOp, a[0], _bin(kb, arith.MulfOp, d, d))]
+
+        (sq,) = nested_loops(fl, b, inner, [fc(b, 0.0)], square, reduction=True)
+        var = _bin(b, arith.MulfOp, sq, fc(b, inv_count))
+        rstd = _bin(b, arith.DivfOp, fc(b, 1.0), _un(b, xmath.SqrtOp, _bin(b, arith.AddfOp, var, fc(b, op.epsilon))))
+
+        def write(kb: Builder, r: list[SSAValue], a: Accs) -> Accs:
+            y = _bin(kb, arith.MulfOp, _bin(kb, arith.SubfOp, x_at(kb, r), mean), rstd)
+            if weight is not None:
+                y = _bin(kb, arith.MulfOp, y, load(kb, weight, r))
+            if bias is not None:
+                y = _bin(kb, arith.AddfOp, y, load(kb, bias, r))
+            store(kb, y, out, [*ivs, *r])
+            return []
+
+        nested_loops(fl, b, inner, [], write)
+
+    kernel(fl, outer_shape, describe(op), body)
+
+
+@reference(LayerNormOp)
+def _ref_layer_norm(op: LayerNormOp, inputs: list[torch.Tensor]) -> torch.Tensor:
+    x, rest = inputs[0], iter(inputs[1:])
+    w = next(rest) if op.weight is not None else None
+    bias = next(rest) if op.bias is not None else None
+    n = op.normalized_rank
+    return F.layer_norm(x, tuple(x.shape[x.dim() - n :]), w, bias, op.epsilon)
+
+
+# ---------------------------------------------------------------------------------------------
+# irt.batch_matmul
+# ---------------------------------------------------------------------------------------------
+
+
+@lowers(BatchMatmulOp)
+def lower_batch_matmul(fl: FunctionLowering, op: BatchMatmulOp) -> None:
+    out = fl.result_buffer(op.result)
+    shape = irt.shape_of(op.result)
+    batch_shape = shape[:-2]
+    lhs, rhs = fl.buffers[op.lhs], fl.buffers[op.rhs]
+    k_size = irt.shape_of(op.lhs)[-1]
+    linear = op.contraction_kind == irt.ContractionKind.LINEAR
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        batch, i, j = ivs[:-2], ivs[-2], ivs[-1]
+        lb = batch_indices(fl, irt.shape_of(op.lhs), batch, batch_shape)
+        rb = batch_indices(fl, irt.shape_of(op.rhs), batch, batch_shape)
+
+        def step(kb: Builder, k: SSAValue, accs: Accs) -> Accs:
+            x = load(kb, lhs, [*lb, i, k])
+            w = load(kb, rhs, [*rb, j, k] if linear else [*rb, k, j])
+            return [_bin(kb, arith.AddfOp, accs[0], _bin(kb, arith.MulfOp, x, w))]
+
+        (acc,) = for_loop(fl, b, k_size, [fc(b, 0.0)], step, name="k", reduction=True)
+        store(b, acc, out, ivs)
+
+    fl.nest(shape, describe(op), body)
+
+
+@reference(BatchMatmulOp)
+def _ref_batch_matmul(op: BatchMatmulOp, inputs: list[torch.Tensor]) -> torch.Tensor:
+    lhs, rhs = inputs
+    if op.contraction_kind == irt.ContractionKind.LINEAR:
+        rhs = rhs.transpose(-2, -1)
+    return torch.matmul(lhs, rhs)
+
+
+# ---------------------------------------------------------------------------------------------
+# irt.attention
+# ---------------------------------------------------------------------------------------------
+
+
+@lowers(AttentionOp)
+def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
+    out = fl.result_buffer(op.result)
+    shape = irt.shape_of(op.result)  # [*batch, Lq, Ev]
+    batch_shape = shape[:-2]
+    q, k, v = fl.buffers[op.q], fl.buffers[op.k], fl.buffers[op.v]
+    mask = fl.buffers[op.mask] if op.mask is not None else None
+    lq, e_size = irt.shape_of(op.q)[-2:]
+    lk, ev = irt.shape_of(op.v)[-2:]
+    scores_shape = (*batch_shape, lq, lk)
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        batch, i = ivs[:-1], ivs[-1]
+        qb = batch_indices(fl, irt.shape_of(op.q), batch, batch_shape)
+        kb_ = batch_indices(fl, irt.shape_of(op.k), batch, batch_shape)
+        vb = batch_indices(fl, irt.shape_of(op.v), batch, batch_shape)
+        row = [*ivs]  # out[*batch, i, e] = row + [e]
+
+        def zero(lb: Builder, e: SSAValue, accs: Accs) -> Accs:
+            store(lb, fc(lb, 0.0), out, [*row, e])
+            return []
+
+        for_loop(fl, b, ev, [], zero, name="e")
+
+        def key(lb: Builder, j: SSAValue, accs: Accs) -> Accs:
+            m, l = accs
+
+            def dot(db: Builder, e: SSAValue, a: Accs) -> Accs:
+                prod = _bin(db, arith.MulfOp, load(db, q, [*qb, i, e]), load(db, k, [*kb_, j, e]))
+                return [_bin(db, arith.AddfOp, a[0], prod)]
+
+            (s,) = for_loop(fl, lb, e_size, [fc(lb, 0.0)], dot, name="e", reduction=True)
+            s = _bin(lb, arith.MulfOp, s, fc(lb, op.scale_value))
+            if mask is not None:
+                mshape = irt.shape_of(op.mask)
+                full = [*batch, i, j]
+                lead = len(scores_shape) - len(mshape)
+                midx = [fl.index(0) if size == 1 and scores_shape[lead + d] != 1 else full[lead + d] for d, size in enumerate(mshape)]
+                s = _bin(lb, arith.AddfOp, s, load(lb, mask, midx))
+            m_new = _bin(lb, arith.MaximumfOp, m, s)
+            corr = _un(lb, xmath.ExpOp, _bin(lb, arith.SubfOp, m, m_new))
+            p = _un(lb, xmath.ExpOp, _bin(lb, arith.SubfOp, s, m_new))
+
+            def accumulate(ab: Builder, e: SSAValue, a: Accs) -> Accs:
+                o = _bin(ab, arith.MulfOp, load(ab, out, [*row, e]), corr)
+                o = _bin(ab, arith.AddfOp, o, _bin(ab, arith.MulfOp, p, load(ab, v, [*vb, j, e])))
+                store(ab, o, out, [*row, e])
+                return []
+
+            for_loop(fl, lb, ev, [], accumulate, name="e")
+            return [m_new, _bin(lb, arith.AddfOp, _bin(lb, arith.MulfOp, l, corr), p)]
+
+        upper: int | SSAValue = lk
+        if op.causal:  # keys j <= i: the loop ends at min(i + 1, Lk)
+            upper = _bin(b, arith.AddiOp, i, fl.index(1))
+            if lq > lk:
+                upper = _bin(b, arith.MinSIOp, upper, fl.index(lk))
+        _, l = for_loop(fl, b, upper, [fc(b, NEG_FLT_MAX), fc(b, 0.0)], key)
+        if lk == 0:  # no keys: eager's softmax(empty) @ v sums nothing, the zeros stored above
+            return
+        inv = _bin(b, arith.DivfOp, fc(b, 1.0), l)
+
+        def normalize(nb: Builder, e: SSAValue, accs: Accs) -> Accs:
+            store(nb, _bin(nb, arith.MulfOp, load(nb, out, [*row, e]), inv), out, [*row, e])
+            return []
+
+        for_loop(fl, b, ev, [], normalize, name="e")
+
+    fl.nest(shape[:-1], describe(op), body)
+
+
+@reference(AttentionOp)
+def _ref_attention(op: AttentionOp, inputs: list[torch.Tensor]) -> torch.Tensor:
+    q, k, v = inputs[:3]
+    scores = torch.matmul(q, k.transpose(-2, -1)) * op.scale_value
+    if op.mask is not None:
+        scores = scores + inputs[3]
+    if op.causal:
+        lq, lk = scores.shape[-2:]
+        allowed = torch.ones(lq, lk, dtype=torch.bool).tril()
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    return torch.matmul(torch.softmax(scores, dim=-1), v)

@@ -1,0 +1,131 @@
+"""`irc-to-loops` for the ops of `dialects/irt/shape.py` (registered with `@lowers`), and their
+reference evaluation on torch tensors (`@reference`).
+
+Each is one copy kernel over its result (concat: one per input, writing at the input's offset):
+
+* `irt.slice`: result[i] = input[offset + i * stride] per dimension (index arithmetic in the load);
+* `irt.concat`: out[..., offset_k + i, ...] = input_k[..., i, ...];
+* `irt.expand`: a broadcasting load (index 0 in the input's size-1 dimensions);
+* `irt.embedding`: out[i..., d] = weight[idx[i...], d], parallel over index positions and d; the
+  index is clamped for the load and the element replaced by NaN when clamping changed it.
+"""
+
+from __future__ import annotations
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import FloatAttr, IndexType, f32
+from xdsl.ir import SSAValue
+
+from irc.dialects.irt import core as irt
+from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, SliceOp
+from irc.lowering.to_loops.irc_to_loops import FunctionLowering, describe, lowers
+from irc.reference import reference
+
+
+def _offset_index(fl: FunctionLowering, b: Builder, iv: SSAValue, offset: int, stride: int, size: int) -> SSAValue:
+    """offset + iv * stride, folded where it is a constant or the identity."""
+    if size == 1:
+        return fl.index(offset)
+    if stride != 1:
+        iv = b.insert(arith.MuliOp(iv, fl.index(stride))).result
+    if offset != 0:
+        iv = b.insert(arith.AddiOp(iv, fl.index(offset))).result
+    return iv
+
+
+@lowers(SliceOp)
+def lower_slice(fl: FunctionLowering, op: SliceOp) -> None:
+    out, src = fl.result_buffer(op.result), fl.buffers[op.input]
+    shape = irt.shape_of(op.result)
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        idx = [
+            _offset_index(fl, b, iv, off, st, n)
+            for iv, off, st, n in zip(ivs, op.static_offsets, op.static_strides, shape)
+        ]
+        value = b.insert(memref.LoadOp.get(src, idx)).res
+        b.insert(memref.StoreOp.get(value, out, ivs))
+
+    fl.nest(shape, describe(op), body)
+
+
+@lowers(ConcatOp)
+def lower_concat(fl: FunctionLowering, op: ConcatOp) -> None:
+    out = fl.result_buffer(op.result)
+    d, offset = op.axis, 0
+    for k, x in enumerate(op.inputs):
+        shape = irt.shape_of(x)
+
+        def body(b: Builder, ivs: list[SSAValue], x=x, offset=offset, shape=shape) -> None:
+            value = fl.load(b, x, ivs, shape)
+            dst = list(ivs)
+            dst[d] = _offset_index(fl, b, ivs[d], offset, 1, shape[d])
+            b.insert(memref.StoreOp.get(value, out, dst))
+
+        fl.nest(shape, f"{describe(op)} (input {k} at {offset})", body)
+        offset += shape[d]
+
+
+@lowers(ExpandOp)
+def lower_expand(fl: FunctionLowering, op: ExpandOp) -> None:
+    out = fl.result_buffer(op.result)
+    shape = irt.shape_of(op.result)
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        b.insert(memref.StoreOp.get(fl.load(b, op.input, ivs, shape), out, ivs))
+
+    fl.nest(shape, describe(op), body)
+
+
+@lowers(EmbeddingOp)
+def lower_embedding(fl: FunctionLowering, op: EmbeddingOp) -> None:
+    """Never reads outside the table: an index outside [0, V) gives a NaN row (see EmbeddingOp)."""
+    out, idx, table = fl.result_buffer(op.result), fl.buffers[op.indices], fl.buffers[op.weight]
+    shape = irt.shape_of(op.result)
+    rows = irt.shape_of(op.weight)[0]
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        raw = b.insert(memref.LoadOp.get(idx, ivs[:-1])).res
+        row = b.insert(arith.IndexCastOp(raw, IndexType())).result
+        safe = b.insert(arith.MaxSIOp(row, fl.index(0))).result
+        safe = b.insert(arith.MinSIOp(safe, fl.index(rows - 1))).result
+        valid = b.insert(arith.CmpiOp(safe, row, "eq")).result
+        value = b.insert(memref.LoadOp.get(table, [safe, ivs[-1]])).res
+        nan = b.insert(arith.ConstantOp(FloatAttr(float("nan"), f32))).result
+        value = b.insert(arith.SelectOp(valid, value, nan)).result
+        b.insert(memref.StoreOp.get(value, out, ivs))
+
+    fl.nest(shape, describe(op), body)
+
+
+@reference(EmbeddingOp)
+def _embedding(op: EmbeddingOp, inputs):
+    """Eager embedding, with the lowering's NaN rows for indices outside [0, V)."""
+    import torch
+
+    idx, weight = inputs[0].to(torch.int64), inputs[1]
+    valid = (idx >= 0) & (idx < weight.shape[0])
+    rows = weight[idx.clamp(0, weight.shape[0] - 1)]
+    return torch.where(valid.unsqueeze(-1), rows, torch.full_like(rows, float("nan")))
+
+
+@reference(SliceOp)
+def _slice(op: SliceOp, inputs):
+    boxes = tuple(
+        slice(off, off + (n - 1) * st + 1, st)
+        for off, st, n in zip(op.static_offsets, op.static_strides, irt.shape_of(op.result))
+    )
+    return inputs[0][boxes]
+
+
+@reference(ConcatOp)
+def _concat(op: ConcatOp, inputs):
+    import torch
+
+    return torch.cat(inputs, op.axis)
+
+
+@reference(ExpandOp)
+def _expand(op: ExpandOp, inputs):
+    return inputs[0].expand(irt.shape_of(op.result))

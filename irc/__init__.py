@@ -13,10 +13,11 @@ The compiler (and xDSL) is imported on first use of `compile`, so `irc.load` sta
 
 from irc.aot import load
 from irc.errors import CompileError, InputError, IrcError, UnsupportedOpError
+from irc.target import Target
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "CompiledModule", "InputError", "IrcError", "UnsupportedOpError", "compile", "load", "refresh_weights"]
+__all__ = ["CompileError", "CompiledModule", "InputError", "IrcError", "Target", "UnsupportedOpError", "compile", "load", "refresh_weights"]
 
 
 def __getattr__(name: str):

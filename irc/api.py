@@ -31,6 +31,7 @@ from irc.debugging import CompileLog, configure_logging
 from irc.errors import CompileError, InputError, IrcError, UnsupportedNode, UnsupportedOpError
 from irc.frontend.fx_importer import ImportedGraph, import_fx
 from irc.pipeline import lower
+from irc.target import Target
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
 from irc.runtime.wrapper import PACKED_SUFFIX
@@ -448,6 +449,7 @@ def compile(
     fallback: bool = True,
     max_versions: int = DEFAULT_MAX_VERSIONS,
     dump_dir: str | Path | None = None,
+    target: Target | None = None,
 ) -> CompiledModule:
     """Compile `model` for inputs shaped like `example_inputs`.
 
@@ -460,6 +462,9 @@ def compile(
     max_versions: how many input-shape versions a call may compile before raising IrcError.
     dump_dir: write the FX graph, the IR after every pass, the C++ and the build log there
       (default: $IRC_DUMP_DIR; nothing when unset).
+    target: what to generate code for (irc/target.py); default `irc.Target.host()`, read once
+      now: this CPU, and `IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_OMP_THRESHOLD`, `IRC_NUM_THREADS`.
+      Every version of the module (each new input shape) is compiled for the same Target.
     Raises UnsupportedOpError (fallback=False) or CompileError (g++ failed).
     """
     if max_versions < 1:
@@ -471,7 +476,7 @@ def compile(
         if not isinstance(model, (fx.GraphModule, torch.export.ExportedProgram)) else ""
     if specialized:
         log.info("irc: forward arguments not among the example inputs are compiled as their defaults: %s", specialized)
-    options = dict(fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir)
+    options = dict(fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir, target=target or Target.host())
 
     def build(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], first: bool = True) -> Version:
         return _build_version(gm, inputs, fallback=fallback, first=first, **options)
@@ -482,22 +487,23 @@ def compile(
     return cm
 
 
-def _build_version(gm: fx.GraphModule, inputs, *, fuse, cxx_flags, dump_dir, fallback: bool, first: bool) -> Version:
-    """The whole graph native; or, if unsupported nodes and `fallback`, a partitioned version."""
+def _build_version(gm: fx.GraphModule, inputs, *, fallback: bool, first: bool, **options) -> Version:
+    """The whole graph native; or, if unsupported nodes and `fallback`, a partitioned version.
+    `options`: `_native_version`'s."""
     with buffers_kept(gm):
-        return _build_any_version(gm, inputs, fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir, fallback=fallback, first=first)
+        return _build_any_version(gm, inputs, fallback=fallback, first=first, **options)
 
 
-def _build_any_version(gm: fx.GraphModule, inputs, *, fuse, cxx_flags, dump_dir, fallback: bool, first: bool) -> Version:
+def _build_any_version(gm: fx.GraphModule, inputs, *, fallback: bool, first: bool, **options) -> Version:
     try:
-        return _native_version(gm, inputs, fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir)
+        return _native_version(gm, inputs, **options)
     except UnsupportedOpError:
         if not fallback:
             raise
     from irc.partition import describe_fallback, partition
 
     def compile_partition(sub: fx.GraphModule, sub_inputs) -> tuple[Callable[..., Any], Version]:
-        v = _native_version(sub, sub_inputs, fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir)
+        v = _native_version(sub, sub_inputs, **options)
         return v.forward, v
 
     p = partition(gm, inputs, compile_partition)
@@ -533,7 +539,8 @@ def _partitioned_forward(module: fx.GraphModule, shapes: Shapes) -> Callable[...
 
 
 def _native_version(
-    gm: fx.GraphModule, inputs: Sequence[torch.Tensor], *, fuse: bool, cxx_flags, dump_dir=None, profile: bool = False
+    gm: fx.GraphModule, inputs: Sequence[torch.Tensor], *, fuse: bool, cxx_flags, target: Target, dump_dir=None,
+    profile: bool = False,
 ) -> Version:
     """Import, fuse, lower, emit, build and wrap the whole graph (UnsupportedOpError if it can't).
 
@@ -543,7 +550,7 @@ def _native_version(
     graph = import_fx(gm, inputs)
     ir = {"import": str(graph.module)}
     clog.write("import.mlir", ir["import"])
-    lowered = lower(graph, ir, clog, fuse=fuse, cxx_flags=cxx_flags, profile=profile)  # or the pipeline cache's
+    lowered = lower(graph, ir, clog, target, fuse=fuse, cxx_flags=cxx_flags, profile=profile)  # or the pipeline cache's
     plan, source, stats = lowered.plan, lowered.source, lowered.memory
     specs = [TensorSpec(n, s, d) for n, s, d in zip(graph.input_names, graph.input_shapes, graph.input_dtypes)]
     clog.write("model.cpp", source)

@@ -1,20 +1,25 @@
-"""irt to C++: the pass pipeline behind `irc.compile`, and its on-disk cache.
+"""irt to C++: the one declared pass pipeline behind `irc.compile`, and its on-disk cache.
 
-    irc-fuse, irc-pack-weights        (skipped on a cache hit)
-    fold-parameters                   (always: it reads the weights' current values)
-    irc-to-loops, irc-vectorize, irc-plan-memory, irc-parallelize, -t cpp   (skipped on a hit)
+`declared(target, inputs=N)` is the pipeline, as xDSL passes whose options come from the
+`Target` (irc/target.py); `irc-opt` runs the same passes by the same names, and
+`spelled(...)` gives the `-p`/`-t` arguments that reproduce a compile exactly:
+
+    irc-fuse                                   (unless fuse=False)
+    irc-pack-weights{inputs gemm_width}        (unless the Target is strict)
+    irc-fold-params{inputs}                    (its @NAME__fold is evaluated on the weights)
+    irc-to-loops{tag_ops gemm_width strict threads}
+    irc-vectorize, irc-plan-memory{alignment}, irc-parallelize{threshold}
+    -t cpp{strict gemm_width profile}
 
 The passes cost seconds on a big model, and their result depends only on the imported IR and
-a few options, so it is cached: the key is a sha256 over the imported IR text, `fuse`,
-`profile`, the C++ flags and compiler, the environment the passes read (`IRC_STRICT`,
-`IRC_GEMM_WIDTH`, `IRC_OMP_THRESHOLD`), the CPU's features, and the source of irc itself plus
-xDSL's version (so editing a pass invalidates every entry). An entry holds the IR levels and
-C++ as emitted, the memory statistics, the IR before folding (for dumps), and the *fold
-recipe*: the ops fold-parameters evaluated (packing weights, folding batch norms) as a function
-of the parameters they read, and where each final parameter comes from. Weights never appear in
-the key or the entry: a hit evaluates the recipe on the weights as they are now, so it folds
-exactly what a cold compile would. The library itself comes from the build cache
-(`runtime/build.py`), rebuilt from the cached C++ if it is gone.
+their options, so it is cached: the key is a sha256 over the imported IR text, the pipeline's
+spelling (every option written out), the C++ flags and compiler, and the source of irc itself
+plus xDSL's version (so editing a pass invalidates every entry). An entry holds the IR levels
+and C++ as emitted, the memory statistics, the IR before folding (for dumps) and the fold
+function with the parameters it reads. Weights never appear in the key or the entry: a hit
+evaluates the fold function on the weights as they are now, so it folds exactly what a cold
+compile would. The library itself comes from the build cache (`runtime/build.py`), rebuilt
+from the cached C++ if it is gone.
 
 Entries are `<cache dir>/<key[:2]>/<key>.pipeline` (`irc cache clear` removes them): a sha256
 line, then JSON, written atomically. A missing, partial or corrupt entry, or one that does not
@@ -33,20 +38,87 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import torch
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
 
 from irc.context import irc_context
 from irc.debugging import CompileLog
-from irc.lowering.tensor.fold_params import FoldPlan, fold_parameters
+from irc.folding import FoldPlan, fold
 from irc.frontend.fx_importer import ImportedGraph
-from irc.runtime.build import cache_file, compiler_version, cpu_features, resolve_flags, write_cache_file
+from irc.lowering.cpp.emit_cpp import CppTarget
+from irc.lowering.loops.parallelize import ParallelizePass
+from irc.lowering.loops.plan_memory import PlanMemoryPass, memory_stats
+from irc.lowering.loops.vectorize import VectorizePass
+from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR, FoldParamsPass, fold_function_of, param_indices
+from irc.lowering.tensor.irc_fuse import IrcFusePass
+from irc.lowering.tensor.pack_weights import PackWeightsPass
+from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass
+from irc.runtime.build import cache_file, compiler_version, resolve_flags, write_cache_file
+from irc.target import Target
 
 log = logging.getLogger("irc")
 
-FORMAT = 1
-ENVIRONMENT = ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_OMP_THRESHOLD", "IRC_CXX")
+FORMAT = 2
 SUFFIX = ".pipeline"
 _FIELDS = {"key": str, "before_folding": str, "fold": dict, "fused": str, "loops": str, "cpp": str, "memory": dict}
+
+
+def declared(target: Target, *, inputs: int, fuse: bool = True, profile: bool = False) -> PassPipeline:
+    """irc's pipeline from imported irt to planned loops, its options the Target's: what
+    irc.compile runs, and what `irc-opt -p` runs given `spelled(...)`."""
+    passes: list[ModulePass] = [IrcFusePass()] if fuse else []
+    if not target.strict:  # the GEMM engine's packed weights (strict builds keep scalar loops)
+        passes.append(PackWeightsPass(inputs=inputs, gemm_width=target.gemm_width))
+    passes += [
+        FoldParamsPass(inputs=inputs),
+        IrcToLoopsPass(tag_ops=profile, gemm_width=target.gemm_width, strict=target.strict, threads=target.threads),
+        VectorizePass(),
+        PlanMemoryPass(alignment=target.alignment),
+        ParallelizePass(threshold=target.omp_threshold),
+    ]
+    return PassPipeline(tuple(passes))
+
+
+@dataclass(frozen=True)
+class IrcPipelinePass(ModulePass):
+    """`irc-pipeline`: the whole declared pipeline as one irc-opt pass, its options the Target's
+    (defaults: `Target()`'s) and irc.compile's; the fold function stays in the module (there are
+    no weights to evaluate it on), irc-to-loops and `-t cpp` leave it alone.
+
+        irc-opt model.mlir -p 'irc-pipeline{inputs=1 gemm_width=32}' -t 'cpp{gemm_width=32}'
+    """
+
+    name = "irc-pipeline"
+    inputs: int = 1
+    fuse: bool = True
+    profile: bool = False
+    strict: bool = Target.strict
+    gemm_width: int = Target.gemm_width
+    threads: int = Target.threads
+    omp_threshold: int = Target.omp_threshold
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        target = Target(strict=self.strict, gemm_width=self.gemm_width, threads=self.threads,
+                        omp_threshold=self.omp_threshold)
+        declared(target, inputs=self.inputs, fuse=self.fuse, profile=self.profile).apply(ctx, op)
+
+
+def cpp_target(target: Target, *, profile: bool = False) -> CppTarget:
+    """The C++ emitter, `-t cpp{...}`, with the Target's options."""
+    return CppTarget(strict=target.strict, gemm_width=target.gemm_width, profile=profile)
+
+
+def spell(p: ModulePass | CppTarget) -> str:
+    """A pass or target as `irc-opt` takes it, every option written out."""
+    return str(p.spec(include_default=True))
+
+
+def spelled(target: Target, *, inputs: int, fuse: bool = True, profile: bool = False) -> str:
+    """The `irc-opt` arguments that run `declared(...)` and emit the C++: `-p '...' -t '...'`."""
+    pipeline = ",".join(spell(p) for p in declared(target, inputs=inputs, fuse=fuse, profile=profile).passes)
+    return f"-p '{pipeline}' -t '{spell(cpp_target(target, profile=profile))}'"
 
 
 @dataclass
@@ -60,26 +132,31 @@ class Lowered:
     cache_hit: bool
 
 
-def lower(graph: ImportedGraph, ir: dict[str, str], clog: CompileLog, *, fuse: bool, cxx_flags, profile: bool) -> Lowered:
-    """Run the pipeline on `graph.module` (ir["import"] is its text), or take it from the cache."""
+def lower(graph: ImportedGraph, ir: dict[str, str], clog: CompileLog, target: Target, *,
+          fuse: bool, cxx_flags, profile: bool) -> Lowered:
+    """Run the pipeline on `graph.module` (ir["import"] is its text), or take it from the
+    cache; sets graph.params to the parameters the native code reads (folded ones included)."""
+    pipeline = declared(target, inputs=len(graph.input_names), fuse=fuse, profile=profile)
+    emitter = cpp_target(target, profile=profile)
     enabled = os.environ.get("IRC_PIPELINE_CACHE", "1") not in ("0", "")
-    key = pipeline_key(ir["import"], fuse=fuse, cxx_flags=cxx_flags, profile=profile) if enabled else None
+    key = pipeline_key(ir["import"], pipeline, emitter, cxx_flags=cxx_flags) if enabled else None
     entry = _read(key) if key is not None else None
     if entry is not None:
         lowered = _restore(entry, graph, ir, clog)
         if lowered is not None:
             return lowered
-    lowered, entry = _run_passes(graph, ir, clog, fuse=fuse, profile=profile)
+    clog.write("pipeline.sh", f"# the passes and target of this compile; the input is import.mlir\nirc-opt import.mlir "
+               f"-p '{','.join(spell(p) for p in pipeline.passes)}' -t '{spell(emitter)}'\n")
+    lowered, entry = _run_passes(graph, ir, clog, pipeline, emitter)
     if key is not None:
         _write(key, entry)
     return lowered
 
 
-def pipeline_key(imported: str, *, fuse: bool, cxx_flags, profile: bool) -> str:
+def pipeline_key(imported: str, pipeline: PassPipeline, emitter: CppTarget, *, cxx_flags) -> str:
     parts = [
-        f"irc pipeline {FORMAT}", imported, f"fuse={fuse}", f"profile={profile}",
-        "flags=" + "\0".join(resolve_flags(cxx_flags)), "cxx=" + compiler_version(),
-        *(f"{name}={os.environ.get(name, '')}" for name in ENVIRONMENT), cpu_features(), _code_version(),
+        f"irc pipeline {FORMAT}", imported, *(spell(p) for p in pipeline.passes), spell(emitter),
+        "flags=" + "\0".join(resolve_flags(cxx_flags)), "cxx=" + compiler_version(), _code_version(),
     ]
     return hashlib.sha256("\0\0".join(parts).encode()).hexdigest()
 
@@ -99,7 +176,7 @@ def _code_version() -> str:
         h = hashlib.sha256(str(getattr(xdsl, "__version__", "?")).encode())
         roots = [Path(irc.__file__).parent, *(Path(p) for pkg in (dialects, lowering, runtime) for p in pkg.__path__)]
         for root in roots:
-            for path in sorted(root.rglob("*.py")):
+            for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".h")):
                 h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
         _code_digest = h.hexdigest()
     return _code_digest
@@ -108,49 +185,54 @@ def _code_version() -> str:
 # -- the passes --------------------------------------------------------------------------------
 
 
-def _run_passes(graph: ImportedGraph, ir: dict[str, str], clog: CompileLog, *, fuse: bool, profile: bool):
-    from irc.lowering.cpp.emit_cpp import emit_cpp, strict_mode
-    from irc.lowering.tensor.irc_fuse import IrcFusePass
-    from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass
-    from irc.lowering.tensor.pack_weights import PackWeightsPass
-    from irc.lowering.loops.parallelize import ParallelizePass
-    from irc.lowering.loops.plan_memory import PlanMemoryPass, memory_stats
-    from irc.lowering.loops.vectorize import VectorizePass
-
+def _run_passes(graph: ImportedGraph, ir: dict[str, str], clog: CompileLog, pipeline: PassPipeline, emitter: CppTarget):
     module, ctx = graph.module, irc_context()
-    if fuse:
-        clog.stage("irc-fuse", "-p irc-fuse", ir["import"], lambda: (IrcFusePass().apply(ctx, module), module.verify()))
-        clog.write("irc-fuse.mlir", str(module))
-    if not strict_mode():  # the GEMM engine's packed weights (strict builds keep scalar loops)
-        pack = PackWeightsPass(inputs=len(graph.input_names))
-        before = str(module)
-        clog.stage("irc-pack-weights", f"-p 'irc-pack-weights{{inputs={pack.inputs}}}'", before,
-                   lambda: (pack.apply(ctx, module), module.verify()))
-        clog.write("irc-pack-weights.mlir", str(module))
-    before, imported = str(module), list(graph.params)
-    plan, _ = clog.stage("fold-parameters", None, before, lambda: (fold_parameters(graph), module.verify()))
-    recipe = _recipe(plan, imported, graph.params)
-    ir["fused"] = str(module)
-    clog.write("fold-parameters.mlir", ir["fused"])
-    to_loops = IrcToLoopsPass(tag_ops=profile)
-    clog.stage("irc-to-loops", "-p irc-to-loops", ir["fused"], lambda: (to_loops.apply(ctx, module), module.verify()))
-    ir["loops"] = str(module)
-    clog.write("irc-to-loops.mlir", ir["loops"])
-    loop_passes = (("irc-vectorize", VectorizePass()), ("irc-plan-memory", PlanMemoryPass()), ("irc-parallelize", ParallelizePass()))
-    for name, loop_pass in loop_passes:
-        clog.stage(name, f"-p {name}", ir["loops"], lambda: (loop_pass.apply(ctx, module), module.verify()))
-        ir["loops"] = str(module)  # the "loops" level is the IR as emitted, after the loop-level passes
-        clog.write(f"{name}.mlir", ir["loops"])
-    target = "-t cpp" + (" (profiling build)" if profile else "")
-    source = clog.stage("cpp", target, ir["loops"], lambda: emit_cpp(module, profile=profile))
+    text = before_folding = ir["import"]
+    plan, fold_entry = None, {}
+    for p in pipeline.passes:
+        before = text
+        clog.stage(p.name, f"-p '{spell(p)}'", before, lambda p=p: (p.apply(ctx, module), module.verify()))
+        if isinstance(p, FoldParamsPass):
+            before_folding = before
+            fn = next(op for op in module.ops if isinstance(op, func.FuncOp) and COMPILE_TIME_ATTR not in op.attributes)
+            fold_fn = fold_function_of(module, fn)
+            if fold_fn is not None:  # evaluated here, not lowered; the "fused" level is the run-time function
+                fold_fn.detach()
+            fold_entry = _fold_entry(fn, fold_fn)
+            if fold_fn is not None:
+                clog.write("fold-function.mlir", fold_entry["function"])
+            graph.params[:], plan = clog.stage("fold evaluation", None, before, lambda: _evaluate(fold_entry, fold_fn, graph))
+        text = str(module)
+        clog.write(f"{p.name}.mlir", text)
+        if isinstance(p, FoldParamsPass):
+            ir["fused"] = text
+    ir["loops"] = text  # the "loops" level is the IR as emitted, after the loop-level passes
+    source = clog.stage("cpp", f"-t '{spell(emitter)}'", text, lambda: emitter.emit_source(module))
     stats = memory_stats(module)
-    entry = dict(before_folding=before, fold=recipe, fused=ir["fused"], loops=ir["loops"], cpp=source, memory=stats)
+    fold_entry["params"] = [list(t.shape) for _, t in graph.params]
+    entry = dict(before_folding=before_folding, fold=fold_entry, fused=ir["fused"], loops=ir["loops"], cpp=source, memory=stats)
     return Lowered(plan, source, stats, cache_hit=False), entry
 
 
+def _fold_entry(fn: func.FuncOp, fold_fn: func.FuncOp | None) -> dict[str, Any]:
+    """What a cache entry keeps of irc-fold-params' result: the fold function's text, the
+    parameters the run-time function kept, and the names of the folded ones."""
+    n_folded = len(fold_fn.function_type.outputs.data) if fold_fn is not None else 0
+    folded = fn.body.block.args[len(fn.body.block.args) - n_folded:] if n_folded else []
+    return {
+        "function": str(ModuleOp([fold_fn.clone()])) if fold_fn is not None else "",
+        "kept": param_indices(fn),
+        "names": [a.name_hint or "folded" for a in folded],
+    }
+
+
+def _evaluate(fold_entry: dict, fold_fn: func.FuncOp | None, graph: ImportedGraph):
+    return fold(fold_entry["kept"], fold_fn, fold_entry["names"], graph.params)
+
+
 def _restore(entry: dict, graph: ImportedGraph, ir: dict[str, str], clog: CompileLog) -> Lowered | None:
-    """A hit: evaluate the cached fold recipe on the current weights; None (a miss) if it does
-    not fit this graph."""
+    """A hit: evaluate the cached fold function on the current weights; None (a miss) if the
+    entry does not fit this graph."""
     try:
         plan = _refold(entry["fold"], graph)
     except Exception as e:  # an entry irc cannot use is a miss, never an error
@@ -160,78 +242,27 @@ def _restore(entry: dict, graph: ImportedGraph, ir: dict[str, str], clog: Compil
     log.info("irc: pipeline cache hit: skipped irc-fuse .. emit-cpp (parameters folded with their current values)")
     clog.write(
         "pipeline-cache-hit.txt",
-        "pipeline cache hit: irc-fuse, irc-pack-weights, irc-to-loops, irc-vectorize, irc-plan-memory,\n"
-        "irc-parallelize and the C++ emitter did not run; the IR files below are their cached output.\n"
-        "The parameters were folded now, from the weights' current values.\n",
+        "pipeline cache hit: the passes and the C++ emitter did not run; the IR files below are\n"
+        "their cached output. The fold function was evaluated now, on the weights' current values.\n",
     )
     clog.write("before-folding.mlir", entry["before_folding"])
-    clog.write("fold-parameters.mlir", ir["fused"])
+    if entry["fold"]["function"]:
+        clog.write("fold-function.mlir", entry["fold"]["function"])
+    clog.write("irc-fold-params.mlir", ir["fused"])
     clog.write("loops.mlir", ir["loops"])
     return Lowered(plan, entry["cpp"], dict(entry["memory"]), cache_hit=True)
 
 
-# -- the fold recipe: fold_parameters' result, replayable on new weights -------------------------
-
-
-def _recipe(plan: FoldPlan | None, before: list[tuple[str, torch.Tensor]], after: list[tuple[str, torch.Tensor]]) -> dict:
-    """How fold_parameters turned the imported parameters `before` into `after`: the folded ops
-    as a function of the parameters they read (IR text), and where each final parameter comes
-    from (an imported one, or an output of that function)."""
-    index = {id(t): i for i, (_, t) in enumerate(before)}
-    outputs = {id(t): j for j, (_, t) in enumerate(plan.outputs)} if plan is not None else {}
-    params = [
-        ["param", index[id(t)], name] if id(t) in index else ["folded", outputs[id(t)], name] for name, t in after
-    ]
-    recipe: dict[str, Any] = {"inputs": len(before), "params": params, "shapes": [list(t.shape) for _, t in after]}
-    if plan is not None:
-        recipe["sources"] = [index[id(t)] for t in plan.sources]
-        recipe["plan"] = _plan_text(plan)
-    return recipe
-
-
-def _plan_text(plan: FoldPlan) -> str:
-    from xdsl.dialects import func
-    from xdsl.dialects.builtin import ModuleOp
-    from xdsl.ir import Block, Region
-
-    block = Block(arg_types=[a.type for a in plan.block.args])
-    mapping = dict(zip(plan.block.args, block.args))
-    for op in plan.block.ops:
-        clone = op.clone(value_mapper=mapping)
-        block.add_op(clone)
-        mapping.update(zip(op.results, clone.results))
-    results = [mapping[v] for v, _ in plan.outputs]
-    block.add_op(func.ReturnOp(*results))
-    fn = func.FuncOp("fold", func.FunctionType.from_lists(block.arg_types, [r.type for r in results]), Region(block))
-    return str(ModuleOp([fn]))
-
-
-def _refold(recipe: dict, graph: ImportedGraph) -> FoldPlan | None:
-    """Replay a recipe on `graph`'s parameters (their current values); sets graph.params."""
-    imported = list(graph.params)
-    if recipe["inputs"] != len(imported):
-        raise ValueError(f"the entry folds {recipe['inputs']} parameters, the graph has {len(imported)}")
-    plan, outputs = None, []
-    if "plan" in recipe:
+def _refold(fold_entry: dict, graph: ImportedGraph) -> FoldPlan | None:
+    """Evaluate a cached entry's fold function on `graph`'s parameters; sets graph.params."""
+    fold_fn = None
+    if fold_entry["function"]:
         from xdsl.parser import Parser
 
-        from irc.reference import evaluate
-
-        (fn,) = Parser(irc_context(), recipe["plan"]).parse_module().ops
-        block = fn.body.blocks[0]
-        ret = block.last_op
-        values: dict = dict(zip(block.args, (imported[i][1].detach() for i in recipe["sources"]), strict=True))
-        with torch.no_grad():
-            for op in block.ops:
-                if op is not ret:
-                    values[op.results[0]] = evaluate(op, [values[v] for v in op.operands])
-        results = list(ret.operands)
-        outputs = [values[v].contiguous() for v in results]  # the runtime passes their storage as is
-        block.erase_op(ret)
-        plan = FoldPlan(fn.body.detach_block(block), [imported[i][1] for i in recipe["sources"]])
-        plan.outputs.extend(zip(results, outputs))
-    params = [imported[i] if kind == "param" else (name, outputs[i]) for kind, i, name in recipe["params"]]
-    if [list(t.shape) for _, t in params] != recipe["shapes"]:
+        (fold_fn,) = Parser(irc_context(), fold_entry["function"]).parse_module().ops
+        fold_fn.detach()
+    params, plan = _evaluate(fold_entry, fold_fn, graph)
+    if [list(t.shape) for _, t in params] != fold_entry["params"]:
         raise ValueError("the folded parameters' shapes differ from the entry's")
     graph.params[:] = params
     return plan

@@ -14,6 +14,8 @@ from torch import nn
 import irc
 from irc_testing import check
 from irc.runtime import compiler_invocations
+from irc.pipeline import cpp_target, declared, spell
+from irc.target import Target
 
 torch.manual_seed(0)
 
@@ -159,22 +161,24 @@ def test_nan_and_inf_propagate_like_eager():
     check(lambda x: torch.sigmoid(x) + torch.tanh(x), x, equal_nan=True)
 
 
-LOOP_PIPELINE = "irc-to-loops,irc-vectorize,irc-plan-memory,irc-parallelize"
-
-
 def test_irc_opt_reproduces_the_cpp_and_compiles_imported_ir(tmp_path):
-    """From the folded IR, irc-opt's loop pipeline gives exactly the C++ irc.compile built; from
-    the imported IR (weights not folded: irc-opt has no values), the packing runs as kernels."""
-    cm = irc.compile(mlp(10, 7, 3), (torch.randn(2, 10),))
+    """From the folded IR, irc-opt's loop passes with the compile's options (the Target's) give
+    exactly the C++ irc.compile built; from the imported IR (weights not folded: irc-opt has no
+    values), the declared pipeline runs the packing as kernels."""
+    target = Target.host()
+    cm = irc.compile(mlp(10, 7, 3), (torch.randn(2, 10),), target=target)
     irc_opt = [sys.executable, "-c", "from irc.tools.irc_opt import main; main()"]
     (tmp_path / "fused.mlir").write_text(cm.ir("fused"))
-    subprocess.run([*irc_opt, str(tmp_path / "fused.mlir"), "-p", LOOP_PIPELINE, "-t", "cpp", "-o", str(tmp_path / "a.cpp")], check=True)
+    loops = [p for p in declared(target, inputs=1).passes if p.name not in ("irc-fuse", "irc-pack-weights", "irc-fold-params")]
+    emit = cpp_target(target)
+    subprocess.run([*irc_opt, str(tmp_path / "fused.mlir"), "-p", ",".join(map(spell, loops)), "-t", spell(emit),
+                    "-o", str(tmp_path / "a.cpp")], check=True)
     assert (tmp_path / "a.cpp").read_text() == cm.cpp_source
     (tmp_path / "model.mlir").write_text(cm.ir("import"))
     cpp = tmp_path / "model.cpp"
-    pipeline = f"irc-fuse,irc-pack-weights{{inputs=1}},{LOOP_PIPELINE}"
-    subprocess.run([*irc_opt, str(tmp_path / "model.mlir"), "-p", pipeline, "-t", "cpp", "-o", str(cpp)], check=True)
-    assert "irt.pack" in cpp.read_text()  # a run-time packing kernel
+    pipeline = f"irc-pipeline{{inputs=1 gemm_width={target.gemm_width}}}"
+    subprocess.run([*irc_opt, str(tmp_path / "model.mlir"), "-p", pipeline, "-t", spell(emit), "-o", str(cpp)], check=True)
+    assert "irt.pack ->" not in cpp.read_text() and "__fold" not in cpp.read_text()  # no packing kernel: compile-time work
     subprocess.run(
         ["g++", "-std=c++17", "-O1", "-fopenmp", "-shared", "-fPIC", str(cpp), "-o", str(tmp_path / "m.so")],
         check=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 
 import pytest
 import torch
@@ -26,15 +27,30 @@ def test_dump_dir_has_every_stage_numbered(tmp_path, monkeypatch):
     (run,) = tmp_path.iterdir()
     names = sorted(p.name for p in run.iterdir())
     assert names == [
-        "01-fx-graph.py", "02-import.mlir", "03-irc-fuse.mlir", "04-irc-pack-weights.mlir",
-        "05-fold-parameters.mlir", "06-irc-to-loops.mlir", "07-irc-vectorize.mlir",
-        "08-irc-plan-memory.mlir", "09-irc-parallelize.mlir", "10-model.cpp", "11-build.log",
+        "01-fx-graph.py", "02-import.mlir", "03-pipeline.sh", "04-irc-fuse.mlir", "05-irc-pack-weights.mlir",
+        "06-fold-function.mlir", "07-irc-fold-params.mlir", "08-irc-to-loops.mlir", "09-irc-vectorize.mlir",
+        "10-irc-plan-memory.mlir", "11-irc-parallelize.mlir", "12-model.cpp", "13-build.log",
     ]
     assert "irt.linear" in (run / "02-import.mlir").read_text()
-    assert "irt.contract" in (run / "03-irc-fuse.mlir").read_text()
-    assert "irl.gemm" in (run / "06-irc-to-loops.mlir").read_text()
-    assert "%arena" in (run / "08-irc-plan-memory.mlir").read_text()
-    assert 'extern "C"' in (run / "10-model.cpp").read_text()
+    assert "irt.contract" in (run / "04-irc-fuse.mlir").read_text()
+    assert "irc.compile_time" in (run / "06-fold-function.mlir").read_text()
+    assert "irl.gemm" in (run / "08-irc-to-loops.mlir").read_text()
+    assert "%arena" in (run / "10-irc-plan-memory.mlir").read_text()
+    assert 'extern "C"' in (run / "12-model.cpp").read_text()
+
+
+def test_dumped_pipeline_reproduces_the_compile(tmp_path, monkeypatch):
+    """03-pipeline.sh is the irc-opt command of the whole compile: run on the dumped import, it
+    prints the C++ irc.compile built."""
+    monkeypatch.setenv("IRC_PIPELINE_CACHE", "0")
+    cm = irc.compile(_mlp(), (torch.randn(2, 16),), dump_dir=tmp_path)
+    (run,) = tmp_path.iterdir()
+    command = (run / "03-pipeline.sh").read_text().splitlines()[-1]
+    assert command.startswith("irc-opt import.mlir -p 'irc-fuse")
+    args = shlex.split(command)[2:]
+    out = tmp_path / "out.cpp"
+    irc_opt([str(run / "02-import.mlir"), *args, "-o", str(out)])
+    assert out.read_text() == cm.cpp_source
 
 
 def test_irc_dump_dir_environment_variable(tmp_path, monkeypatch):
@@ -42,7 +58,7 @@ def test_irc_dump_dir_environment_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("IRC_PIPELINE_CACHE", "0")
     irc.compile(_mlp(), (torch.randn(1, 16),), fuse=False)
     (run,) = tmp_path.iterdir()
-    assert (run / "04-fold-parameters.mlir").exists()  # no irc-fuse stage without fusion
+    assert (run / "04-irc-pack-weights.mlir").exists()  # no irc-fuse stage without fusion
 
 
 def test_failing_pass_leaves_a_reproducer_that_fails_the_same_way(tmp_path, monkeypatch, capsys):
@@ -51,10 +67,10 @@ def test_failing_pass_leaves_a_reproducer_that_fails_the_same_way(tmp_path, monk
     with pytest.raises(PassFailure) as err:
         irc.compile(_mlp(), (torch.randn(2, 16),), fuse=False, dump_dir=tmp_path)
     e = err.value
-    assert e.stage == "irc-to-loops" and e.command == f"irc-opt -p irc-to-loops {e.reproducer}"
+    assert e.stage == "irc-to-loops" and e.command.startswith("irc-opt -p 'irc-to-loops{tag_ops=false gemm_width=")
     assert "irt.relu" in e.reproducer.read_text() and str(e.reproducer) in str(e)
     with pytest.raises(SystemExit) as code:
-        irc_opt(["-p", "irc-to-loops", str(e.reproducer)])
+        irc_opt(shlex.split(e.command)[1:])
     assert code.value.code == 1
     assert "no lowering for irt.relu" in capsys.readouterr().err
 

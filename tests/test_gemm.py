@@ -169,14 +169,19 @@ def test_same_results_at_any_thread_count(threads, monkeypatch):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-def test_conv_split_by_rows_at_any_thread_count(threads, monkeypatch):
-    """48 output channels on a 4x4 image: tasks split the rows (channels); one thread takes all
-    rows in one task (one im2col packing), two threads a task each."""
+def test_conv_split_by_rows_for_the_targets_thread_count(threads, monkeypatch):
+    """48 output channels on a 4x4 image: tasks split the rows (channels), as many as the
+    Target's threads (IRC_NUM_THREADS when compiling): one task of 48 rows for one thread (one
+    im2col packing), two of 24 for two. Either runs right at the other thread count."""
     monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
     model = nn.Sequential(nn.Conv2d(40, 48, 3, padding=1), nn.ReLU()).eval()
     x = torch.randn(1, 40, 4, 4)
     cm = check(model, x)
-    assert re.search(r"irc_gemm\(48, 16, 360, irc_a, irc_b, irc_c, 16, irc_epi, \d+, \d+, \d+, 24, true\);", cm.cpp_source)
+    rows = 48 // threads
+    assert re.search(rf"irc_gemm\(48, 16, 360, irc_a, irc_b, irc_c, 16, irc_epi, \d+, \d+, \d+, {rows}, true\);", cm.cpp_source)
+    monkeypatch.setenv("IRC_NUM_THREADS", str(3 - threads))  # called at the other count
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x))
 
 
 def test_strict_builds_keep_the_sequential_scalar_nests(monkeypatch):

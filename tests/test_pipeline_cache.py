@@ -16,7 +16,8 @@ from torch import nn
 import irc
 from irc.lowering.tensor.irc_fuse import IrcFusePass
 from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass
-from irc.pipeline import pipeline_key
+from irc.pipeline import cpp_target, declared, pipeline_key
+from irc.target import Target
 
 FLAGS = ["-O1", "-fopenmp", "-std=c++17", "-shared", "-fPIC"]
 
@@ -100,7 +101,8 @@ DAMAGE = {
     "empty": lambda data: b"",
     "not json": lambda data: hashlib.sha256(b"{oops").hexdigest().encode() + b"\n{oops",
     "a field missing": _resealed(lambda e: {k: v for k, v in e.items() if k != "cpp"}),
-    "a recipe that does not fit": _resealed(lambda e: {**e, "fold": {**e["fold"], "inputs": 99}}),
+    "a fold naming a parameter the graph lacks": _resealed(lambda e: {**e, "fold": {**e["fold"], "kept": [99]}}),
+    "folded shapes that do not fit": _resealed(lambda e: {**e, "fold": {**e["fold"], "params": [[1]]}}),
 }
 
 
@@ -130,30 +132,51 @@ def test_a_dump_of_a_hit_says_so_and_holds_every_level(cache, tmp_path):
     files = {p.name[3:]: p.read_text() for p in run.iterdir()}
     assert sorted(files) == sorted([
         "fx-graph.py", "import.mlir", "pipeline-cache-hit.txt", "before-folding.mlir",
-        "fold-parameters.mlir", "loops.mlir", "model.cpp", "build.log",
+        "fold-function.mlir", "irc-fold-params.mlir", "loops.mlir", "model.cpp", "build.log",
     ])
     assert "did not run" in files["pipeline-cache-hit.txt"]
-    assert files["import.mlir"] == cm.ir("import") and files["fold-parameters.mlir"] == cm.ir("fused")
+    assert files["import.mlir"] == cm.ir("import") and files["irc-fold-params.mlir"] == cm.ir("fused")
+    assert "irc.compile_time" in files["fold-function.mlir"] and "irt.pack" in files["fold-function.mlir"]
     assert files["loops.mlir"] == cm.ir("loops") and files["model.cpp"] == cm.cpp_source
     assert "irt.pack" in files["before-folding.mlir"] and "irt.pack" not in cm.ir("fused")
 
 
+def _key(text: str, target: Target, *, fuse: bool = True, profile: bool = False, cxx_flags=None) -> str:
+    return pipeline_key(text, declared(target, inputs=1, fuse=fuse, profile=profile),
+                        cpp_target(target, profile=profile), cxx_flags=cxx_flags)
+
+
 def test_the_key_covers_every_option_that_changes_the_result(monkeypatch):
     text = 'func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {\n  func.return %x : tensor<2xf32>\n}'
-    base = dict(fuse=True, cxx_flags=None, profile=False)
-    key = pipeline_key(text, **base)
-    assert pipeline_key(text, **base) == key
+    target = Target()
+    key = _key(text, target)
+    assert _key(text, target) == key
     variants = [
-        pipeline_key(text.replace("2xf32", "3xf32"), **base),
-        pipeline_key(text, **{**base, "fuse": False}),
-        pipeline_key(text, **{**base, "profile": True}),
-        pipeline_key(text, **{**base, "cxx_flags": ["-O1"]}),
+        _key(text.replace("2xf32", "3xf32"), target),
+        _key(text, target, fuse=False),
+        _key(text, target, profile=True),
+        _key(text, target, cxx_flags=["-O1"]),
+        *(_key(text, target.replace(**{name: value}))
+          for name, value in (("strict", True), ("gemm_width", 32), ("omp_threshold", 1), ("threads", 1))),
     ]
-    for name, value in (("IRC_STRICT", "1"), ("IRC_GEMM_WIDTH", "32"), ("IRC_OMP_THRESHOLD", "1"), ("IRC_CXXFLAGS", "-O2")):
-        monkeypatch.setenv(name, value)
-        variants.append(pipeline_key(text, **base))
-        monkeypatch.delenv(name)
+    monkeypatch.setenv("IRC_CXXFLAGS", "-O2")
+    variants.append(_key(text, target))
     assert len({key, *variants}) == len(variants) + 1
+
+
+def test_the_key_reads_no_environment_but_through_the_target(monkeypatch):
+    """The passes read no IRC_* variable: with the Target fixed, they change nothing; through
+    Target.host() they do."""
+    text = 'func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {\n  func.return %x : tensor<2xf32>\n}'
+    for name in ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    key, host = _key(text, Target()), _key(text, Target.host())
+    for name, value in (("IRC_STRICT", "1"), ("IRC_GEMM_WIDTH", "32" if Target.host().gemm_width == 16 else "16"),
+                        ("IRC_OMP_THRESHOLD", "7"), ("IRC_NUM_THREADS", "3")):
+        monkeypatch.setenv(name, value)
+        assert _key(text, Target()) == key, name
+        assert _key(text, Target.host()) != host, name
+        monkeypatch.delenv(name)
 
 
 def test_importing_a_model_does_not_import_sympy():

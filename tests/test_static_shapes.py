@@ -36,6 +36,6 @@ def test_zero_size_shape_verifies():
 
 
 def test_gemm_tiles_never_divide_by_zero():
-    assert min(choose_tiles(1, 1, 1)) >= 1
+    assert min(choose_tiles(1, 1, 1, 16, 2)) >= 1
     with pytest.raises(ValueError, match="needs M, N, K >= 1, got 4 x 16 x 0"):
-        choose_tiles(4, 16, 0)
+        choose_tiles(4, 16, 0, 16, 2)

@@ -44,6 +44,18 @@ def _pack_weights():
     return PackWeightsPass
 
 
+def _fold_params():
+    from irc.lowering.tensor.fold_params import FoldParamsPass
+
+    return FoldParamsPass
+
+
+def _pipeline():
+    from irc.pipeline import IrcPipelinePass
+
+    return IrcPipelinePass
+
+
 def _to_loops():
     from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass
 
@@ -111,11 +123,15 @@ SPLIT_MARKER = b"// -----"
 IRC_PASSES = {
     "irc-fuse": _fuse,
     "irc-pack-weights": _pack_weights,
+    "irc-fold-params": _fold_params,
     "irc-to-loops": _to_loops,
     "irc-plan-memory": _plan_memory,
     "irc-parallelize": _parallelize,
     "irc-vectorize": _vectorize,
+    "irc-pipeline": _pipeline,
 }
+"""irc's passes by name, imported on first use; `irc-pipeline` is irc.compile's whole pipeline
+(irc/pipeline.py `declared`), each of the others one stage of it."""
 
 
 class UsageError(Exception):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import singledispatchmethod
@@ -42,7 +41,7 @@ from xdsl.utils.target import Target
 from irc.dialects import irl
 from irc.dialects.static_shape import static_shape_error
 from irc.lowering.cpp.gemm import GEMM_LIBRARY, emit_attention, emit_gemm
-from irc.lowering.tensor.pack_weights import gemm_width
+from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
 from irc.lowering.loops.parallelize import runs_serial
 from irc.lowering.cpp.math import MATH
@@ -463,31 +462,30 @@ def _constant_trips(em: "CppEmitter", op: scf.ForOp) -> int | None:
     return ub - lb if step == 1 else None
 
 
-def strict_mode() -> bool:
-    """`IRC_STRICT=1`: no reassociation-based optimizations (see the README's numerics section)."""
-    return os.environ.get("IRC_STRICT", "0") not in ("", "0")
-
-
 def emit_cpp(
-    module: ModuleOp, out: IO[str] | None = None, *, strict: bool | None = None, profile: bool = False
+    module: ModuleOp, out: IO[str] | None = None, *, strict: bool = False, gemm_width: int = 16, profile: bool = False
 ) -> str:
     """The C++ source of a lowered module (also written to `out` when given).
 
     strict: sum reductions in sequential order instead of letting the compiler vectorize them
-    by reassociating (default: `IRC_STRICT`). The source differs, so the build cache does too.
+    by reassociating, no FMA contraction, libm transcendentals (the Target's `strict`).
+    gemm_width: the GEMM engine's register tile width (`IRC_NR`), the width its packed weights
+    were packed for (the Target's `gemm_width`).
     profile: time each kernel; the library then exports `irc_profile_*` (see PROFILING).
+    Functions marked `irc.compile_time` (irc-fold-params' fold functions) are not emitted.
     """
-    strict = strict_mode() if strict is None else strict
     body = StringIO()
     emitter = CppEmitter(body, strict=strict, profile=profile)
     for op in module.ops:
+        if isinstance(op, func.FuncOp) and COMPILE_TIME_ATTR in op.attributes:
+            continue
         emitter.emit(op)
     buf = StringIO()
     if strict:  # and no a*b+c fused into one rounding: every operation rounds as written
         buf.write('#pragma GCC optimize("fp-contract=off")\n#define IRC_LIBM 1  // transcendentals from libm (cpp_math.py)\n')
     buf.write(PRELUDE)
     if emitter.uses_gemm:
-        buf.write(f"#define IRC_NR {gemm_width()}  // GEMM panel width (lowering/tensor/pack_weights.py)\n")
+        buf.write(f"#define IRC_NR {gemm_width}  // GEMM panel width (the Target's gemm_width)\n")
         buf.write(GEMM_LIBRARY)
     if profile:
         labels = ", ".join(json.dumps(label) for label in emitter.labels) or '""'
@@ -501,10 +499,18 @@ def emit_cpp(
 
 @dataclass(frozen=True)
 class CppTarget(Target):
-    """`-t cpp`, or `-t 'cpp{strict=true}'` for sequential-order reductions."""
+    """`-t cpp`, with the Target's options: `-t 'cpp{strict=true gemm_width=32}'`; `profile`
+    makes a profiling build (see `emit_cpp`)."""
 
     name = "cpp"
     strict: bool = False
+    gemm_width: int = 16
+    profile: bool = False
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        emit_cpp(module, output, strict=self.strict or strict_mode())
+        self.emit_source(module, output)
+
+    def emit_source(self, module: ModuleOp, output: IO[str] | None = None) -> str:
+        if self.gemm_width not in (16, 32):
+            raise ValueError(f"cpp: gemm_width must be 16 or 32, got {self.gemm_width}")
+        return emit_cpp(module, output, strict=self.strict, gemm_width=self.gemm_width, profile=self.profile)

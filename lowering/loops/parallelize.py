@@ -21,7 +21,6 @@ see `examples/omp_threshold.py`): OpenMP pays off from about 30k-130k body ops (
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -30,18 +29,15 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from irc.target import DEFAULT_OMP_THRESHOLD
+
 PARALLEL_ATTR = "irc.parallel"
 WORK_ATTR = "irc.work"
 OMP, SERIAL = "omp", "serial"
-DEFAULT_THRESHOLD = 65536
+DEFAULT_THRESHOLD = DEFAULT_OMP_THRESHOLD
 UNBOUNDED = 1 << 62
 DYNAMIC_TRIPS = 16
 """The trip count assumed for a loop whose extent is not a constant (in irc: clamped windows)."""
-
-
-def default_threshold() -> int:
-    """`IRC_OMP_THRESHOLD` if set (an integer), else the measured default."""
-    return int(os.environ.get("IRC_OMP_THRESHOLD", DEFAULT_THRESHOLD))
 
 
 def _const(v: SSAValue) -> int | None:
@@ -109,14 +105,16 @@ def runs_serial(loop: Operation) -> bool:
 @dataclass(frozen=True)
 class ParallelizePass(ModulePass):
     """Options:
-    threshold: the work (body ops x iterations) from which a nest runs with OpenMP
-    (default: $IRC_OMP_THRESHOLD, else 65536, measured on the project machine)."""
+    threshold: the work (body ops x iterations) from which a nest runs with OpenMP (the
+    Target's `omp_threshold`: $IRC_OMP_THRESHOLD, else 65536, measured on the project machine)."""
 
     name = "irc-parallelize"
-    threshold: int = -1
+    threshold: int = DEFAULT_THRESHOLD
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        threshold = default_threshold() if self.threshold < 0 else self.threshold
+        threshold = self.threshold
+        if threshold < 0:
+            raise ValueError(f"irc-parallelize: threshold must be >= 0, got {threshold}")
         for fn in op.ops:
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:
                 for top in fn.body.block.ops:

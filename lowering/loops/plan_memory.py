@@ -38,11 +38,14 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, NoneAttr, S
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from irc.target import DEFAULT_ALIGNMENT
+
 ARENA_BYTES = "irc.arena_bytes"
 INTERMEDIATE_BYTES = "irc.intermediate_bytes"
 BUFFERS = "irc.buffers"
 IN_PLACE = "irc.in_place"
-ALIGN = 64
+ALIGN = DEFAULT_ALIGNMENT
+ALIGNMENTS = (16, 32, 64)
 ELEMENT_BYTES = 4  # f32
 
 
@@ -120,8 +123,8 @@ class _Placed:
         return found
 
 
-def _aligned(n: int) -> int:
-    return (n + ALIGN - 1) // ALIGN * ALIGN
+def _aligned(n: int, alignment: int) -> int:
+    return (n + alignment - 1) // alignment * alignment
 
 
 def _plannable(op: Operation) -> bool:
@@ -134,8 +137,9 @@ def _plannable(op: Operation) -> bool:
 class FunctionPlan:
     """Liveness, in-place pairs and arena offsets of one function."""
 
-    def __init__(self, fn: func.FuncOp):
+    def __init__(self, fn: func.FuncOp, alignment: int = ALIGN):
         self.fn = fn
+        self.alignment = alignment
         self.top = list(fn.body.block.ops)
         self.buffers: dict[SSAValue, Buffer] = {}
         self.roots: dict[SSAValue, set[Buffer]] = {}  # value -> the planned buffers it aliases
@@ -256,11 +260,11 @@ class FunctionPlan:
                 for at, _, other_bytes in sorted(placed.overlapping(start, end)):
                     if offset + size <= at:
                         break
-                    offset = max(offset, _aligned(at + other_bytes))
+                    offset = max(offset, _aligned(at + other_bytes, self.alignment))
                 placed.add(start, end, (offset, n, size))
             for b in slot.members:
                 b.offset = offset
-            arena = max(arena, _aligned(offset + size))
+            arena = max(arena, _aligned(offset + size, self.alignment))
         return slots, arena
 
     # -- rewriting ---------------------------------------------------------------------------
@@ -313,8 +317,8 @@ def _arena_view(arena: SSAValue, offset: int, shape: tuple[int, ...], name: str 
     return view
 
 
-def plan_function(fn: func.FuncOp, in_place: bool = True) -> None:
-    FunctionPlan(fn).rewrite(in_place)
+def plan_function(fn: func.FuncOp, in_place: bool = True, alignment: int = ALIGN) -> None:
+    FunctionPlan(fn, alignment).rewrite(in_place)
 
 
 def memory_stats(module: ModuleOp) -> dict[str, float | int]:
@@ -339,12 +343,17 @@ def with_ratio(stats: dict) -> dict:
 @dataclass(frozen=True)
 class PlanMemoryPass(ModulePass):
     """Options:
-    in-place: let elementwise kernels write over an input that dies there (default true)."""
+    in_place: let elementwise kernels write over an input that dies there (default true).
+    alignment: the bytes every buffer's offset in the arena is a multiple of (the Target's
+      `alignment`: 16, 32 or 64; the runtime allocates the arena itself 64-byte aligned)."""
 
     name = "irc-plan-memory"
     in_place: bool = True
+    alignment: int = ALIGN
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.alignment not in ALIGNMENTS:
+            raise ValueError(f"irc-plan-memory: alignment must be 16, 32 or 64, got {self.alignment}")
         for fn in list(op.ops):
             if isinstance(fn, func.FuncOp) and not fn.is_declaration:
-                plan_function(fn, self.in_place)
+                plan_function(fn, self.in_place, self.alignment)

@@ -1,158 +1,156 @@
-"""Compile-time folding of what depends on parameters only.
+"""`irc-fold-params`: move what depends on parameters only into a compile-time function.
 
-An `irt` op whose operands are all parameters (weights, buffers), constants, or results of other
-such ops computes the same value on every call. `fold_parameters` evaluates those ops once, with
-the reference evaluator, and replaces each folded value that run-time code still reads by a new
-parameter argument holding the result. Parameters left without users are dropped.
+An `irt` op whose operands are all parameters (weights, buffers), literals, or results of other
+such ops computes the same value on every call. This pass moves those ops out of the function
+into a new one, `@NAME__fold`, marked `irc.compile_time`, whose arguments are the parameters
+they read and whose results are the folded values the run-time code still reads. Those values
+become new parameter arguments of `@NAME`, after the parameters it still reads itself;
+parameters it no longer reads are dropped.
 
-This is how rules express weight transformations as ordinary IR (a batch norm folded into a
-convolution's weights, a transposed weight) and pay nothing for them at run time. A folded
-parameter is a snapshot: later in-place updates of the original weights do not reach it.
+    irc-opt model.mlir -p 'irc-fold-params{inputs=1}'
+
+Two attributes say which parameter is which (indices count parameters, not inputs):
+
+    func.func @f(%x, %w2, %w_packed) attributes {irc.params = array<i64: 2>, ...}
+    func.func @f__fold(%w0, %w1) -> tensor<...> attributes {irc.compile_time, irc.params = array<i64: 0, 1>}
+
+`@f`'s parameter arguments are the imported parameters listed in its `irc.params`, then
+`@f__fold`'s results in order; `@f__fold`'s arguments are the imported parameters listed in
+its own `irc.params`. The fold function is evaluated when the compiled module is created (and
+again when one of its source parameters is updated in place: `irc/folding.py`), never
+lowered to loops. This is how rules express weight transformations as ordinary IR (a batch norm
+folded into a convolution's weights, a transposed or packed weight) and pay nothing for them at
+run time.
+
+Options:
+  inputs: how many leading function arguments are run-time inputs; later arguments are
+          parameters (irc's importer puts inputs first, then every parameter).
 """
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-import torch
+from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.ir import Block, BlockArgument, Operation, SSAValue
+from xdsl.dialects.builtin import DenseArrayBase, ModuleOp, UnitAttr, i64
+from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
 
 from irc.dialects.irt import core as irt
-from irc.frontend.fx_importer import ImportedGraph
-from irc.reference import evaluate
+
+COMPILE_TIME_ATTR = "irc.compile_time"
+"""Marks a function evaluated when the module is created (from its parameters), never lowered."""
+PARAMS_ATTR = "irc.params"
+"""Which imported parameters a function's parameter arguments are (see the module doc)."""
+FOLD_SUFFIX = "__fold"
 
 
-@dataclass
-class FoldPlan:
-    """The folded computations, to run again when a source parameter changes in place.
-
-    `block` holds clones of the folded ops; its arguments stand for `sources` (the original
-    parameter tensors); `outputs` pairs a value of `block` with the folded tensor it fills."""
-
-    block: Block
-    sources: list[torch.Tensor]
-    outputs: list[tuple[SSAValue, torch.Tensor]] = field(default_factory=list)
-    versions: list[int] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        self.versions = [t._version for t in self.sources]
-
-    def stale(self) -> bool:
-        return any(t._version != v for t, v in zip(self.sources, self.versions))
-
-    def refold(self) -> None:
-        """Evaluate the plan on the sources' current values, into the folded tensors' storage."""
-        with self.lock:
-            if not self.stale():
-                return
-            self.versions = [t._version for t in self.sources]
-            values: dict[SSAValue, torch.Tensor] = dict(zip(self.block.args, (t.detach() for t in self.sources)))
-            with torch.no_grad():
-                for op in self.block.ops:
-                    values[op.results[0]] = evaluate(op, [values[v] for v in op.operands])
-                for value, target in self.outputs:
-                    target.copy_(values[value])
-
-    def guard(self, forward):
-        """`forward`, refolding first whenever a source parameter changed since the last fold."""
-
-        def guarded(*args):
-            if self.stale():
-                self.refold()
-            return forward(*args)
-
-        guarded.__wrapped__ = forward  # type: ignore[attr-defined]
-        guarded.fold_plan = self  # type: ignore[attr-defined]  # CompiledModule.save refolds before writing
-        return guarded
+def foldable(op: Operation, known: set[SSAValue]) -> bool:
+    """A pure irt op with one result whose operands are all known at compile time (`known`, or
+    literals); literals themselves stay where they are (they fold as operands of other ops)."""
+    if op.dialect_name() != "irt" or len(op.results) != 1 or isinstance(op, (irt.YieldOp, irt.ConstantOp)):
+        return False
+    return bool(op.operands) and all(v in known or isinstance(v.owner, irt.ConstantOp) for v in op.operands)
 
 
-def fold_parameters(graph: ImportedGraph) -> FoldPlan | None:
-    """Fold parameter-only computations of `graph` in place; returns the plan to refold them
-    (None when nothing was folded)."""
-    fn = next(op for op in graph.module.ops if isinstance(op, func.FuncOp))
+def fold_function(fn: func.FuncOp, inputs: int) -> func.FuncOp | None:
+    """Split `fn`'s parameter-only computations into its fold function (returned, not yet
+    inserted; None when nothing folds), rewriting `fn` to take their results as parameters."""
     block = fn.body.block
-    n_inputs = len(graph.input_names)
-    values: dict[SSAValue, torch.Tensor] = {
-        arg: tensor for arg, (_, tensor) in zip(block.args[n_inputs:], graph.params, strict=True)
-    }
+    params = list(block.args[inputs:])
+    known: set[SSAValue] = set(params)
     folded: list[Operation] = []
     for op in block.ops:
-        if _foldable(op, values):
-            values[op.results[0]] = evaluate(op, [values[v] for v in op.operands])
+        if foldable(op, known):
             folded.append(op)
+            known.add(op.results[0])
     if not folded:
         return None
 
-    plan, mapping = _plan(folded, block, values)
-    for op in folded:
-        result = op.results[0]
-        if any(use.operation not in folded for use in result.uses):
-            arg = block.insert_arg(result.type, len(block.args))
-            arg.name_hint = result.name_hint or "folded"
-            values[result] = values[result].contiguous()  # the runtime passes its storage as is
-            plan.outputs.append((mapping[result], values[result]))
-            result.replace_all_uses_with(arg)
-            graph.params.append((f"folded:{arg.name_hint}", values[result]))
+    fold_block, mapping, sources = _clone_into_block(folded, block, params)
+    inside = set(folded)
+    live = [op.results[0] for op in folded if any(use.operation not in inside for use in op.results[0].uses)]
+    fold_block.add_op(func.ReturnOp(*(mapping[v] for v in live)))
+    fold_fn = func.FuncOp(
+        fn.sym_name.data + FOLD_SUFFIX,
+        func.FunctionType.from_lists(fold_block.arg_types, [v.type for v in live]),
+        Region(fold_block),
+    )
+    fold_fn.attributes[COMPILE_TIME_ATTR] = UnitAttr()
+    fold_fn.attributes[PARAMS_ATTR] = DenseArrayBase.from_list(i64, sources)
+
+    for value in live:
+        arg = block.insert_arg(value.type, len(block.args))
+        arg.name_hint = value.name_hint or "folded"
+        value.replace_all_uses_with(arg)
     for op in reversed(folded):
         block.erase_op(op)
     for op in list(block.ops):  # literals only folded ops read
         if isinstance(op, irt.ConstantOp) and not op.result.uses:
             block.erase_op(op)
-    _drop_unused_params(graph, block, n_inputs)
-    fn.function_type = func.FunctionType.from_lists(
-        [a.type for a in block.args], list(fn.function_type.outputs.data)
-    )
-    return plan
-
-
-def _plan(folded: list[Operation], block: Block, values: dict[SSAValue, torch.Tensor]) -> tuple[FoldPlan, dict]:
-    """Clone the folded ops (and the literals they read) into a plan block whose arguments are
-    the parameters they read; returns the plan and the map from original to plan values."""
-    plan_block = Block()
-    mapping: dict[SSAValue, SSAValue] = {}
-    sources: list[torch.Tensor] = []
-    for op in folded:
-        for v in op.operands:
-            if v in mapping:
-                continue
-            if isinstance(v, BlockArgument) and v.block is block:
-                mapping[v] = plan_block.insert_arg(v.type, len(plan_block.args))
-                sources.append(values[v])
-            elif isinstance(v.owner, irt.ConstantOp):
-                literal = v.owner.clone()
-                plan_block.add_op(literal)
-                mapping[v] = literal.results[0]
-        clone = op.clone(value_mapper=dict(mapping))
-        plan_block.add_op(clone)
-        mapping.update(zip(op.results, clone.results))
-    return FoldPlan(plan_block, sources), mapping
-
-
-def _foldable(op: Operation, values: dict[SSAValue, torch.Tensor]) -> bool:
-    """A pure irt op with one result whose operands are all known at compile time."""
-    if op.dialect_name() != "irt" or len(op.results) != 1 or isinstance(op, irt.YieldOp):
-        return False
-    if isinstance(op, irt.ConstantOp):
-        return False  # small literals stay visible in IR; they fold as operands of other ops
-    known = [v in values or isinstance(v.owner, irt.ConstantOp) for v in op.operands]
-    if not op.operands or not all(known):
-        return False
-    for v in op.operands:
-        if v not in values:
-            values[v] = evaluate(v.owner, [])  # type: ignore[arg-type]
-    return True
-
-
-def _drop_unused_params(graph: ImportedGraph, block, n_inputs: int) -> None:
-    """Remove parameter arguments nobody reads any more, keeping graph.params aligned."""
-    kept = []
-    for arg, param in zip(list(block.args[n_inputs:]), graph.params, strict=True):
-        if arg.uses:
-            kept.append(param)
-        else:
+    kept = [i for i, arg in enumerate(params) if arg.uses]
+    for arg in params:
+        if not arg.uses:
             assert isinstance(arg, BlockArgument)
             block.erase_arg(arg)
-    graph.params[:] = kept
+    fn.function_type = func.FunctionType.from_lists([a.type for a in block.args], list(fn.function_type.outputs.data))
+    fn.attributes[PARAMS_ATTR] = DenseArrayBase.from_list(i64, kept)
+    return fold_fn
+
+
+def _clone_into_block(
+    folded: list[Operation], block: Block, params: list[SSAValue]
+) -> tuple[Block, dict[SSAValue, SSAValue], list[int]]:
+    """Clones of the folded ops (and the literals they read) in a new block whose arguments are
+    the parameters they read, in parameter order; returns it, the value map and those
+    parameters' indices."""
+    read = {v for op in folded for v in op.operands}
+    sources = [i for i, p in enumerate(params) if p in read]
+    fold_block = Block(arg_types=[params[i].type for i in sources])
+    mapping: dict[SSAValue, SSAValue] = {}
+    for i, arg in zip(sources, fold_block.args):
+        arg.name_hint = params[i].name_hint
+        mapping[params[i]] = arg
+    for op in folded:
+        for v in op.operands:
+            if v not in mapping and isinstance(v.owner, irt.ConstantOp):
+                literal = v.owner.clone()
+                fold_block.add_op(literal)
+                mapping[v] = literal.results[0]
+        clone = op.clone(value_mapper=dict(mapping))
+        fold_block.add_op(clone)
+        mapping.update(zip(op.results, clone.results))
+    return fold_block, mapping, sources
+
+
+def fold_function_of(module: ModuleOp, fn: func.FuncOp) -> func.FuncOp | None:
+    """`fn`'s fold function in `module`, if irc-fold-params made one."""
+    name = fn.sym_name.data + FOLD_SUFFIX
+    return next((op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name), None)
+
+
+def param_indices(fn: func.FuncOp) -> list[int] | None:
+    """`fn`'s `irc.params` (see the module doc), or None if it has none."""
+    attr = fn.attributes.get(PARAMS_ATTR)
+    return list(attr.get_values()) if isinstance(attr, DenseArrayBase) else None  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class FoldParamsPass(ModulePass):
+    name = "irc-fold-params"
+
+    inputs: int = 1
+
+    def apply(self, ctx: Context, module: ModuleOp) -> None:
+        for fn in list(module.ops):
+            if not isinstance(fn, func.FuncOp) or fn.is_declaration or COMPILE_TIME_ATTR in fn.attributes:
+                continue
+            if len(fn.body.block.args) < self.inputs:
+                raise ValueError(
+                    f"irc-fold-params: @{fn.sym_name.data} has {len(fn.body.block.args)} arguments, "
+                    f"fewer than inputs={self.inputs}"
+                )
+            fold_fn = fold_function(fn, self.inputs)
+            if fold_fn is not None:
+                module.body.block.insert_op_after(fold_fn, fn)

@@ -1,7 +1,7 @@
 """`irc-pack-weights`: give contractions and convolutions with compile-time-known weights
 packed weights.
 
-The GEMM engine reads its rhs as panels of `gemm_width()` columns ([ceil(N/W), K, W], see
+The GEMM engine reads its rhs as panels of `gemm_width` columns ([ceil(N/W), K, W], see
 `irt.pack`) and its lhs as panels of `GEMM_ROWS` rows. For a weight that is known at compile
 time (a parameter, or computed from parameters and constants only), this pass inserts
 `irt.pack` on it: a contraction becomes `irt.contract packed` (its rhs replaced); a conv2d,
@@ -11,16 +11,16 @@ module is created, never per call. Run-time operands are left alone (the GEMM pa
 the fly), and so are convs the engine does not run (fewer than `GEMM_ROWS` output channels
 per group) or whose groups would split a panel.
 
-    irc-opt model.mlir -p 'irc-pack-weights{inputs=1}'
+    irc-opt model.mlir -p 'irc-pack-weights{inputs=1 gemm_width=32}'
 
 Options:
   inputs: how many leading function arguments are run-time inputs; later arguments are
           parameters (irc's importer puts inputs first, then every parameter).
+  gemm_width: the rhs panels' width, the Target's GEMM register tile width (16 or 32).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -35,24 +35,7 @@ from irc.dialects.irt import core as irt
 from irc.dialects.irt import nn as irt_nn
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
 from irc.lowering.tensor.irc_fuse import FUSED_ATTR
-
-
-def gemm_width() -> int:
-    """Columns per rhs panel = the GEMM micro-kernel's register tile width, two vectors: 32 on a
-    CPU with AVX-512 (libraries are built with -march=native), else 16 (AVX2); `IRC_GEMM_WIDTH`
-    overrides (16 or 32). Packed weights, the blocking and the C++ (`IRC_NR`) all use it."""
-    forced = os.environ.get("IRC_GEMM_WIDTH")
-    if forced:
-        if forced not in ("16", "32"):
-            raise ValueError(f"IRC_GEMM_WIDTH must be 16 or 32, got {forced!r}")
-        return int(forced)
-    from irc.runtime.build import cpu_features
-
-    return 32 if "avx512f" in cpu_features().split() else 16
-
-
-GEMM_ROWS = 6
-"""Rows of the engine's register tile (`IRC_MR` in `cpp_gemm.py`): the lhs panel height."""
+from irc.target import GEMM_ROWS, GEMM_WIDTHS, Target
 
 
 def compile_time_known(value: SSAValue, inputs: int) -> bool:
@@ -65,10 +48,11 @@ def compile_time_known(value: SSAValue, inputs: int) -> bool:
     return op.dialect_name() == "irt" and all(compile_time_known(v, inputs) for v in op.operands)
 
 
-def pack_contraction(op: irt.ContractionOp) -> irt.ContractOp:
-    """`op` as `irt.contract packed`, its rhs through `irt.pack` (inserted before `op`)."""
+def pack_contraction(op: irt.ContractionOp, gemm_width: int) -> irt.ContractOp:
+    """`op` as `irt.contract packed`, its rhs through `irt.pack` into `gemm_width`-column
+    panels (inserted before `op`)."""
     kind = op.contraction_kind
-    pack = irt.PackOp(op.rhs, "rows" if kind == ContractionKind.LINEAR else "cols", gemm_width())  # type: ignore[attr-defined]
+    pack = irt.PackOp(op.rhs, "rows" if kind == ContractionKind.LINEAR else "cols", gemm_width)  # type: ignore[attr-defined]
     pack.result.name_hint = f"{op.rhs.name_hint or 'w'}_packed"  # type: ignore[attr-defined]
     Rewriter.insert_op(pack, InsertPoint.before(op))
     inputs = list(op.epilogue_inputs)
@@ -96,11 +80,14 @@ class PackWeightsPass(ModulePass):
     name = "irc-pack-weights"
 
     inputs: int = 1
+    gemm_width: int = Target.gemm_width
 
     def apply(self, ctx: Context, module: ModuleOp) -> None:
         for fn in module.ops:
             if not isinstance(fn, func.FuncOp) or fn.is_declaration:
                 continue
+            if self.gemm_width not in GEMM_WIDTHS:
+                raise ValueError(f"irc-pack-weights: gemm_width must be 16 or 32, got {self.gemm_width}")
             for op in list(fn.body.block.ops):
                 new = None
                 if (
@@ -108,7 +95,7 @@ class PackWeightsPass(ModulePass):
                     and op.contraction_kind != ContractionKind.PACKED
                     and compile_time_known(op.rhs, self.inputs)  # type: ignore[attr-defined]
                 ):
-                    new = pack_contraction(op)
+                    new = pack_contraction(op, self.gemm_width)
                 elif isinstance(op, irt_nn.Conv2dOp) and op.packed is None and compile_time_known(op.weight, self.inputs):
                     new = pack_conv(op)
                 if new is None:

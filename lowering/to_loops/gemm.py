@@ -6,9 +6,9 @@ the op's own (`build_epilogue`), so a fused bias + activation + residual runs on
 tile before its one store. This module
 decides, per shape and written on the op:
 
-* the cache blocking `tiles` (`choose_tiles`): KC so a rhs panel (`gemm_width()` columns)
-  stays in L1, MC so the packed lhs block stays in L2, and tasks that split evenly between two
-  threads;
+* the cache blocking `tiles` (`choose_tiles`): KC so a rhs panel (`gemm_width` columns)
+  stays in L1, MC so the packed lhs block stays in L2, and tasks that split evenly between the
+  Target's threads;
 * whether the product runs on OpenMP threads (`PARALLEL_FLOPS`);
 * how each epilogue input is read per row and column (`strides`; 0 broadcasts).
 
@@ -39,7 +39,7 @@ from irc.dialects.irt.core import ContractionKind, f32, shape_of
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe, lower_contraction, lowers
 from irc.lowering.to_loops.nn import lower_conv2d
 from irc.lowering.to_loops.reduce import lower_attention
-from irc.lowering.tensor.pack_weights import GEMM_ROWS, gemm_width
+from irc.target import GEMM_ROWS
 
 MR = GEMM_ROWS  # register tile rows (the micro-kernel keeps MR x width floats in 12 vector registers)
 KC_MAX = 320  # a 16 x KC rhs panel (20 KiB) stays in a 32 KiB L1 (Zen 3; 40 KiB at width 32 in 48 KiB)
@@ -56,16 +56,15 @@ def _round_up(x: int, m: int) -> int:
     return -(-x // m) * m
 
 
-def choose_tiles(m: int, n: int, k: int, threads: int = 2) -> tuple[int, int, int, int]:
+def choose_tiles(m: int, n: int, k: int, width: int, threads: int) -> tuple[int, int, int, int]:
     """[MC, NC, KC, MS] for an M x N x K product: K in equal steps of at most KC_MAX; MC rows of
-    packed A per L2 block; OpenMP tasks of MS rows x NC columns, in a multiple of `threads`
-    tasks so that two threads get the same work. Every task packs the A rows and B columns it
+    packed A per L2 block; OpenMP tasks of MS rows x NC columns (`width`-column panels), in a
+    multiple of `threads` tasks so that the threads get the same work. Every task packs the A rows and B columns it
     uses, so splitting by columns packs A once per task and splitting by rows packs B once per
     task: split the larger of M and N (a 512-channel conv on a 7x7 image by rows, a wide layer
     by columns)."""
     if min(m, n, k) < 1:
         raise ValueError(f"the GEMM engine needs M, N, K >= 1, got {m} x {n} x {k} (see `engine_runs`)")
-    width = gemm_width()
     kc = -(-k // -(-k // KC_MAX))
     mc = min(_round_up(m, MR), max(MR, A_BLOCK_BYTES // (4 * kc) // MR * MR))
     panels = -(-n // width)
@@ -138,12 +137,6 @@ def epilogue_region(build, inputs: Sequence[SSAValue], bias: bool = False) -> tu
     return Region(block), kept
 
 
-def strict_mode() -> bool:
-    from irc.lowering.cpp.emit_cpp import strict_mode as strict  # emit_cpp imports this module's package
-
-    return strict()
-
-
 def _splat(v: SSAValue) -> bool:
     return isinstance(v.owner, irt.ConstantOp) and v.owner.value.is_splat()
 
@@ -162,8 +155,8 @@ def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionOp) -> None:
     m, n, k = math.prod(out_shape[:-1]), out_shape[-1], lhs_shape[-1]
     rows = list(range(len(out_shape) - 1))
     strides = [epilogue_strides(e, out_shape, rows, [len(out_shape) - 1]) for e in op.epilogue_inputs if not _splat(e)]
-    mismatched = op.contraction_kind == ContractionKind.PACKED and shape_of(op.rhs)[-1] != gemm_width()  # type: ignore[attr-defined]
-    if strict_mode() or mismatched or not engine_runs(m, n, k) or any(s is None for s in strides):
+    mismatched = op.contraction_kind == ContractionKind.PACKED and shape_of(op.rhs)[-1] != fl.gemm_width  # type: ignore[attr-defined]
+    if fl.strict or mismatched or not engine_runs(m, n, k) or any(s is None for s in strides):
         lower_contraction(fl, op)
         return
     out = fl.result_buffer(op.results[0])
@@ -174,7 +167,7 @@ def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionOp) -> None:
     body, inputs = epilogue_region(op.build_epilogue, list(op.epilogue_inputs))
     gemm = irl.GemmOp(
         LAYOUT[op.contraction_kind], a, fl.buffers[op.rhs], c, [fl.buffers[v] for v in inputs],  # type: ignore[attr-defined]
-        sizes=(m, n, k), tiles=choose_tiles(m, n, k), strides=[x for s in strides for x in s],  # type: ignore[union-attr]
+        sizes=(m, n, k), tiles=choose_tiles(m, n, k, fl.gemm_width, fl.threads), strides=[x for s in strides for x in s],  # type: ignore[union-attr]
         body=body, parallel=2 * m * n * k >= PARALLEL_FLOPS,
     )
     _emit(fl, op, gemm)
@@ -191,7 +184,7 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     inputs = ([op.bias] if op.bias is not None else []) + list(op.epilogue_inputs)
     strides = [(0, 1, 0) if op.bias is not None and v is op.bias else epilogue_strides(v, out_shape, [1], [2, 3], [0])
                for v in inputs if not _splat(v)]
-    if strict_mode() or mg < MR or not engine_runs(batch, p, kg) or any(s is None for s in strides):
+    if fl.strict or mg < MR or not engine_runs(batch, p, kg) or any(s is None for s in strides):
         lower_conv2d(fl, op)
         return
     out = fl.result_buffer(op.result)
@@ -202,7 +195,7 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     gemm = irl.GemmOp(
         "im2col-packed" if packed else "im2col", fl.buffers[op.packed if packed else op.weight],  # type: ignore[index]
         fl.buffers[op.input], out, [fl.buffers[v] for v in kept],
-        sizes=(mg, p, kg), tiles=choose_tiles(mg, p, kg), strides=[x for s in strides for x in s],  # type: ignore[union-attr]
+        sizes=(mg, p, kg), tiles=choose_tiles(mg, p, kg, fl.gemm_width, fl.threads), strides=[x for s in strides for x in s],  # type: ignore[union-attr]
         conv=(batch, c_in, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups),
         body=body, parallel=2 * mg * p * kg * groups >= PARALLEL_FLOPS,
     )
@@ -250,7 +243,7 @@ def lower_attention_gemm(fl: FunctionLowering, op: irt_reduce.AttentionOp) -> No
         epilogue_strides(op.mask, (*batch_shape, lq, lk), [nd - 2], [nd - 1], list(range(nd - 2)))
         if op.mask is not None else ()
     )
-    if strict_mode() or not same_batch or mask_strides is None or not engine_runs(*out_shape, lk, e):
+    if fl.strict or not same_batch or mask_strides is None or not engine_runs(*out_shape, lk, e):
         lower_attention(fl, op)
         return
     batch = math.prod(batch_shape)

@@ -43,7 +43,9 @@ from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
 from irc.dialects.static_shape import check_static
+from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.lowering.tensor.irc_fuse import FUSED_ATTR
+from irc.target import Target
 
 KERNEL_ATTR = "irc.kernel"
 OP_INDEX_ATTR = "irc.op"
@@ -103,6 +105,9 @@ class FunctionLowering:
     allocs: list[SSAValue] = field(default_factory=list)
     index_consts: dict[int, SSAValue] = field(default_factory=dict)
     tag_ops: bool = False  # mark each nest with the index of the irt op it lowers (profiling)
+    gemm_width: int = Target.gemm_width  # the GEMM engine's panel width (packed weights of another width stay scalar)
+    strict: bool = False  # no GEMM engine: the scalar nests sum in sequential order
+    threads: int = Target.threads  # the thread count the GEMM blocking is chosen for
     op_index: int = -1  # the irt op being lowered (-1: copies of the return)
 
     # -- small builders -------------------------------------------------------------------
@@ -320,17 +325,28 @@ def lower_constant(fl: FunctionLowering, op: irt.ConstantOp) -> None:
 
 @dataclass(frozen=True)
 class IrcToLoopsPass(ModulePass):
-    """Options:
-    tag-ops: mark every loop nest with `irc.op`, the index of the op it came from in its
-    function (used by profiling builds to attribute time to ops)."""
+    """Options (the Target's, see irc/target.py; the defaults are `Target()`'s):
+    tag_ops: mark every loop nest with `irc.op`, the index of the op it came from in its
+      function (used by profiling builds to attribute time to ops).
+    gemm_width: the GEMM engine's register tile width (16 or 32); a packed rhs of another
+      width stays on the scalar nest.
+    strict: no GEMM engine (IRC_STRICT builds: sequential-order sums).
+    threads: the thread count the GEMM blocking (`tiles`) is chosen for.
+
+    Functions marked `irc.compile_time` (irc-fold-params' fold functions) are left as they are:
+    they are evaluated when the module is created, never lowered."""
 
     name = "irc-to-loops"
     tag_ops: bool = False
+    gemm_width: int = Target.gemm_width
+    strict: bool = False
+    threads: int = Target.threads
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        options = dict(tag_ops=self.tag_ops, gemm_width=self.gemm_width, strict=self.strict, threads=self.threads)
         for fn in list(op.ops):
-            if isinstance(fn, func.FuncOp) and not fn.is_declaration:
-                new = FunctionLowering(fn, tag_ops=self.tag_ops).run()
+            if isinstance(fn, func.FuncOp) and not fn.is_declaration and COMPILE_TIME_ATTR not in fn.attributes:
+                new = FunctionLowering(fn, **options).run()
                 op.body.block.insert_op_before(new, fn)
                 fn.detach()
                 fn.erase()

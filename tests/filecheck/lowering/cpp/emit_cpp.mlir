@@ -1,7 +1,7 @@
-// RUN: env IRC_STRICT=1 irc-opt %s -p irc-fuse,irc-to-loops | irc-opt -t cpp | filecheck %s
-// RUN: env IRC_STRICT=1 irc-opt %s -p irc-fuse,irc-to-loops | irc-opt -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
+// RUN: irc-opt %s -p 'irc-fuse,irc-to-loops{strict=true}' | irc-opt -t cpp | filecheck %s
+// RUN: irc-opt %s -p 'irc-fuse,irc-to-loops{strict=true}' | irc-opt -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
 
-// The scalar loop nests (IRC_STRICT lowers contractions to them instead of the GEMM engine,
+// The scalar loop nests (irc-to-loops{strict=true} lowers contractions to them instead of the GEMM engine,
 // see loops_gemm.mlir), emitted by the default (non-strict) target.
 
 // Both functions form one module (one translation unit, one prelude).

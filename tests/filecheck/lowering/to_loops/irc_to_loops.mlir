@@ -1,5 +1,5 @@
-// RUN: env IRC_STRICT=1 irc-opt %s -p irc-to-loops --split-input-file | filecheck %s
-// IRC_STRICT: the scalar nests (contractions and attention take the GEMM engine otherwise, see loops_gemm.mlir).
+// RUN: irc-opt %s -p 'irc-to-loops{strict=true}' --split-input-file | filecheck %s
+// strict=true: the scalar nests (contractions and attention take the GEMM engine otherwise, see loops_gemm.mlir).
 
 // A fused linear+relu: outputs become caller-provided buffers, (i0, i1) one scf.parallel,
 // the reduction an scf.for carrying the accumulator, the epilogue runs on it before one store.

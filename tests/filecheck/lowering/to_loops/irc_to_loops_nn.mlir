@@ -1,8 +1,8 @@
-// RUN: env IRC_STRICT=1 irc-opt %s -p irc-to-loops --split-input-file | filecheck %s
-// The scalar nests of convolution and pooling (IRC_STRICT builds and depthwise-like convs; the
+// RUN: irc-opt %s -p 'irc-to-loops{strict=true}' --split-input-file | filecheck %s
+// The scalar nests of convolution and pooling (strict builds and depthwise-like convs; the
 // GEMM engine's form is in loops_gemm.mlir).
-// RUN: env IRC_STRICT=1 irc-opt %s -p irc-to-loops | irc-opt -t cpp | filecheck %s --check-prefix=CPP
-// RUN: env IRC_STRICT=1 irc-opt %s -p irc-to-loops | irc-opt -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
+// RUN: irc-opt %s -p 'irc-to-loops{strict=true}' | irc-opt -t cpp | filecheck %s --check-prefix=CPP
+// RUN: irc-opt %s -p 'irc-to-loops{strict=true}' | irc-opt -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
 
 // A padded, strided, grouped conv: one parallel nest over [N, O, OH, OW]; per output position the
 // valid kernel taps [lo, hi) are computed once (clamped with maxsi/minsi), so the reduction loops

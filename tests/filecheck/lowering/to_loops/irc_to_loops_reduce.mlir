@@ -1,5 +1,5 @@
-// RUN: env IRC_STRICT=1 irc-opt %s -p irc-to-loops --split-input-file | filecheck %s
-// IRC_STRICT: the scalar nests (contractions and attention take the GEMM engine otherwise, see loops_gemm.mlir).
+// RUN: irc-opt %s -p 'irc-to-loops{strict=true}' --split-input-file | filecheck %s
+// strict=true: the scalar nests (contractions and attention take the GEMM engine otherwise, see loops_gemm.mlir).
 
 // Softmax: one parallel iteration per row and three straight-line passes over it (each one
 // vectorizable): the max m (a "max" reduction, from -FLT_MAX so -inf entries give 0, not NaN),

@@ -1,0 +1,149 @@
+"""The Target: everything about the machine and the user's choices that changes generated code.
+
+A `Target` is built once per compile (`Target.host()`: the CPU, then the arguments, then the
+environment) and handed to the passes as their options (`irc.pipeline.declared`), so that
+`str(pass)` of every pass is an exact reproducer and no pass reads the environment or the CPU
+itself. `irc-opt` runs the same passes with the options written on its command line; the options'
+defaults are `Target()`'s (AVX2-shaped: 16-wide GEMM panels, not strict), the same on every
+host, so a golden's output depends on its RUN line only.
+
+    >>> t = Target.host()
+    >>> t.isa, t.vector_width, t.gemm_width, t.threads
+
+Fields:
+  isa            "avx512", "avx2" or "portable" (what -march=native gives the vector code)
+  vector_width   float32 lanes of the widest vector register the ISA has (16, 8 or 4)
+  gemm_width     the GEMM micro-kernel's register tile width = the packed weight panels'
+                 width: two vectors, 32 with AVX-512, else 16 (`IRC_GEMM_WIDTH` overrides)
+  gemm_rows      the register tile's rows (the lhs panel height); the C++ kernel has 6
+  strict         sequential-order sums, no FMA contraction, libm transcendentals, no GEMM
+                 engine (`IRC_STRICT=1`; the README's numerics section)
+  alignment      bytes every planned buffer in the arena is aligned to (16, 32 or 64; the
+                 runtime aligns the arena itself to 64)
+  omp_threshold  work (iterations x body ops) from which a loop nest runs on OpenMP threads
+                 (`IRC_OMP_THRESHOLD`; examples/omp_threshold.py measured the default)
+  threads        the thread count the GEMM blocking is chosen for (`IRC_NUM_THREADS`, else
+                 torch's); calls may use another count, which is correct, only less balanced
+  l1d, l2, l3    data cache sizes in bytes (sysfs; 0 when unknown)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+GEMM_ROWS = 6
+"""Rows of the GEMM engine's register tile (`IRC_MR` in the C++): the lhs panel height."""
+DEFAULT_OMP_THRESHOLD = 65536
+DEFAULT_ALIGNMENT = 64
+GEMM_WIDTHS = (16, 32)
+ISAS = {"avx512": 16, "avx2": 8, "portable": 4}
+"""ISA -> float32 lanes per vector register."""
+
+
+@dataclass(frozen=True)
+class Target:
+    isa: str = "avx2"
+    gemm_width: int = 16
+    strict: bool = False
+    alignment: int = DEFAULT_ALIGNMENT
+    omp_threshold: int = DEFAULT_OMP_THRESHOLD
+    threads: int = 2
+    l1d: int = 0
+    l2: int = 0
+    l3: int = 0
+    gemm_rows: int = GEMM_ROWS
+
+    def __post_init__(self) -> None:
+        if self.isa not in ISAS:
+            raise ValueError(f"Target.isa must be one of {', '.join(ISAS)}, got {self.isa!r}")
+        if self.gemm_width not in GEMM_WIDTHS:
+            raise ValueError(f"Target.gemm_width must be 16 or 32, got {self.gemm_width!r}")
+        if self.gemm_rows != GEMM_ROWS:
+            raise ValueError(f"Target.gemm_rows must be {GEMM_ROWS} (the C++ register tile's rows)")
+        if self.threads < 1 or self.omp_threshold < 0 or self.alignment not in (16, 32, 64):
+            raise ValueError(f"invalid {self}: threads >= 1, omp_threshold >= 0 and alignment 16, 32 or 64 are needed")
+
+    @property
+    def vector_width(self) -> int:
+        return ISAS[self.isa]
+
+    @classmethod
+    def host(
+        cls,
+        *,
+        strict: bool | None = None,
+        gemm_width: int | None = None,
+        omp_threshold: int | None = None,
+        threads: int | None = None,
+    ) -> Target:
+        """This machine: the ISA and caches from the CPU, then each argument given, else its
+        environment variable (`IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_OMP_THRESHOLD`,
+        `IRC_NUM_THREADS`), else the default. A bad environment value is a ValueError naming it."""
+        from irc.runtime.build import cpu_features
+
+        flags = set(cpu_features().split())
+        isa = "avx512" if "avx512f" in flags else "avx2" if {"avx2", "fma"} <= flags else "portable"
+        if strict is None:
+            strict = os.environ.get("IRC_STRICT", "0") not in ("", "0")
+        if gemm_width is None:
+            gemm_width = _env_int("IRC_GEMM_WIDTH", 32 if isa == "avx512" else 16, choices=GEMM_WIDTHS)
+        if omp_threshold is None:
+            omp_threshold = _env_int("IRC_OMP_THRESHOLD", DEFAULT_OMP_THRESHOLD)
+        if threads is None:
+            threads = _env_int("IRC_NUM_THREADS", 0) or _torch_threads()
+        l1d, l2, l3 = _cache_sizes()
+        return cls(isa=isa, gemm_width=gemm_width, strict=strict, omp_threshold=omp_threshold,
+                   threads=threads, l1d=l1d, l2=l2, l3=l3)
+
+    def replace(self, **changes) -> Target:
+        return dataclasses.replace(self, **changes)
+
+    def __str__(self) -> str:
+        fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
+        return f"Target({fields})"
+
+
+def _env_int(name: str, default: int, choices: tuple[int, ...] | None = None) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        n = int(value)
+    except ValueError:
+        n = -1
+    if n < 0 or (choices is not None and n not in choices):
+        allowed = " or ".join(map(str, choices)) if choices else "a non-negative integer"
+        raise ValueError(f"{name} must be {allowed}, got {value!r}")
+    return n
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return max(1, torch.get_num_threads())
+
+
+_caches: tuple[int, int, int] | None = None
+
+
+def _cache_sizes() -> tuple[int, int, int]:
+    """(L1d, L2, L3) bytes of CPU 0 from sysfs; 0 for a level it does not report."""
+    global _caches
+    if _caches is None:
+        sizes = {}
+        for index in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+            try:
+                level = int((index / "level").read_text())
+                kind = (index / "type").read_text().strip()
+                size = (index / "size").read_text().strip()
+            except (OSError, ValueError):
+                continue
+            if kind == "Instruction":
+                continue
+            scale = {"K": 1024, "M": 1024 * 1024}.get(size[-1:], 1)
+            sizes[level] = int(size.rstrip("KM")) * scale
+        _caches = (sizes.get(1, 0), sizes.get(2, 0), sizes.get(3, 0))
+    return _caches

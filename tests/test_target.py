@@ -1,0 +1,100 @@
+"""The Target (irc/target.py): built once from the CPU, the arguments and the environment, and
+handed to the passes as options; no pass reads the environment itself."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import irc
+from irc.pipeline import declared, spelled
+from irc.target import Target
+
+ENV = ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS")
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_host_reads_the_cpu_then_arguments_then_environment(clean_env):
+    host = Target.host()
+    assert host.isa in ("avx512", "avx2", "portable")
+    assert host.gemm_width == (32 if host.isa == "avx512" else 16)
+    assert host.vector_width == {"avx512": 16, "avx2": 8, "portable": 4}[host.isa]
+    assert host.threads == torch.get_num_threads() and not host.strict
+    clean_env.setenv("IRC_STRICT", "1")
+    clean_env.setenv("IRC_GEMM_WIDTH", "16")
+    clean_env.setenv("IRC_OMP_THRESHOLD", "7")
+    clean_env.setenv("IRC_NUM_THREADS", "3")
+    t = Target.host()
+    assert (t.strict, t.gemm_width, t.omp_threshold, t.threads) == (True, 16, 7, 3)
+    t = Target.host(strict=False, gemm_width=32, omp_threshold=0, threads=1)  # arguments win
+    assert (t.strict, t.gemm_width, t.omp_threshold, t.threads) == (False, 32, 0, 1)
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("IRC_GEMM_WIDTH", "24", "IRC_GEMM_WIDTH must be 16 or 32, got '24'"),
+    ("IRC_GEMM_WIDTH", "wide", "IRC_GEMM_WIDTH must be 16 or 32, got 'wide'"),
+    ("IRC_OMP_THRESHOLD", "-5", "IRC_OMP_THRESHOLD must be a non-negative integer, got '-5'"),
+    ("IRC_NUM_THREADS", "two", "IRC_NUM_THREADS must be a non-negative integer, got 'two'"),
+])
+def test_a_bad_environment_value_names_the_variable(clean_env, name, value, message):
+    clean_env.setenv(name, value)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        Target.host()
+
+
+def test_invalid_targets_are_refused():
+    with pytest.raises(ValueError, match="gemm_width must be 16 or 32"):
+        Target(gemm_width=8)
+    with pytest.raises(ValueError, match="isa must be one of"):
+        Target(isa="neon")
+    with pytest.raises(ValueError, match="threads >= 1"):
+        Target(threads=0)
+
+
+def test_the_pipeline_is_spelled_with_every_option():
+    t = Target(gemm_width=32, threads=4, omp_threshold=1000, strict=False)
+    text = spelled(t, inputs=2)
+    assert "irc-pack-weights{inputs=2 gemm_width=32}" in text
+    assert "irc-fold-params{inputs=2}" in text
+    assert "irc-to-loops{tag_ops=false gemm_width=32 strict=false threads=4}" in text
+    assert "irc-parallelize{threshold=1000}" in text and "-t 'cpp{strict=false gemm_width=32 profile=false}'" in text
+    strict = [p.name for p in declared(t.replace(strict=True), inputs=1, fuse=False).passes]
+    assert strict == ["irc-fold-params", "irc-to-loops", "irc-vectorize", "irc-plan-memory", "irc-parallelize"]
+
+
+def test_compile_follows_the_target_given(clean_env):
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(32, 64), nn.GELU(), nn.Linear(64, 8)).eval()
+    x = torch.randn(5, 32)
+    with torch.no_grad():
+        want = m(x)
+    for target in (Target(strict=True), Target(gemm_width=16), Target.host(gemm_width=32, threads=1)):
+        cm = irc.compile(m, (x,), target=target)
+        with torch.no_grad():
+            torch.testing.assert_close(cm(x), want)
+        assert ("irl.gemm" in cm.ir("loops")) != target.strict
+        assert f"#define IRC_NR {target.gemm_width}" in cm.cpp_source or target.strict
+
+
+def test_no_pass_reads_the_environment(tmp_path):
+    """irc-opt with IRC_* variables set prints exactly what it prints without them."""
+    src = Path(__file__).parent / "filecheck" / "lowering" / "tensor" / "fold_params.mlir"
+    args = [sys.executable, "-m", "irc.tools.irc_opt", str(src), "--split-input-file",
+            "-p", "irc-pipeline{inputs=1}", "-t", "cpp"]
+    clean = {k: v for k, v in __import__("os").environ.items() if not k.startswith("IRC_")}
+    plain = subprocess.run(args, env=clean, capture_output=True, text=True, check=True).stdout
+    noisy = {**clean, "IRC_STRICT": "1", "IRC_GEMM_WIDTH": "32", "IRC_OMP_THRESHOLD": "1", "IRC_NUM_THREADS": "1"}
+    assert subprocess.run(args, env=noisy, capture_output=True, text=True, check=True).stdout == plain
+    assert "#define IRC_NR 16" in plain

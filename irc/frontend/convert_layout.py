@@ -19,8 +19,7 @@ from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.shape import ConcatOp, ExpandOp
-from irc.frontend.convert_base import Converter, ImportContext, Unsupported, tensor_type
-from irc.frontend.convert_shape import slice_dim
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported, slice_dim, tensor_type
 from irc.frontend.folding import folding
 
 

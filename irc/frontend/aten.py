@@ -3,15 +3,16 @@
 An `ExportedProgram`'s graph calls ATen overloads (`torch.ops.aten.linear.default`,
 `aten.addmm.default`, `aten._native_batch_norm_legit_no_training.default` ...) instead of the
 Python-level functions the converters are keyed by (`F.linear`, `torch.mm`, `F.batch_norm`).
-This module registers one converter per overload into `FUNCTIONS`; each is an *alias*: it
-normalizes the ATen arguments to a torch-level call and hands it to whatever converter is
-registered for that torch function **when the node is converted** (not when this module is
-imported). So an alias whose target has no converter behaves as absent (`Unsupported`, naming
-the torch function it maps onto), and converters other families add later work automatically.
+This module's `FUNCTIONS` has one converter per overload; each is an *alias*: it normalizes the
+ATen arguments to a torch-level call and hands it to the importer's converter for that torch
+function **when the node is converted** (`ImportContext.function_converter`: the composed
+tables of `converters.py`, which this module does not import). So an alias whose target has no
+converter behaves as absent (`Unsupported`, naming the torch function it maps onto).
 
 Overloads with several results (`native_layer_norm`, `max_pool2d_with_indices`, ...) convert to
 a Python tuple `(out, None, ...)`: irc computes only the main result, and `operator.getitem`
-picks it (taking a secondary result — indices, saved statistics, a dropout mask — is unsupported).
+picks it (convert_shape; taking a secondary result — indices, saved statistics, a dropout mask —
+is unsupported).
 
 `exported_program_module(ep)` turns an `ExportedProgram` into a plain GraphModule irc can import:
 parameters, buffers and constants are `get_attr` nodes (function parameters, not inputs), the
@@ -20,7 +21,6 @@ export guards are dropped, and inputs/outputs are flat tensors.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -28,11 +28,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import fx
-from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
 from irc.errors import IrcError
-from irc.frontend.fx_importer import FUNCTIONS, METHODS, FxImporter, Unsupported
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported
 
 aten = torch.ops.aten
 
@@ -46,14 +45,11 @@ def _same(*args, **kwargs) -> tuple[tuple, dict]:
     return args, kwargs
 
 
-def _lookup(target: Target):
-    """The converter registered for `target` right now, or None."""
+def _lookup(imp: ImportContext, target: Target) -> Converter | None:
+    """The importer's converter for `target` right now, or None."""
     if isinstance(target, str) and target.startswith("Tensor."):
-        return METHODS.get(target[len("Tensor."):])
-    try:
-        return FUNCTIONS.get(target)
-    except TypeError:  # unhashable
-        return None
+        return imp.method_converter(target[len("Tensor."):])
+    return imp.function_converter(target)
 
 
 def _name(target: Target) -> str:
@@ -64,21 +60,21 @@ def _name(target: Target) -> str:
     return f"{mod}.{getattr(target, '__name__', target)}"
 
 
-def call(imp: FxImporter, node: fx.Node, target: Target, *args, **kwargs) -> Any:
-    """Convert `target(*args, **kwargs)` with its registered converter (result shape: `node`'s)."""
-    converter = _lookup(target)
+def call(imp: ImportContext, node: fx.Node, target: Target, *args, **kwargs) -> Any:
+    """Convert `target(*args, **kwargs)` with the importer's converter for it (result shape: `node`'s)."""
+    converter = _lookup(imp, target)
     if converter is None:
         raise Unsupported(f"no converter for {_name(target)}")
     return converter(imp, node, *args, **kwargs)
 
 
 def alias(*candidates: Target | tuple[Target, Normalizer]) -> Callable[..., Any]:
-    """A converter trying each (torch-level target, normalizer) in order; the first registered wins."""
+    """A converter trying each (torch-level target, normalizer) in order; the first with a converter wins."""
     pairs = [c if isinstance(c, tuple) else (c, _same) for c in candidates]
 
-    def convert(imp: FxImporter, node: fx.Node, *args, **kwargs):
+    def convert(imp: ImportContext, node: fx.Node, *args, **kwargs):
         for target, normalize in pairs:
-            converter = _lookup(target)
+            converter = _lookup(imp, target)
             if converter is not None:
                 a, kw = normalize(*args, **kwargs)
                 return converter(imp, node, *a, **kw)
@@ -108,7 +104,7 @@ class NodeView:
 def multi(converter: Callable[..., Any], n_results: int) -> Callable[..., Any]:
     """An overload with `n_results` results of which irc computes the first: (out, None, ...)."""
 
-    def convert(imp: FxImporter, node: fx.Node, *args, **kwargs):
+    def convert(imp: ImportContext, node: fx.Node, *args, **kwargs):
         out = converter(imp, NodeView(node, index=0), *args, **kwargs)
         return (out,) + (None,) * (n_results - 1)
 
@@ -122,7 +118,7 @@ def _shape(node: fx.Node) -> tuple[int, ...]:
 # -- converters composed of several torch-level calls ----------------------------------------
 
 
-def _scaled(imp: FxImporter, node: fx.Node, b, alpha) -> Any:
+def _scaled(imp: ImportContext, node: fx.Node, b, alpha) -> Any:
     """alpha * b, for the `alpha=` of add/sub (a number is folded)."""
     if alpha == 1:
         return b
@@ -132,24 +128,24 @@ def _scaled(imp: FxImporter, node: fx.Node, b, alpha) -> Any:
 
 
 def _add(target: Target) -> Callable[..., Any]:
-    def convert(imp: FxImporter, node: fx.Node, a, b, alpha=1):
+    def convert(imp: ImportContext, node: fx.Node, a, b, alpha=1):
         return call(imp, node, target, a, _scaled(imp, node, b, alpha))
 
     return convert
 
 
-def _rsub(imp: FxImporter, node: fx.Node, a, b, alpha=1):
+def _rsub(imp: ImportContext, node: fx.Node, a, b, alpha=1):
     return call(imp, node, torch.sub, b, _scaled(imp, node, a, alpha))
 
 
-def _addmm(imp: FxImporter, node: fx.Node, bias, a, b, *, beta=1, alpha=1):
+def _addmm(imp: ImportContext, node: fx.Node, bias, a, b, *, beta=1, alpha=1):
     if beta != 1 or alpha != 1:
         raise Unsupported(f"addmm with beta={beta}, alpha={alpha}; irc supports beta=alpha=1")
     return call(imp, node, torch.add, call(imp, node, torch.mm, a, b), bias)
 
 
-def _permute(imp: FxImporter, node: fx.Node, x, dims):
-    if _lookup(torch.permute) is not None:
+def _permute(imp: ImportContext, node: fx.Node, x, dims):
+    if _lookup(imp, torch.permute) is not None:
         return call(imp, node, torch.permute, x, dims)
     moved = [i for i, d in enumerate(dims) if i != d % len(dims)]
     if not moved:
@@ -160,21 +156,21 @@ def _permute(imp: FxImporter, node: fx.Node, x, dims):
 
 
 def _reshape_to_result(target: Target) -> Callable[..., Any]:
-    """squeeze/unsqueeze/view-likes: `target` if registered, else a reshape to the result shape."""
+    """squeeze/unsqueeze/view-likes: `target` if it has a converter, else a reshape to the result shape."""
 
-    def convert(imp: FxImporter, node: fx.Node, x, *args, **kwargs):
-        if target is not torch.reshape and _lookup(target) is not None:
+    def convert(imp: ImportContext, node: fx.Node, x, *args, **kwargs):
+        if target is not torch.reshape and _lookup(imp, target) is not None:
             return call(imp, node, target, x, *args, **kwargs)
         return call(imp, node, torch.reshape, x, _shape(node))
 
     return convert
 
 
-def _dropout(imp: FxImporter, node: fx.Node, x, p, train):
+def _dropout(imp: ImportContext, node: fx.Node, x, p, train):
     return call(imp, node, F.dropout, x, p, training=bool(train))
 
 
-def _sym_size(imp: FxImporter, node: fx.Node, x, dim: int) -> int:
+def _sym_size(imp: ImportContext, node: fx.Node, x, dim: int) -> int:
     return irt.shape_of(imp.tensor(x))[dim]
 
 
@@ -182,7 +178,7 @@ def _conv2d_norm(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     return (x, w, b, stride, padding, dilation, groups), {}
 
 
-def _convolution(imp: FxImporter, node: fx.Node, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
+def _convolution(imp: ImportContext, node: fx.Node, x, w, b, stride, padding, dilation, transposed, output_padding, groups):
     rank = len(irt.shape_of(imp.tensor(x)))
     if transposed:
         target = {4: torch.conv_transpose2d, 3: torch.conv_transpose1d}.get(rank)
@@ -207,11 +203,11 @@ def _bn_torch(x, w, b, rm, rv, training, momentum, eps, cudnn_enabled=True):
 _batch_norm = alias((torch.batch_norm, _bn_torch), (F.batch_norm, _bn_functional))
 
 
-def _bn_no_training(imp: FxImporter, node: fx.Node, x, w, b, rm, rv, momentum, eps):
+def _bn_no_training(imp: ImportContext, node: fx.Node, x, w, b, rm, rv, momentum, eps):
     return _batch_norm(imp, node, x, w, b, rm, rv, False, momentum, eps)
 
 
-def _native_bn(imp: FxImporter, node: fx.Node, x, w, b, rm, rv, training, momentum, eps):
+def _native_bn(imp: ImportContext, node: fx.Node, x, w, b, rm, rv, training, momentum, eps):
     if training:
         raise Unsupported("batch norm in training mode; compile the model in eval mode (model.eval())")
     return _batch_norm(imp, node, x, w, b, rm, rv, False, momentum, eps)
@@ -250,24 +246,6 @@ def _sdpa_norm(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale
     if enable_gqa:
         kwargs["enable_gqa"] = True
     return (q, k, v, attn_mask, dropout_p, is_causal), kwargs
-
-
-def _getitem_wrapper(previous: Callable[..., Any] | None) -> Callable[..., Any]:
-    """`operator.getitem` on a multi-result ATen op; anything else goes to `previous`."""
-
-    def convert(imp: FxImporter, node: fx.Node, value, index, *args, **kwargs):
-        if isinstance(value, tuple) and not isinstance(value, SSAValue):
-            item = value[index]
-            if item is None:
-                raise Unsupported(
-                    f"result {index} of {getattr(node.args[0], 'target', '?')} (irc computes only result 0)"
-                )
-            return item
-        if previous is None:
-            raise Unsupported("no converter for indexing this value")
-        return previous(imp, node, value, index, *args, **kwargs)
-
-    return convert
 
 
 def _unary_names() -> dict[Any, Callable[..., Any]]:
@@ -374,9 +352,7 @@ def _aliases() -> dict[Any, Callable[..., Any]]:
     return table
 
 
-ALIASES: dict[Any, Callable[..., Any]] = _aliases()
-FUNCTIONS.update(ALIASES)
-FUNCTIONS[operator.getitem] = _getitem_wrapper(FUNCTIONS.get(operator.getitem))
+FUNCTIONS: dict[Any, Converter] = _aliases()
 
 # Ops an exported graph uses for run-time checks only: dropped when they have no users.
 _CHECKS = {

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -18,11 +19,11 @@ from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.shape import ConcatOp, ExpandOp
-from irc.frontend.convert_shape import folding, slice_dim
-from irc.frontend.fx_importer import FUNCTIONS, FxImporter, Unsupported, tensor_type
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported, slice_dim, tensor_type
+from irc.frontend.folding import folding
 
 
-def _concat(imp: FxImporter, parts: Sequence[SSAValue], dim: int) -> SSAValue:
+def _concat(imp: ImportContext, parts: Sequence[SSAValue], dim: int) -> SSAValue:
     parts = [p for p in parts if irt.shape_of(p)[dim] > 0]
     if len(parts) == 1:
         return parts[0]
@@ -31,7 +32,7 @@ def _concat(imp: FxImporter, parts: Sequence[SSAValue], dim: int) -> SSAValue:
     return imp.insert(ConcatOp(list(parts), dim, tensor_type(shape)))
 
 
-def _roll_dim(imp: FxImporter, x: SSAValue, shift: int, dim: int) -> SSAValue:
+def _roll_dim(imp: ImportContext, x: SSAValue, shift: int, dim: int) -> SSAValue:
     n = irt.shape_of(x)[dim]
     shift %= n
     if shift == 0:
@@ -39,7 +40,7 @@ def _roll_dim(imp: FxImporter, x: SSAValue, shift: int, dim: int) -> SSAValue:
     return _concat(imp, [slice_dim(imp, x, dim, n - shift, shift), slice_dim(imp, x, dim, 0, n - shift)], dim)
 
 
-def _roll(imp: FxImporter, node: fx.Node, x, shifts, dims=None) -> SSAValue:
+def _roll(imp: ImportContext, node: fx.Node, x, shifts, dims=None) -> SSAValue:
     x = imp.tensor(x)
     shape = irt.shape_of(x)
     shifts = [shifts] if isinstance(shifts, int) else list(shifts)
@@ -56,7 +57,7 @@ def _roll(imp: FxImporter, node: fx.Node, x, shifts, dims=None) -> SSAValue:
     return x
 
 
-def _pad(imp: FxImporter, node: fx.Node, x, pad, mode="constant", value=None) -> SSAValue:
+def _pad(imp: ImportContext, node: fx.Node, x, pad, mode="constant", value=None) -> SSAValue:
     x = imp.tensor(x)
     if mode != "constant":
         raise Unsupported(f"pad mode {mode!r} (irc pads with a constant)")
@@ -78,8 +79,8 @@ def _pad(imp: FxImporter, node: fx.Node, x, pad, mode="constant", value=None) ->
     return x
 
 
-FUNCTIONS.update({
+FUNCTIONS: dict[Any, Converter] = {
     torch.roll: folding(_roll, torch.roll),
     F.pad: folding(_pad, F.pad),
     torch._C._nn.pad: folding(_pad, torch._C._nn.pad),
-})
+}

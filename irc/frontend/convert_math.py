@@ -1,11 +1,13 @@
-"""FX converters for the ops of `dialects/irt/math.py` (added to the importer's tables).
+"""FX converters for the ops of `dialects/irt/math.py` (this family's `FUNCTIONS`, `METHODS`, `MODULES`).
 
 torch.X, F.X, Tensor.X and the nn modules of: exp, log, sqrt, rsqrt, neg, abs, cos, sin,
 pow/square by a scalar exponent, clamp/clip/hardtanh with scalar bounds, relu6, leaky_relu, silu,
 hardswish, hardsigmoid, and where/masked_fill with a mask known at compile time (a constant
 bool tensor, folded to 0.0/1.0 f32). A mask computed at run time is refused: irc has no bool
 tensors. Arguments that are all compile-time values (Python numbers, constant tensors) are
-evaluated right away with torch (see `convert_shape.folding`).
+evaluated right away with torch (`folding`) for exp, log, sqrt, rsqrt, neg, abs, pow, clamp,
+where and masked_fill; the others (cos, sin, negative, square, clip ...) take a constant as an
+`irt.constant` operand.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from torch import fx, nn
 from xdsl.ir import SSAValue
 
 from irc.dialects.irt import math as m
-from irc.frontend.fx_importer import FUNCTIONS, METHODS, MODULES, FxImporter, Unsupported, _module, _unary
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported, stateless_module, unary
+from irc.frontend.folding import folding, method_call
 
 
 def _number(value: Any, what: str) -> float:
@@ -30,17 +33,17 @@ def _number(value: Any, what: str) -> float:
     return float(value)
 
 
-def _pow(imp: FxImporter, node: fx.Node, x, exponent) -> SSAValue:
+def _pow(imp: ImportContext, node: fx.Node, x, exponent) -> SSAValue:
     if not isinstance(x, SSAValue):
         raise Unsupported("a tensor exponent (number ** tensor); irc supports tensor ** number")
     return imp.insert(m.PowOp(x, _number(exponent, "the exponent")))
 
 
-def _square(imp: FxImporter, node: fx.Node, x) -> SSAValue:
+def _square(imp: ImportContext, node: fx.Node, x) -> SSAValue:
     return imp.insert(m.PowOp(imp.tensor(x), 2.0))
 
 
-def _clamp(imp: FxImporter, node: fx.Node, x, min=None, max=None) -> SSAValue:
+def _clamp(imp: ImportContext, node: fx.Node, x, min=None, max=None) -> SSAValue:
     if min is None and max is None:
         raise Unsupported("clamp without min or max")
     lo = None if min is None else _number(min, "clamp's min")
@@ -48,18 +51,18 @@ def _clamp(imp: FxImporter, node: fx.Node, x, min=None, max=None) -> SSAValue:
     return imp.insert(m.ClampOp(imp.tensor(x), lo, hi))
 
 
-def _hardtanh(imp: FxImporter, node: fx.Node, x, min_val=-1.0, max_val=1.0, inplace=False) -> SSAValue:
+def _hardtanh(imp: ImportContext, node: fx.Node, x, min_val=-1.0, max_val=1.0, inplace=False) -> SSAValue:
     return _clamp(imp, node, x, min_val, max_val)
 
 
-def _leaky_relu(imp: FxImporter, node: fx.Node, x, negative_slope=0.01, inplace=False) -> SSAValue:
+def _leaky_relu(imp: ImportContext, node: fx.Node, x, negative_slope=0.01, inplace=False) -> SSAValue:
     return imp.insert(m.LeakyReluOp(imp.tensor(x), _number(negative_slope, "negative_slope")))
 
 
 def _activation(op_cls):
     """F.relu6/silu/hardswish/hardsigmoid(x, inplace=False): in place or not, the same value."""
 
-    def convert(imp: FxImporter, node: fx.Node, x, inplace=False) -> SSAValue:
+    def convert(imp: ImportContext, node: fx.Node, x, inplace=False) -> SSAValue:
         return imp.insert(op_cls(imp.tensor(x)))
 
     return convert
@@ -76,14 +79,14 @@ def constant_mask(mask: Any) -> torch.Tensor:
     return mask.to(torch.float32)
 
 
-def _where(imp: FxImporter, node: fx.Node, cond, a=None, b=None) -> SSAValue:
+def _where(imp: ImportContext, node: fx.Node, cond, a=None, b=None) -> SSAValue:
     if a is None or b is None:
         raise Unsupported("torch.where(cond) with one argument (indices of nonzeros)")
     c = constant_mask(cond)
     return imp.insert(m.WhereOp(imp.tensor(c), imp.tensor(a), imp.tensor(b), imp.result_type(node)))
 
 
-def _masked_fill(imp: FxImporter, node: fx.Node, x, mask, value) -> SSAValue:
+def _masked_fill(imp: ImportContext, node: fx.Node, x, mask, value) -> SSAValue:
     c = constant_mask(mask)
     return imp.insert(m.WhereOp(imp.tensor(c), imp.tensor(_number(value, "the fill value")), imp.tensor(x), imp.result_type(node)))
 
@@ -100,43 +103,45 @@ UNARY = {
     "sin": m.SinOp,
 }
 
-FUNCTIONS.update({getattr(torch, name): _unary(op) for name, op in UNARY.items()})
-FUNCTIONS.update(
-    {
-        operator.neg: _unary(m.NegOp),
-        operator.pow: _pow,
-        torch.pow: _pow,
-        torch.square: _square,
-        torch.clamp: _clamp,
-        torch.clip: _clamp,
-        F.hardtanh: _hardtanh,
-        F.relu6: _activation(m.Relu6Op),
-        F.silu: _activation(m.SiluOp),
-        F.hardswish: _activation(m.HardswishOp),
-        F.hardsigmoid: _activation(m.HardsigmoidOp),
-        F.leaky_relu: _leaky_relu,
-        torch.where: _where,
-        torch.masked_fill: _masked_fill,
-    }
-)
-METHODS.update({name: _unary(op) for name, op in UNARY.items()})
-METHODS.update(
-    {
-        "pow": _pow,
-        "square": _square,
-        "clamp": _clamp,
-        "clip": _clamp,
-        "masked_fill": _masked_fill,
-        "where": lambda imp, node, x, cond, other: _where(imp, node, cond, x, other),
-    }
-)
-MODULES.update(
-    {
-        nn.ReLU6: _module(_unary(m.Relu6Op)),
-        nn.SiLU: _module(_unary(m.SiluOp)),
-        nn.Hardswish: _module(_unary(m.HardswishOp)),
-        nn.Hardsigmoid: _module(_unary(m.HardsigmoidOp)),
-        nn.LeakyReLU: lambda imp, node, mod, x: _leaky_relu(imp, node, x, mod.negative_slope),
-        nn.Hardtanh: lambda imp, node, mod, x: _hardtanh(imp, node, x, mod.min_val, mod.max_val),
-    }
-)
+FOLDED = ("exp", "log", "sqrt", "rsqrt", "neg", "abs")
+"""The UNARY functions and methods evaluated at compile time on constant arguments."""
+
+
+def _unary_op(name: str, fold: Any) -> Converter:
+    return folding(unary(UNARY[name]), fold) if name in FOLDED else unary(UNARY[name])
+
+
+FUNCTIONS: dict[Any, Converter] = {
+    **{getattr(torch, name): _unary_op(name, getattr(torch, name)) for name in UNARY},
+    operator.neg: folding(unary(m.NegOp), operator.neg),
+    operator.pow: folding(_pow, operator.pow),
+    torch.pow: folding(_pow, torch.pow),
+    torch.square: _square,
+    torch.clamp: folding(_clamp, torch.clamp),
+    torch.clip: _clamp,
+    F.hardtanh: _hardtanh,
+    F.relu6: _activation(m.Relu6Op),
+    F.silu: _activation(m.SiluOp),
+    F.hardswish: _activation(m.HardswishOp),
+    F.hardsigmoid: _activation(m.HardsigmoidOp),
+    F.leaky_relu: _leaky_relu,
+    torch.where: folding(_where, torch.where),
+    torch.masked_fill: folding(_masked_fill, torch.masked_fill),
+}
+METHODS: dict[str, Converter] = {
+    **{name: _unary_op(name, method_call(name)) for name in UNARY},
+    "pow": folding(_pow, method_call("pow")),
+    "square": _square,
+    "clamp": folding(_clamp, method_call("clamp")),
+    "clip": _clamp,
+    "masked_fill": folding(_masked_fill, method_call("masked_fill")),
+    "where": lambda imp, node, x, cond, other: _where(imp, node, cond, x, other),
+}
+MODULES: dict[type, Converter] = {
+    nn.ReLU6: stateless_module(unary(m.Relu6Op)),
+    nn.SiLU: stateless_module(unary(m.SiluOp)),
+    nn.Hardswish: stateless_module(unary(m.HardswishOp)),
+    nn.Hardsigmoid: stateless_module(unary(m.HardsigmoidOp)),
+    nn.LeakyReLU: lambda imp, node, mod, x: _leaky_relu(imp, node, x, mod.negative_slope),
+    nn.Hardtanh: lambda imp, node, mod, x: _hardtanh(imp, node, x, mod.min_val, mod.max_val),
+}

@@ -19,8 +19,8 @@ from typing import Any
 import torch
 from torch import fx
 
-from irc.frontend.convert_shape import folding, has_runtime_value
-from irc.frontend.fx_importer import FUNCTIONS, FxImporter, Unsupported, accepts_int64
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported, accepts_int64
+from irc.frontend.folding import folding, has_runtime_value
 from irc.frontend.order_mutations import after, setitem_value, stale_alias
 
 
@@ -28,7 +28,7 @@ def _storage(t: torch.Tensor) -> int:
     return t.untyped_storage().data_ptr()
 
 
-def _setitem(imp: FxImporter, node: fx.Node, x: Any, index: Any, value: Any) -> Any:
+def _setitem(imp: ImportContext, node: fx.Node, x: Any, index: Any, value: Any) -> Any:
     if not isinstance(x, torch.Tensor) or has_runtime_value((x, index, value)):
         raise Unsupported("an in-place write (x[i] = v) into a tensor computed at run time")
     if x.numel() and any(_storage(t) == _storage(x) for t, _ in imp.constants.values() if t.numel()):
@@ -37,15 +37,15 @@ def _setitem(imp: FxImporter, node: fx.Node, x: Any, index: Any, value: Any) -> 
 
 
 @accepts_int64
-def _after(imp: FxImporter, node: fx.Node, x: Any, *deps: Any) -> Any:
+def _after(imp: ImportContext, node: fx.Node, x: Any, *deps: Any) -> Any:
     return x
 
 
 @accepts_int64
-def _stale_alias(imp: FxImporter, node: fx.Node, x: Any, mutation: Any) -> Any:
+def _stale_alias(imp: ImportContext, node: fx.Node, x: Any, mutation: Any) -> Any:
     if has_runtime_value(x):
         raise Unsupported("it reads a view of a tensor changed in place after the view was taken")
     return x
 
 
-FUNCTIONS.update({setitem_value: _setitem, after: _after, stale_alias: _stale_alias})
+FUNCTIONS: dict[Any, Converter] = {setitem_value: _setitem, after: _after, stale_alias: _stale_alias}

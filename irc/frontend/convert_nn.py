@@ -1,4 +1,4 @@
-"""FX converters for the ops of `dialects/irt/nn.py` (added to the importer's tables).
+"""FX converters for the ops of `dialects/irt/nn.py` (this family's `FUNCTIONS` and `MODULES`).
 
 nn.Conv2d / F.conv2d / torch.conv2d, nn.BatchNorm1d/2d / F.batch_norm (eval), nn.MaxPool2d /
 F.max_pool2d, nn.AvgPool2d / F.avg_pool2d, nn.AdaptiveAvgPool2d / F.adaptive_avg_pool2d.
@@ -8,6 +8,7 @@ Unbatched (3-D, C x H x W) inputs are viewed as a batch of one and the result vi
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -16,7 +17,7 @@ from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
 from irc.dialects.irt import nn as irt_nn
-from irc.frontend.fx_importer import FUNCTIONS, MODULES, FxImporter, Unsupported, tensor_type
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported, tensor_type
 
 
 def _pair(value, what: str) -> tuple[int, int]:
@@ -29,13 +30,13 @@ def _pair(value, what: str) -> tuple[int, int]:
     raise Unsupported(f"{what}={value!r}: irc takes an int or a pair of ints")
 
 
-def _tensor_arg(imp: FxImporter, value, what: str) -> SSAValue:
+def _tensor_arg(imp: ImportContext, value, what: str) -> SSAValue:
     if not isinstance(value, SSAValue):
         raise Unsupported(f"{what} must be a tensor, got {value!r}")
     return value
 
 
-def _nchw(imp: FxImporter, node: fx.Node, x, build: Callable[[SSAValue, tuple[int, ...]], SSAValue]) -> SSAValue:
+def _nchw(imp: ImportContext, node: fx.Node, x, build: Callable[[SSAValue, tuple[int, ...]], SSAValue]) -> SSAValue:
     """Run `build(x4, result_shape4)` on a 4-D view of x (unbatched C x H x W gets N = 1)."""
     x = _tensor_arg(imp, x, "the input")
     shape = irt.shape_of(x)
@@ -66,7 +67,7 @@ def _conv_padding(padding, weight_shape: Sequence[int], dilation: tuple[int, int
     return _pair(padding, "padding")
 
 
-def _conv2d(imp: FxImporter, node: fx.Node, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> SSAValue:
+def _conv2d(imp: ImportContext, node: fx.Node, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> SSAValue:
     weight = _tensor_arg(imp, weight, "the weight")
     if bias is not None:
         bias = _tensor_arg(imp, bias, "the bias")
@@ -86,7 +87,7 @@ def _conv2d(imp: FxImporter, node: fx.Node, x, weight, bias=None, stride=1, padd
     return _nchw(imp, node, x, build)
 
 
-def _conv2d_module(imp: FxImporter, node: fx.Node, mod: nn.Conv2d, x) -> SSAValue:
+def _conv2d_module(imp: ImportContext, node: fx.Node, mod: nn.Conv2d, x) -> SSAValue:
     if mod.padding_mode != "zeros":
         raise Unsupported(f"padding_mode={mod.padding_mode!r}; irc pads with zeros only")
     bias = imp.param(mod.bias) if mod.bias is not None else None
@@ -98,7 +99,7 @@ def _conv2d_module(imp: FxImporter, node: fx.Node, mod: nn.Conv2d, x) -> SSAValu
 # ---------------------------------------------------------------------------------------------
 
 
-def _per_channel(imp: FxImporter, v, rank: int, channels: int, what: str, default: float) -> SSAValue:
+def _per_channel(imp: ImportContext, v, rank: int, channels: int, what: str, default: float) -> SSAValue:
     """A [C] statistic or affine parameter reshaped to [C, 1, ...] so it broadcasts over dim 1."""
     if v is None:
         return imp.tensor(default)
@@ -111,7 +112,7 @@ def _per_channel(imp: FxImporter, v, rank: int, channels: int, what: str, defaul
 
 
 def _batch_norm(
-    imp: FxImporter, node: fx.Node, x, running_mean, running_var, weight=None, bias=None, training=False,
+    imp: ImportContext, node: fx.Node, x, running_mean, running_var, weight=None, bias=None, training=False,
     momentum=0.1, eps=1e-5,
 ) -> SSAValue:
     if training:
@@ -130,7 +131,7 @@ def _batch_norm(
     return imp.insert(irt_nn.BatchNormOp(x, mean, var, w, b, float(eps)))
 
 
-def _batch_norm_module(imp: FxImporter, node: fx.Node, mod: nn.modules.batchnorm._BatchNorm, x) -> SSAValue:
+def _batch_norm_module(imp: ImportContext, node: fx.Node, mod: nn.modules.batchnorm._BatchNorm, x) -> SSAValue:
     if mod.training:
         raise Unsupported("batch norm in training mode (batch statistics); call model.eval() before compiling")
     mean = imp.param(mod.running_mean) if mod.running_mean is not None else None
@@ -146,7 +147,7 @@ def _batch_norm_module(imp: FxImporter, node: fx.Node, mod: nn.modules.batchnorm
 
 
 def _max_pool2d(
-    imp: FxImporter, node: fx.Node, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+    imp: ImportContext, node: fx.Node, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
     return_indices=False,
 ) -> SSAValue:
     if return_indices:
@@ -164,7 +165,7 @@ def _max_pool2d(
 
 
 def _avg_pool2d(
-    imp: FxImporter, node: fx.Node, x, kernel_size, stride=None, padding=0, ceil_mode=False,
+    imp: ImportContext, node: fx.Node, x, kernel_size, stride=None, padding=0, ceil_mode=False,
     count_include_pad=True, divisor_override=None,
 ) -> SSAValue:
     if divisor_override is not None:
@@ -181,37 +182,33 @@ def _avg_pool2d(
     )
 
 
-def _adaptive_avg_pool2d(imp: FxImporter, node: fx.Node, x, output_size) -> SSAValue:
+def _adaptive_avg_pool2d(imp: ImportContext, node: fx.Node, x, output_size) -> SSAValue:
     """The output size (ints or None = keep the input's) is read from the traced result shape."""
     return _nchw(imp, node, x, lambda x4, out: imp.insert(irt_nn.AdaptiveAvgPool2dOp(x4, tensor_type(out))))
 
 
-FUNCTIONS.update(
-    {
-        F.conv2d: _conv2d,
-        torch.conv2d: _conv2d,
-        F.batch_norm: _batch_norm,
-        F.max_pool2d: _max_pool2d,
-        torch.max_pool2d: _max_pool2d,
-        torch._C._nn.avg_pool2d: _avg_pool2d,  # F.avg_pool2d is this builtin
-        torch._C._nn.adaptive_avg_pool2d: _adaptive_avg_pool2d,
-        F.avg_pool2d: _avg_pool2d,
-        F.adaptive_avg_pool2d: _adaptive_avg_pool2d,
-    }
-)
+FUNCTIONS: dict[Any, Converter] = {
+    F.conv2d: _conv2d,
+    torch.conv2d: _conv2d,
+    F.batch_norm: _batch_norm,
+    F.max_pool2d: _max_pool2d,
+    torch.max_pool2d: _max_pool2d,
+    torch._C._nn.avg_pool2d: _avg_pool2d,  # F.avg_pool2d is this builtin
+    torch._C._nn.adaptive_avg_pool2d: _adaptive_avg_pool2d,
+    F.avg_pool2d: _avg_pool2d,
+    F.adaptive_avg_pool2d: _adaptive_avg_pool2d,
+}
 
-MODULES.update(
-    {
-        nn.Conv2d: _conv2d_module,
-        nn.BatchNorm1d: _batch_norm_module,
-        nn.BatchNorm2d: _batch_norm_module,
-        nn.MaxPool2d: lambda imp, node, mod, x: _max_pool2d(
-            imp, node, x, mod.kernel_size, mod.stride, mod.padding, mod.dilation, mod.ceil_mode, mod.return_indices
-        ),
-        nn.AvgPool2d: lambda imp, node, mod, x: _avg_pool2d(
-            imp, node, x, mod.kernel_size, mod.stride, mod.padding, mod.ceil_mode, mod.count_include_pad,
-            mod.divisor_override,
-        ),
-        nn.AdaptiveAvgPool2d: lambda imp, node, mod, x: _adaptive_avg_pool2d(imp, node, x, mod.output_size),
-    }
-)
+MODULES: dict[type, Converter] = {
+    nn.Conv2d: _conv2d_module,
+    nn.BatchNorm1d: _batch_norm_module,
+    nn.BatchNorm2d: _batch_norm_module,
+    nn.MaxPool2d: lambda imp, node, mod, x: _max_pool2d(
+        imp, node, x, mod.kernel_size, mod.stride, mod.padding, mod.dilation, mod.ceil_mode, mod.return_indices
+    ),
+    nn.AvgPool2d: lambda imp, node, mod, x: _avg_pool2d(
+        imp, node, x, mod.kernel_size, mod.stride, mod.padding, mod.ceil_mode, mod.count_include_pad,
+        mod.divisor_override,
+    ),
+    nn.AdaptiveAvgPool2d: lambda imp, node, mod, x: _adaptive_avg_pool2d(imp, node, x, mod.output_size),
+}

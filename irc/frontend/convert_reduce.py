@@ -1,12 +1,12 @@
-"""FX converters for the ops of `dialects/irt/reduce.py` (added to the importer's tables).
+"""FX converters for the ops of `dialects/irt/reduce.py` (this family's `FUNCTIONS`, `METHODS`, `MODULES`).
 
 * reductions: torch.sum / torch.mean / torch.amax and the Tensor methods, with `dim` an int or a
   tuple (negative allowed), `keepdim`, or no dim (a full reduction);
 * torch.softmax / F.softmax / Tensor.softmax / nn.Softmax and the log_softmax forms: one
   `irt.softmax` each, already a single fused row kernel;
 * F.layer_norm / nn.LayerNorm: one `irt.layer_norm` (no decomposition to recognize later);
-* torch.matmul / @ / torch.bmm on 3-D and 4-D tensors: `irt.batch_matmul` (2-D right-hand sides
-  still go to the core `irt.matmul`); torch.addmm: `irt.matmul` + `irt.add`;
+* torch.matmul / @ / torch.bmm on 3-D and 4-D tensors: `irt.batch_matmul`; [..., K] @ [K, N]
+  and torch.mm: `irt.matmul`; torch.addmm: `irt.matmul` + `irt.add`;
 * F.scaled_dot_product_attention: `irt.attention` (a constant bool mask is folded: a causal one
   becomes `causal`, others an additive 0/-inf constant);
 * nn.MultiheadAttention and nn.TransformerEncoderLayer, kept as leaf modules by FX, and
@@ -38,7 +38,7 @@ from irc.dialects.irt.reduce import (
     ReduceOp,
     SoftmaxOp,
 )
-from irc.frontend.fx_importer import FUNCTIONS, METHODS, MODULES, FxImporter, Unsupported, tensor_type
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported, tensor_type
 
 # ---------------------------------------------------------------------------------------------
 # Reductions
@@ -66,7 +66,7 @@ def _check_dtype(dtype: Any) -> None:
 
 
 def _reduce(kind: str):
-    def convert(imp: FxImporter, node: fx.Node, x, dim=None, keepdim=False, *, dtype=None, out=None) -> SSAValue:
+    def convert(imp: ImportContext, node: fx.Node, x, dim=None, keepdim=False, *, dtype=None, out=None) -> SSAValue:
         _check_dtype(dtype)
         if out is not None:
             raise Unsupported("out= is not supported")
@@ -79,22 +79,16 @@ def _reduce(kind: str):
     return convert
 
 
-def _amax(imp: FxImporter, node: fx.Node, x, dim=(), keepdim=False, *, out=None) -> SSAValue:
+def _amax(imp: ImportContext, node: fx.Node, x, dim=(), keepdim=False, *, out=None) -> SSAValue:
     return _reduce("max")(imp, node, x, dim, keepdim, out=out)
 
 
-def _max_full(previous):
+def _max_full(imp: ImportContext, node: fx.Node, x, *args, **kwargs) -> SSAValue:
     """Tensor.max() / torch.max(x) with no dim: the maximum element. Other forms (a dim, which also
-    returns indices, or a second tensor) go to the converter registered before, if any."""
-
-    def convert(imp: FxImporter, node: fx.Node, x, *args, **kwargs) -> SSAValue:
-        if not args and not kwargs:
-            return _reduce("max")(imp, node, x)
-        if previous is not None:
-            return previous(imp, node, x, *args, **kwargs)
-        raise Unsupported("max with a dim or a second tensor; use torch.amax / torch.maximum")
-
-    return convert
+    returns indices, or a second tensor) are unsupported."""
+    if not args and not kwargs:
+        return _reduce("max")(imp, node, x)
+    raise Unsupported("max with a dim or a second tensor; use torch.amax / torch.maximum")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,7 +97,7 @@ def _max_full(previous):
 
 
 def _softmax(op_cls):
-    def convert(imp: FxImporter, node: fx.Node, x, dim=None, _stacklevel=3, dtype=None) -> SSAValue:
+    def convert(imp: ImportContext, node: fx.Node, x, dim=None, _stacklevel=3, dtype=None) -> SSAValue:
         _check_dtype(dtype)
         if dim is None:
             raise Unsupported("softmax without dim (implicit dim choice is deprecated); pass dim=")
@@ -115,7 +109,7 @@ def _softmax(op_cls):
     return convert
 
 
-def _layer_norm(imp: FxImporter, node: fx.Node, x, normalized_shape, weight=None, bias=None, eps=1e-5) -> SSAValue:
+def _layer_norm(imp: ImportContext, node: fx.Node, x, normalized_shape, weight=None, bias=None, eps=1e-5) -> SSAValue:
     x = imp.tensor(x)
     shape = irt.shape_of(x)
     norm = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
@@ -126,11 +120,11 @@ def _layer_norm(imp: FxImporter, node: fx.Node, x, normalized_shape, weight=None
     return imp.insert(LayerNormOp(x, w, b, len(norm), float(eps)))
 
 
-def _layer_norm_module(imp: FxImporter, node: fx.Node, mod: nn.LayerNorm, x) -> SSAValue:
+def _layer_norm_module(imp: ImportContext, node: fx.Node, mod: nn.LayerNorm, x) -> SSAValue:
     return _layer_norm_of(imp, mod, imp.tensor(x))
 
 
-def _layer_norm_of(imp: FxImporter, mod: nn.LayerNorm, x: SSAValue) -> SSAValue:
+def _layer_norm_of(imp: ImportContext, mod: nn.LayerNorm, x: SSAValue) -> SSAValue:
     w = _module_tensor(imp, mod, "weight")
     b = _module_tensor(imp, mod, "bias")
     return _layer_norm(imp, None, x, mod.normalized_shape, w, b, mod.eps)  # type: ignore[arg-type]
@@ -140,14 +134,22 @@ def _layer_norm_of(imp: FxImporter, mod: nn.LayerNorm, x: SSAValue) -> SSAValue:
 # Batched matmul
 # ---------------------------------------------------------------------------------------------
 
-_CORE_MATMUL = FUNCTIONS[torch.matmul]
+
+def _matmul_2d(imp: ImportContext, node: fx.Node, a, b) -> SSAValue:
+    """[..., K] @ [K, N]: irt.matmul."""
+    a, b = imp.tensor(a), imp.tensor(b)
+    if len(irt.shape_of(a)) < 1 or len(irt.shape_of(b)) != 2:
+        raise Unsupported(
+            f"matmul of shapes {irt.shape_of(a)} and {irt.shape_of(b)}: irc supports [..., K] @ [K, N]"
+        )
+    return imp.insert(irt.MatmulOp(a, b, imp.result_type(node)))
 
 
-def _batch_matmul(imp: FxImporter, a: SSAValue, b: SSAValue, result_shape: Sequence[int]) -> SSAValue:
+def _batch_matmul(imp: ImportContext, a: SSAValue, b: SSAValue, result_shape: Sequence[int]) -> SSAValue:
     return imp.insert(BatchMatmulOp("matmul", a, b, tensor_type(result_shape)))
 
 
-def _matmul(imp: FxImporter, node: fx.Node, a, b, *, out=None) -> SSAValue:
+def _matmul(imp: ImportContext, node: fx.Node, a, b, *, out=None) -> SSAValue:
     """torch.matmul: [..., K] @ [K, N] is the core irt.matmul; both operands of rank >= 2 with at
     least one of rank >= 3 is irt.batch_matmul (batch dims broadcast)."""
     if out is not None:
@@ -156,17 +158,17 @@ def _matmul(imp: FxImporter, node: fx.Node, a, b, *, out=None) -> SSAValue:
     ra, rb = len(irt.shape_of(a)), len(irt.shape_of(b))
     if ra >= 2 and rb >= 3:
         return _batch_matmul(imp, a, b, imp.result_type(node).get_shape())
-    return _CORE_MATMUL(imp, node, a, b)
+    return _matmul_2d(imp, node, a, b)
 
 
-def _bmm(imp: FxImporter, node: fx.Node, a, b, *, out=None) -> SSAValue:
+def _bmm(imp: ImportContext, node: fx.Node, a, b, *, out=None) -> SSAValue:
     a, b = imp.tensor(a), imp.tensor(b)
     if len(irt.shape_of(a)) != 3 or len(irt.shape_of(b)) != 3:
         raise Unsupported(f"bmm needs two 3-D tensors, got {irt.shape_of(a)} and {irt.shape_of(b)}")
     return _matmul(imp, node, a, b, out=out)
 
 
-def _addmm(imp: FxImporter, node: fx.Node, bias, a, b, *, beta=1, alpha=1, out=None) -> SSAValue:
+def _addmm(imp: ImportContext, node: fx.Node, bias, a, b, *, beta=1, alpha=1, out=None) -> SSAValue:
     """bias + a @ b (beta = alpha = 1): irt.matmul + irt.add, which fusion turns into one kernel."""
     if beta != 1 or alpha != 1 or out is not None:
         raise Unsupported("addmm with beta/alpha other than 1 or out=")
@@ -193,7 +195,7 @@ def _is_causal_bool(allowed: torch.Tensor, lq: int, lk: int) -> bool:
 
 
 def _attention_mask(
-    imp: FxImporter, mask: Any, lq: int, lk: int, true_means_masked: bool
+    imp: ImportContext, mask: Any, lq: int, lk: int, true_means_masked: bool
 ) -> tuple[SSAValue | None, bool]:
     """(additive float mask operand or None, causal). Float masks pass through; a compile-time bool
     mask becomes `causal` if it is the causal pattern, else a constant 0/-inf tensor."""
@@ -215,7 +217,7 @@ def _attention_mask(
 
 
 def _sdpa(
-    imp: FxImporter, node: fx.Node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+    imp: ImportContext, node: fx.Node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
     enable_gqa=False,
 ) -> SSAValue:
     if dropout_p:
@@ -235,7 +237,7 @@ def _sdpa(
 # ---------------------------------------------------------------------------------------------
 
 
-def _module_tensor(imp: FxImporter, mod: nn.Module, path: str, rows: slice | None = None) -> SSAValue | None:
+def _module_tensor(imp: ImportContext, mod: nn.Module, path: str, rows: slice | None = None) -> SSAValue | None:
     """A module's parameter (or a row slice of it, e.g. q's third of in_proj_weight) as a function
     argument read in place; nested modules' parameters are added on first use."""
     t: Any = mod
@@ -255,16 +257,16 @@ def _module_tensor(imp: FxImporter, mod: nn.Module, path: str, rows: slice | Non
     return cache[key][1]
 
 
-def _linear(imp: FxImporter, x: SSAValue, w: SSAValue, b: SSAValue | None) -> SSAValue:
+def _linear(imp: ImportContext, x: SSAValue, w: SSAValue, b: SSAValue | None) -> SSAValue:
     shape = (*irt.shape_of(x)[:-1], irt.shape_of(w)[0])
     return imp.insert(irt.LinearOp(x, w, b, tensor_type(shape)))
 
 
-def _reshape(imp: FxImporter, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+def _reshape(imp: ImportContext, x: SSAValue, shape: Sequence[int]) -> SSAValue:
     return x if irt.shape_of(x) == tuple(shape) else imp.insert(irt.ReshapeOp(x, tensor_type(shape)))
 
 
-def _permute(imp: FxImporter, x: SSAValue, perm: Sequence[int]) -> SSAValue:
+def _permute(imp: ImportContext, x: SSAValue, perm: Sequence[int]) -> SSAValue:
     if list(perm) == list(range(len(perm))):
         return x
     shape = irt.shape_of(x)
@@ -279,7 +281,7 @@ def _heads_perm(rank: int, batch_first: bool) -> list[int]:
 
 
 def multi_head_attention(
-    imp: FxImporter,
+    imp: ImportContext,
     mod: nn.MultiheadAttention,
     query: SSAValue,
     key: SSAValue,
@@ -308,7 +310,7 @@ def multi_head_attention(
 
 
 def attention_block(
-    imp: FxImporter,
+    imp: ImportContext,
     qkv: Sequence[SSAValue],
     weights: Sequence[SSAValue],
     biases: Sequence[SSAValue | None],
@@ -367,7 +369,7 @@ def _weights_used(node: fx.Node) -> bool:
 
 
 def _mha_module(
-    imp: FxImporter, node: fx.Node, mod: nn.MultiheadAttention, query, key, value, key_padding_mask=None,
+    imp: ImportContext, node: fx.Node, mod: nn.MultiheadAttention, query, key, value, key_padding_mask=None,
     need_weights=True, attn_mask=None, average_attn_weights=True, is_causal=False,
 ) -> tuple[SSAValue, NotComputed]:
     if key_padding_mask is not None:
@@ -386,7 +388,7 @@ def _mha_module(
     return out, NotComputed("the attention weights")
 
 
-def _activation(imp: FxImporter, act: Any, x: SSAValue) -> SSAValue:
+def _activation(imp: ImportContext, act: Any, x: SSAValue) -> SSAValue:
     if act is F.relu or isinstance(act, nn.ReLU):
         return imp.insert(irt.ReluOp(x))
     if act is F.gelu:
@@ -397,7 +399,7 @@ def _activation(imp: FxImporter, act: Any, x: SSAValue) -> SSAValue:
 
 
 def _encoder_layer(
-    imp: FxImporter, node: fx.Node, mod: nn.TransformerEncoderLayer, src, src_mask=None,
+    imp: ImportContext, node: fx.Node, mod: nn.TransformerEncoderLayer, src, src_mask=None,
     src_key_padding_mask=None, is_causal=False,
 ) -> SSAValue:
     """nn.TransformerEncoderLayer in eval mode (dropout is the identity), norm_first either way."""
@@ -422,7 +424,7 @@ def _encoder_layer(
     )
 
 
-def encoder_block(imp: FxImporter, x: SSAValue, sa, ff, norm1, norm2, norm_first: bool) -> SSAValue:
+def encoder_block(imp: ImportContext, x: SSAValue, sa, ff, norm1, norm2, norm_first: bool) -> SSAValue:
     """x + sa(norm1(x)), + ff(norm2(.)) (pre-norm), or norm1(x + sa(x)), norm2(. + ff(.)) (post-norm)."""
 
     def add(a: SSAValue, b: SSAValue) -> SSAValue:
@@ -435,7 +437,7 @@ def encoder_block(imp: FxImporter, x: SSAValue, sa, ff, norm1, norm2, norm_first
     return norm2(add(x, ff(x)))
 
 
-def _param_rows(imp: FxImporter, value: SSAValue, rows: slice) -> SSAValue:
+def _param_rows(imp: ImportContext, value: SSAValue, rows: slice) -> SSAValue:
     """Rows of a parameter argument as a new argument (a view, read in place): slices a packed
     weight at compile time without a slice op."""
     n = len(imp.params)
@@ -452,7 +454,7 @@ def _param_rows(imp: FxImporter, value: SSAValue, rows: slice) -> SSAValue:
 
 
 def _encoder_layer_fwd(
-    imp: FxImporter, node: fx.Node, src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
+    imp: ImportContext, node: fx.Node, src, embed_dim, num_heads, qkv_weight, qkv_bias, proj_weight, proj_bias,
     use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2, norm_bias_2, ffn_weight_1,
     ffn_bias_1, ffn_weight_2, ffn_bias_2, mask=None, mask_type=None,
 ) -> SSAValue:
@@ -484,45 +486,40 @@ def _encoder_layer_fwd(
 # The tables
 # ---------------------------------------------------------------------------------------------
 
-FUNCTIONS.update(
-    {
-        torch.sum: _reduce("sum"),
-        torch.mean: _reduce("mean"),
-        torch.amax: _amax,
-        torch.max: _max_full(FUNCTIONS.get(torch.max)),
-        torch.softmax: _softmax(SoftmaxOp),
-        F.softmax: _softmax(SoftmaxOp),
-        torch.log_softmax: _softmax(LogSoftmaxOp),
-        F.log_softmax: _softmax(LogSoftmaxOp),
-        F.layer_norm: _layer_norm,
-        torch.matmul: _matmul,
-        operator.matmul: _matmul,
-        torch.bmm: _bmm,
-        torch.addmm: _addmm,
-        F.scaled_dot_product_attention: _sdpa,
-        torch._transformer_encoder_layer_fwd: _encoder_layer_fwd,
-    }
-)
+FUNCTIONS: dict[Any, Converter] = {
+    torch.sum: _reduce("sum"),
+    torch.mean: _reduce("mean"),
+    torch.amax: _amax,
+    torch.max: _max_full,
+    torch.softmax: _softmax(SoftmaxOp),
+    F.softmax: _softmax(SoftmaxOp),
+    torch.log_softmax: _softmax(LogSoftmaxOp),
+    F.log_softmax: _softmax(LogSoftmaxOp),
+    F.layer_norm: _layer_norm,
+    torch.matmul: _matmul,
+    torch.mm: _matmul_2d,
+    operator.matmul: _matmul,
+    torch.bmm: _bmm,
+    torch.addmm: _addmm,
+    F.scaled_dot_product_attention: _sdpa,
+    torch._transformer_encoder_layer_fwd: _encoder_layer_fwd,
+}
 
-METHODS.update(
-    {
-        "sum": _reduce("sum"),
-        "mean": _reduce("mean"),
-        "amax": _amax,
-        "max": _max_full(METHODS.get("max")),
-        "softmax": _softmax(SoftmaxOp),
-        "log_softmax": _softmax(LogSoftmaxOp),
-        "matmul": _matmul,
-        "bmm": _bmm,
-    }
-)
+METHODS: dict[str, Converter] = {
+    "sum": _reduce("sum"),
+    "mean": _reduce("mean"),
+    "amax": _amax,
+    "max": _max_full,
+    "softmax": _softmax(SoftmaxOp),
+    "log_softmax": _softmax(LogSoftmaxOp),
+    "matmul": _matmul,
+    "bmm": _bmm,
+}
 
-MODULES.update(
-    {
-        nn.Softmax: lambda imp, node, mod, x: _softmax(SoftmaxOp)(imp, node, x, mod.dim),
-        nn.LogSoftmax: lambda imp, node, mod, x: _softmax(LogSoftmaxOp)(imp, node, x, mod.dim),
-        nn.LayerNorm: _layer_norm_module,
-        nn.MultiheadAttention: _mha_module,
-        nn.TransformerEncoderLayer: _encoder_layer,
-    }
-)
+MODULES: dict[type, Converter] = {
+    nn.Softmax: lambda imp, node, mod, x: _softmax(SoftmaxOp)(imp, node, x, mod.dim),
+    nn.LogSoftmax: lambda imp, node, mod, x: _softmax(LogSoftmaxOp)(imp, node, x, mod.dim),
+    nn.LayerNorm: _layer_norm_module,
+    nn.MultiheadAttention: _mha_module,
+    nn.TransformerEncoderLayer: _encoder_layer,
+}

@@ -1,4 +1,4 @@
-"""FX converters for layout and data ops (`dialects/irt/shape.py`), and compile-time folding.
+"""FX converters for layout and data ops (`dialects/irt/shape.py`), and compile-time values.
 
 Tensor ops: getitem with constant int/slice/None/Ellipsis indices (`irt.slice`, then an
 `irt.reshape` where ints drop and None adds dimensions), cat/concat/stack (`irt.concat`),
@@ -8,13 +8,14 @@ by itself), permute (`irt.transpose`), squeeze/unsqueeze/flatten/unflatten/view_
 contiguous/clone/detach and float32-preserving casts (identity).
 
 Compile-time values: shape queries (`x.size()`, `x.size(d)`, `x.shape`, `x.dim()`, `x.ndim`,
-`x.numel()`) give Python values, and every converter registered through `folding` evaluates
+`x.numel()`) give Python values, and every converter written with `folding` (folding.py) evaluates
 its node with torch when no argument is a run-time tensor: shape arithmetic and comparisons,
 `torch._assert` (a false assertion is a compile error), factories (zeros, ones, full, arange,
 ..._like, new_...), triu/tril, masks (`torch.ones(n, n).tril() == 0`). Where a run-time op uses
 such a tensor it becomes an `irt.constant` (up to 16 elements), a broadcast scalar (a splat) or
-a new function argument, never IR text (`FxImporter.constant`); a splat operand of a binary op
-that broadcasts anyway is just its number. Random factories are never folded (not registered).
+a new function argument, never IR text (`ImportContext.constant`); a splat operand of a binary op
+that broadcasts anyway is just its number (`splats_as_scalars`). Random factories are never folded
+(they have no converter).
 """
 
 from __future__ import annotations
@@ -32,92 +33,22 @@ from xdsl.ir import SSAValue
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, SliceOp
 from irc.errors import IrcError
-from irc.frontend.fx_importer import (
-    FUNCTIONS,
-    METHODS,
-    MODULES,
+from irc.frontend.convert_base import (
     Converter,
-    FxImporter,
+    ImportContext,
     Unsupported,
-    _identity,
-    _reshape,
     accepts_int64,
+    identity,
     is_int64,
+    reshape,
+    slice_dim,
     tensor_type,
 )
+from irc.frontend.folding import folding, has_runtime_value, method_call
 
 # ---------------------------------------------------------------------------------------------
-# Compile-time folding
+# Compile-time checks
 # ---------------------------------------------------------------------------------------------
-
-
-def has_runtime_value(obj: Any) -> bool:
-    """Whether an argument (possibly nested in tuples, lists, dicts, slices) is a run-time tensor."""
-    if isinstance(obj, SSAValue):
-        return True
-    if isinstance(obj, (tuple, list)):
-        return any(map(has_runtime_value, obj))
-    if isinstance(obj, dict):
-        return any(map(has_runtime_value, obj.values()))
-    if isinstance(obj, slice):
-        return any(map(has_runtime_value, (obj.start, obj.stop, obj.step)))
-    return False
-
-
-def folding(convert: Converter | None, eager: Callable[..., Any], what: str = "") -> Converter:
-    """A converter that evaluates `eager(*args, **kwargs)` at compile time when no argument is a
-    run-time tensor, and otherwise defers to `convert` (None: such a call is unsupported)."""
-
-    def fold(imp: FxImporter, node: fx.Node, *args, **kwargs):
-        if not has_runtime_value((args, kwargs)):
-            try:
-                with torch.no_grad():
-                    return eager(*args, **kwargs)
-            except IrcError:
-                raise
-            except Exception as e:  # the node itself fails on its constant arguments
-                raise Unsupported(f"evaluating it at compile time failed: {type(e).__name__}: {e}") from e
-        if convert is None:
-            raise Unsupported(what or "supported only on values known at compile time")
-        return convert(imp, node, *args, **kwargs)
-
-    return fold
-
-
-def _arg_shape(arg: Any) -> tuple[int, ...] | None:
-    if isinstance(arg, SSAValue):
-        return irt.shape_of(arg)
-    if isinstance(arg, torch.Tensor):
-        return tuple(arg.shape)
-    return () if isinstance(arg, (int, float)) and not isinstance(arg, bool) else None
-
-
-def splats_as_scalars(convert: Converter) -> Converter:
-    """A binary elementwise converter that passes a constant splat tensor (`torch.zeros(n, m)`) as
-    its one number when the other operand alone broadcasts to the result: no tensor is built."""
-
-    def scalars(imp: FxImporter, node: fx.Node, a, b, *rest, **kwargs):
-        out = node.meta.get("tensor_meta")
-        args = [a, b]
-        for i, t in enumerate(args):
-            other = _arg_shape(args[1 - i])
-            if (
-                isinstance(t, torch.Tensor)
-                and t.dtype.is_floating_point
-                and t.numel() > 0
-                and bool((t == t.flatten()[0]).all())
-                and other is not None
-                and out is not None
-                and tuple(other) == tuple(getattr(out, "shape", ()))
-            ):
-                args[i] = t.flatten()[0].item()
-        return convert(imp, node, *args, *rest, **kwargs)
-
-    return scalars
-
-
-def _method(name: str) -> Callable[..., Any]:
-    return lambda self, *args, **kwargs: getattr(self, name)(*args, **kwargs)
 
 
 def _assert(cond, msg=None):
@@ -138,20 +69,20 @@ def _shape(x: SSAValue) -> tuple[int, ...]:
     return irt.shape_of(x)
 
 
-def _size(imp: FxImporter, node: fx.Node, x: SSAValue, dim: int | None = None):
+def _size(imp: ImportContext, node: fx.Node, x: SSAValue, dim: int | None = None):
     size = torch.Size(_shape(x))
     return size if dim is None else size[dim]
 
 
-def _dim(imp: FxImporter, node: fx.Node, x: SSAValue) -> int:
+def _dim(imp: ImportContext, node: fx.Node, x: SSAValue) -> int:
     return len(_shape(x))
 
 
-def _numel(imp: FxImporter, node: fx.Node, x: SSAValue) -> int:
+def _numel(imp: ImportContext, node: fx.Node, x: SSAValue) -> int:
     return math.prod(_shape(x))
 
 
-def _getattr(imp: FxImporter, node: fx.Node, x: SSAValue, name: str, *default):
+def _getattr(imp: ImportContext, node: fx.Node, x: SSAValue, name: str, *default):
     shape = _shape(x)
     attrs = {
         "shape": lambda: torch.Size(shape),
@@ -169,7 +100,7 @@ def _getattr(imp: FxImporter, node: fx.Node, x: SSAValue, name: str, *default):
     return attrs[name]()
 
 
-def _transpose_last(imp: FxImporter, node: fx.Node, x: SSAValue) -> SSAValue:
+def _transpose_last(imp: ImportContext, node: fx.Node, x: SSAValue) -> SSAValue:
     rank = len(_shape(x))
     if rank < 2:
         raise Unsupported("mT of a tensor with fewer than 2 dimensions")
@@ -181,23 +112,13 @@ def _transpose_last(imp: FxImporter, node: fx.Node, x: SSAValue) -> SSAValue:
 # ---------------------------------------------------------------------------------------------
 
 
-def slice_dim(imp: FxImporter, x: SSAValue, dim: int, start: int, size: int) -> SSAValue:
-    """x narrowed to `size` elements from `start` along `dim` (x itself when that is everything)."""
-    shape = list(_shape(x))
-    if start == 0 and size == shape[dim]:
-        return x
-    offsets, strides = [0] * len(shape), [1] * len(shape)
-    offsets[dim], shape[dim] = start, size
-    return imp.insert(SliceOp(x, offsets, strides, tensor_type(shape)))
-
-
-def _reshaped(imp: FxImporter, x: SSAValue, shape: Sequence[int]) -> SSAValue:
+def _reshaped(imp: ImportContext, x: SSAValue, shape: Sequence[int]) -> SSAValue:
     if _shape(x) == tuple(shape):
         return x
     return imp.insert(irt.ReshapeOp(x, tensor_type(shape)))
 
 
-def _index_tensor(imp: FxImporter, node: fx.Node, x: SSAValue, index: Any) -> SSAValue:
+def _index_tensor(imp: ImportContext, node: fx.Node, x: SSAValue, index: Any) -> SSAValue:
     """x[index] for constant ints, slices, None and Ellipsis (basic indexing)."""
     items = list(index) if isinstance(index, tuple) else [index]
     for it in items:
@@ -244,7 +165,7 @@ def _index_tensor(imp: FxImporter, node: fx.Node, x: SSAValue, index: Any) -> SS
     return _reshaped(imp, v, out_shape)
 
 
-def _getitem(imp: FxImporter, node: fx.Node, x: Any, index: Any):
+def _getitem(imp: ImportContext, node: fx.Node, x: Any, index: Any):
     """getitem on a tensor (slicing) or on a Python sequence (shapes, split results)."""
     if isinstance(x, SSAValue):
         if has_runtime_value(index) or isinstance(index, (torch.Tensor, list)):
@@ -260,7 +181,7 @@ def _getitem(imp: FxImporter, node: fx.Node, x: Any, index: Any):
 # ---------------------------------------------------------------------------------------------
 
 
-def _pieces(imp: FxImporter, x: SSAValue, dim: int, sizes: Sequence[int]) -> tuple[SSAValue, ...]:
+def _pieces(imp: ImportContext, x: SSAValue, dim: int, sizes: Sequence[int]) -> tuple[SSAValue, ...]:
     out, start = [], 0
     for size in sizes:
         out.append(slice_dim(imp, x, dim, start, size))
@@ -273,20 +194,20 @@ def _meta_sizes(x: SSAValue, dim: int, how: Callable[[torch.Tensor], Sequence[to
     return [p.shape[dim] for p in how(torch.empty(_shape(x), device="meta"))]
 
 
-def _split(imp: FxImporter, node: fx.Node, x, split_size_or_sections, dim: int = 0):
+def _split(imp: ImportContext, node: fx.Node, x, split_size_or_sections, dim: int = 0):
     x = imp.tensor(x)
     dim %= len(_shape(x))
     sizes = _meta_sizes(x, dim, lambda t: torch.split(t, split_size_or_sections, dim))
     return _pieces(imp, x, dim, sizes)
 
 
-def _chunk(imp: FxImporter, node: fx.Node, x, chunks: int, dim: int = 0):
+def _chunk(imp: ImportContext, node: fx.Node, x, chunks: int, dim: int = 0):
     x = imp.tensor(x)
     dim %= len(_shape(x))
     return _pieces(imp, x, dim, _meta_sizes(x, dim, lambda t: torch.chunk(t, chunks, dim)))
 
 
-def _unbind(imp: FxImporter, node: fx.Node, x, dim: int = 0):
+def _unbind(imp: ImportContext, node: fx.Node, x, dim: int = 0):
     x = imp.tensor(x)
     shape = _shape(x)
     dim %= len(shape)
@@ -299,7 +220,7 @@ def _unbind(imp: FxImporter, node: fx.Node, x, dim: int = 0):
 # ---------------------------------------------------------------------------------------------
 
 
-def _cat(imp: FxImporter, node: fx.Node, tensors, dim: int = 0, **kwargs) -> SSAValue:
+def _cat(imp: ImportContext, node: fx.Node, tensors, dim: int = 0, **kwargs) -> SSAValue:
     if kwargs:
         raise Unsupported(f"cat with {', '.join(kwargs)}")
     inputs = [imp.tensor(t) for t in tensors]
@@ -309,7 +230,7 @@ def _cat(imp: FxImporter, node: fx.Node, tensors, dim: int = 0, **kwargs) -> SSA
     return imp.insert(ConcatOp(inputs, dim % len(t.get_shape()), t))
 
 
-def _stack(imp: FxImporter, node: fx.Node, tensors, dim: int = 0) -> SSAValue:
+def _stack(imp: ImportContext, node: fx.Node, tensors, dim: int = 0) -> SSAValue:
     inputs = [imp.tensor(t) for t in tensors]
     t = imp.result_type(node)
     dim %= len(t.get_shape())
@@ -356,7 +277,7 @@ def consumers_broadcast(node: fx.Node, source_shape: Sequence[int]) -> bool:
     return bool(node.users)
 
 
-def _expand(imp: FxImporter, node: fx.Node, x, *sizes, **kwargs) -> SSAValue:
+def _expand(imp: ImportContext, node: fx.Node, x, *sizes, **kwargs) -> SSAValue:
     x = imp.tensor(x)
     t = imp.result_type(node)
     if _shape(x) == tuple(t.get_shape()) or consumers_broadcast(node, _shape(x)):
@@ -364,7 +285,7 @@ def _expand(imp: FxImporter, node: fx.Node, x, *sizes, **kwargs) -> SSAValue:
     return imp.insert(ExpandOp(x, t))
 
 
-def _permute(imp: FxImporter, node: fx.Node, x, *dims) -> SSAValue:
+def _permute(imp: ImportContext, node: fx.Node, x, *dims) -> SSAValue:
     x = imp.tensor(x)
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
@@ -376,7 +297,7 @@ def _permute(imp: FxImporter, node: fx.Node, x, *dims) -> SSAValue:
     return imp.insert(irt.TransposeOp(x, perm, tensor_type(shape)))
 
 
-def _movedim(imp: FxImporter, node: fx.Node, x, source, destination) -> SSAValue:
+def _movedim(imp: ImportContext, node: fx.Node, x, source, destination) -> SSAValue:
     """movedim as a permutation: result dimension d comes from input dimension perm[d]."""
     x = imp.tensor(x)
     n = len(_shape(x))
@@ -403,7 +324,7 @@ def _check_float32(arg: Any) -> None:
         raise Unsupported(f"a move to {arg}: irc compiles for the CPU")
 
 
-def _to(imp: FxImporter, node: fx.Node, x, *args, **kwargs) -> SSAValue:
+def _to(imp: ImportContext, node: fx.Node, x, *args, **kwargs) -> SSAValue:
     """.to(dtype/device/tensor), .type(dtype): the identity when it keeps float32 on the CPU."""
     for arg in (*args, kwargs.get("dtype"), kwargs.get("device")):
         _check_float32(arg)
@@ -412,7 +333,7 @@ def _to(imp: FxImporter, node: fx.Node, x, *args, **kwargs) -> SSAValue:
     return imp.tensor(x)
 
 
-def _type(imp: FxImporter, node: fx.Node, x, dtype=None, **kwargs):
+def _type(imp: ImportContext, node: fx.Node, x, dtype=None, **kwargs):
     if dtype is None:
         return "torch.FloatTensor"
     return _to(imp, node, x, dtype)
@@ -426,7 +347,7 @@ def _type(imp: FxImporter, node: fx.Node, x, dtype=None, **kwargs):
 def _like(fn: Callable[..., torch.Tensor]) -> Converter:
     """zeros_like(x), ones_like(x), full_like(x, v), x.new_zeros(...): x only lends its shape."""
 
-    def convert(imp: FxImporter, node: fx.Node, x, *args, **kwargs):
+    def convert(imp: ImportContext, node: fx.Node, x, *args, **kwargs):
         proxy = torch.empty(_shape(x)) if isinstance(x, SSAValue) else x
         if has_runtime_value((args, kwargs)):
             raise Unsupported("a factory whose arguments are computed at run time")
@@ -436,119 +357,11 @@ def _like(fn: Callable[..., torch.Tensor]) -> Converter:
 
 
 # ---------------------------------------------------------------------------------------------
-# The tables
-# ---------------------------------------------------------------------------------------------
-
-_RUNTIME_COMPARISON = (
-    "a comparison or logical op on a run-time tensor (it makes a bool tensor; irc compiles float32 only)"
-)
-_FACTORY = "a factory whose arguments are computed at run time"
-
-# Python-level and torch arithmetic: folded when constant, else the core/family converter.
-for target in (operator.add, operator.sub, operator.mul, operator.truediv, operator.iadd, torch.add, torch.sub,
-               torch.mul, torch.div):
-    FUNCTIONS[target] = folding(splats_as_scalars(FUNCTIONS[target]), target)
-for target in (operator.neg, operator.pow, torch.pow, torch.neg, torch.exp, torch.log, torch.sqrt, torch.rsqrt,
-               torch.abs, torch.clamp, torch.where, torch.masked_fill):
-    FUNCTIONS[target] = folding(FUNCTIONS.get(target), target)
-for target in (operator.floordiv, operator.mod, operator.eq, operator.ne, operator.lt, operator.le,
-               operator.gt, operator.ge, operator.not_, operator.and_, operator.or_, operator.invert,
-               operator.xor, torch.eq, torch.ne, torch.lt, torch.le, torch.gt, torch.ge, torch.logical_not,
-               torch.logical_and, torch.logical_or, builtins.len):
-    FUNCTIONS[target] = folding(None, target, _RUNTIME_COMPARISON)
-# Size arithmetic Dynamo records (math on x.shape, SymInt/SymFloat helpers): folded
-for target in (math.sqrt, math.floor, math.ceil, torch._sym_sqrt, torch.sym_float, torch.sym_int, torch.sym_max,
-               torch.sym_min, torch.sym_sum, torch.sym_not):
-    FUNCTIONS[target] = folding(None, target, "size arithmetic on a value computed at run time")
-for target in (torch.zeros, torch.ones, torch.full, torch.arange, torch.eye, torch.linspace, torch.tensor):
-    FUNCTIONS[target] = folding(None, target, _FACTORY)
-for target in (torch.triu, torch.tril):
-    FUNCTIONS[target] = folding(None, target, "triu/tril of a tensor computed at run time")
-# torch.empty is folded to zeros: its contents are unspecified, and zeros are one valid choice.
-FUNCTIONS[torch.empty] = folding(None, lambda *a, **k: torch.zeros(*a, **k), _FACTORY)
-
-FUNCTIONS.update(
-    {
-        operator.getitem: folding(_getitem, operator.getitem),
-        builtins.getattr: folding(_getattr, builtins.getattr),
-        torch._assert: folding(None, _assert, "torch._assert on a value computed at run time"),
-        torch.cat: folding(_cat, torch.cat),
-        torch.concat: folding(_cat, torch.concat),
-        torch.concatenate: folding(_cat, torch.concatenate),
-        torch.stack: folding(_stack, torch.stack),
-        torch.permute: folding(_permute, torch.permute),
-        torch.movedim: folding(_movedim, torch.movedim),
-        torch.unsqueeze: folding(_reshape, torch.unsqueeze),
-        torch.squeeze: folding(_reshape, torch.squeeze),
-        torch.flatten: folding(_reshape, torch.flatten),
-        torch.reshape: folding(_reshape, torch.reshape),
-        torch.unflatten: folding(_reshape, torch.unflatten),
-        torch.split: folding(_split, torch.split),
-        torch.chunk: folding(_chunk, torch.chunk),
-        torch.unbind: folding(_unbind, torch.unbind),
-        torch.broadcast_to: folding(_expand, torch.broadcast_to),
-        torch.clone: folding(_identity, torch.clone),
-        torch.detach: folding(_identity, torch.detach),
-        torch.zeros_like: _like(torch.zeros_like),
-        torch.ones_like: _like(torch.ones_like),
-        torch.full_like: _like(torch.full_like),
-    }
-)
-
-METHODS.update(
-    {
-        "size": folding(_size, _method("size")),
-        "dim": folding(_dim, _method("dim")),
-        "ndimension": folding(_dim, _method("ndimension")),
-        "numel": folding(_numel, _method("numel")),
-        "permute": folding(_permute, _method("permute")),
-        "movedim": folding(_movedim, _method("movedim")),
-        "unsqueeze": folding(_reshape, _method("unsqueeze")),
-        "squeeze": folding(_reshape, _method("squeeze")),
-        "unflatten": folding(_reshape, _method("unflatten")),
-        "view_as": folding(_reshape, _method("view_as")),
-        "reshape_as": folding(_reshape, _method("reshape_as")),
-        "split": folding(_split, _method("split")),
-        "chunk": folding(_chunk, _method("chunk")),
-        "unbind": folding(_unbind, _method("unbind")),
-        "expand": folding(_expand, _method("expand")),
-        "expand_as": folding(_expand, _method("expand_as")),
-        "broadcast_to": folding(_expand, _method("broadcast_to")),
-        "clone": folding(_identity, _method("clone")),
-        "detach": folding(_identity, _method("detach")),
-        "cpu": folding(_identity, _method("cpu")),
-        "float": folding(_identity, _method("float")),
-        "to": folding(_to, _method("to")),
-        "type": folding(_type, _method("type")),
-        "new_zeros": _like(lambda t, *a, **k: t.new_zeros(*a, **k)),
-        "new_ones": _like(lambda t, *a, **k: t.new_ones(*a, **k)),
-        "new_full": _like(lambda t, *a, **k: t.new_full(*a, **k)),
-    }
-)
-# Methods folded on compile-time tensors (masks, index arithmetic); on run-time tensors they keep
-# their converter if they have one, else the reason below.
-for name in ("bool", "long", "int", "triu", "tril", "eq", "ne", "lt", "le", "gt", "ge", "logical_not",
-             "logical_and", "logical_or", "masked_fill", "flatten", "view", "reshape", "contiguous", "t",
-             "transpose", "add", "sub", "mul", "div", "pow", "neg", "exp", "abs", "sqrt", "rsqrt", "log",
-             "clamp", "item", "tolist"):
-    what = {
-        "item": "item() of a run-time tensor",
-        "tolist": "tolist() of a run-time tensor",
-        "bool": "a cast to torch.bool: irc compiles float32 tensors",
-        "long": "a cast to torch.int64: irc compiles float32 tensors",
-        "int": "a cast to torch.int32: irc compiles float32 tensors",
-        "triu": "triu/tril of a tensor computed at run time",
-        "tril": "triu/tril of a tensor computed at run time",
-    }.get(name, _RUNTIME_COMPARISON)
-    METHODS[name] = folding(METHODS.get(name), _method(name), what)
-
-
-# ---------------------------------------------------------------------------------------------
 # Embedding: the one consumer of int64 tensors (run-time indices)
 # ---------------------------------------------------------------------------------------------
 
 
-def _embedding_op(imp: FxImporter, node: fx.Node, indices, weight, max_norm=None) -> SSAValue:
+def _embedding_op(imp: ImportContext, node: fx.Node, indices, weight, max_norm=None) -> SSAValue:
     """irt.embedding of run-time int64 indices; padding_idx, scale_grad_by_freq and sparse only
     change training, so they are accepted; max_norm renormalizes the table in place: unsupported."""
     if max_norm is not None:
@@ -561,21 +374,149 @@ def _embedding_op(imp: FxImporter, node: fx.Node, indices, weight, max_norm=None
 
 
 @accepts_int64
-def _f_embedding(imp: FxImporter, node: fx.Node, input, weight, padding_idx=None, max_norm=None,
+def _f_embedding(imp: ImportContext, node: fx.Node, input, weight, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False) -> SSAValue:
     return _embedding_op(imp, node, input, weight, max_norm)
 
 
 @accepts_int64
-def _torch_embedding(imp: FxImporter, node: fx.Node, weight, input, padding_idx=-1,
+def _torch_embedding(imp: ImportContext, node: fx.Node, weight, input, padding_idx=-1,
                      scale_grad_by_freq=False, sparse=False) -> SSAValue:
     return _embedding_op(imp, node, input, weight)
 
 
 @accepts_int64
-def _embedding_module(imp: FxImporter, node: fx.Node, mod: torch.nn.Embedding, input) -> SSAValue:
+def _embedding_module(imp: ImportContext, node: fx.Node, mod: torch.nn.Embedding, input) -> SSAValue:
     return _embedding_op(imp, node, input, imp.param(mod.weight), mod.max_norm)
 
 
-FUNCTIONS.update({torch.nn.functional.embedding: _f_embedding, torch.embedding: _torch_embedding})
-MODULES[torch.nn.Embedding] = _embedding_module
+
+
+# ---------------------------------------------------------------------------------------------
+# The tables
+# ---------------------------------------------------------------------------------------------
+
+
+def _results_getitem(convert: Converter) -> Converter:
+    """getitem on the `(out, None, ...)` tuple a multi-result ATen overload converts to
+    (`aten.multi`): result 0 (irc computes no other); any other getitem goes to `convert`."""
+
+    def getitem(imp: ImportContext, node: fx.Node, value, index, *args, **kwargs):
+        if isinstance(value, tuple) and not isinstance(value, SSAValue):
+            item = value[index]
+            if item is None:
+                raise Unsupported(
+                    f"result {index} of {getattr(node.args[0], 'target', '?')} (irc computes only result 0)"
+                )
+            return item
+        return convert(imp, node, value, index, *args, **kwargs)
+
+    return getitem
+
+
+_RUNTIME_COMPARISON = (
+    "a comparison or logical op on a run-time tensor (it makes a bool tensor; irc compiles float32 only)"
+)
+_FACTORY = "a factory whose arguments are computed at run time"
+
+
+def _only_folded(targets: Sequence[Any], what: str) -> dict[Any, Converter]:
+    """Targets evaluated at compile time; on a run-time tensor unsupported, for `what`."""
+    return {target: folding(None, target, what) for target in targets}
+
+
+FUNCTIONS: dict[Any, Converter] = {
+    **_only_folded(
+        (operator.floordiv, operator.mod, operator.eq, operator.ne, operator.lt, operator.le, operator.gt,
+         operator.ge, operator.not_, operator.and_, operator.or_, operator.invert, operator.xor, torch.eq, torch.ne,
+         torch.lt, torch.le, torch.gt, torch.ge, torch.logical_not, torch.logical_and, torch.logical_or,
+         builtins.len),
+        _RUNTIME_COMPARISON,
+    ),
+    # Size arithmetic Dynamo records (math on x.shape, SymInt/SymFloat helpers)
+    **_only_folded(
+        (math.sqrt, math.floor, math.ceil, torch._sym_sqrt, torch.sym_float, torch.sym_int, torch.sym_max,
+         torch.sym_min, torch.sym_sum, torch.sym_not),
+        "size arithmetic on a value computed at run time",
+    ),
+    **_only_folded((torch.zeros, torch.ones, torch.full, torch.arange, torch.eye, torch.linspace, torch.tensor), _FACTORY),
+    **_only_folded((torch.triu, torch.tril), "triu/tril of a tensor computed at run time"),
+    # torch.empty is folded to zeros: its contents are unspecified, and zeros are one valid choice.
+    torch.empty: folding(None, lambda *a, **k: torch.zeros(*a, **k), _FACTORY),
+    operator.getitem: _results_getitem(folding(_getitem, operator.getitem)),
+    builtins.getattr: folding(_getattr, builtins.getattr),
+    torch._assert: folding(None, _assert, "torch._assert on a value computed at run time"),
+    torch.cat: folding(_cat, torch.cat),
+    torch.concat: folding(_cat, torch.concat),
+    torch.concatenate: folding(_cat, torch.concatenate),
+    torch.stack: folding(_stack, torch.stack),
+    torch.permute: folding(_permute, torch.permute),
+    torch.movedim: folding(_movedim, torch.movedim),
+    torch.unsqueeze: folding(reshape, torch.unsqueeze),
+    torch.squeeze: folding(reshape, torch.squeeze),
+    torch.flatten: folding(reshape, torch.flatten),
+    torch.reshape: folding(reshape, torch.reshape),
+    torch.unflatten: folding(reshape, torch.unflatten),
+    torch.split: folding(_split, torch.split),
+    torch.chunk: folding(_chunk, torch.chunk),
+    torch.unbind: folding(_unbind, torch.unbind),
+    torch.broadcast_to: folding(_expand, torch.broadcast_to),
+    torch.clone: folding(identity, torch.clone),
+    torch.detach: folding(identity, torch.detach),
+    torch.zeros_like: _like(torch.zeros_like),
+    torch.ones_like: _like(torch.ones_like),
+    torch.full_like: _like(torch.full_like),
+    torch.nn.functional.embedding: _f_embedding,
+    torch.embedding: _torch_embedding,
+}
+
+METHODS: dict[str, Converter] = {
+    "size": folding(_size, method_call("size")),
+    "dim": folding(_dim, method_call("dim")),
+    "ndimension": folding(_dim, method_call("ndimension")),
+    "numel": folding(_numel, method_call("numel")),
+    "permute": folding(_permute, method_call("permute")),
+    "movedim": folding(_movedim, method_call("movedim")),
+    "view": folding(reshape, method_call("view")),
+    "reshape": folding(reshape, method_call("reshape")),
+    "flatten": folding(reshape, method_call("flatten")),
+    "unsqueeze": folding(reshape, method_call("unsqueeze")),
+    "squeeze": folding(reshape, method_call("squeeze")),
+    "unflatten": folding(reshape, method_call("unflatten")),
+    "view_as": folding(reshape, method_call("view_as")),
+    "reshape_as": folding(reshape, method_call("reshape_as")),
+    "split": folding(_split, method_call("split")),
+    "chunk": folding(_chunk, method_call("chunk")),
+    "unbind": folding(_unbind, method_call("unbind")),
+    "expand": folding(_expand, method_call("expand")),
+    "expand_as": folding(_expand, method_call("expand_as")),
+    "broadcast_to": folding(_expand, method_call("broadcast_to")),
+    "contiguous": folding(identity, method_call("contiguous")),
+    "clone": folding(identity, method_call("clone")),
+    "detach": folding(identity, method_call("detach")),
+    "cpu": folding(identity, method_call("cpu")),
+    "float": folding(identity, method_call("float")),
+    "to": folding(_to, method_call("to")),
+    "type": folding(_type, method_call("type")),
+    "new_zeros": _like(lambda t, *a, **k: t.new_zeros(*a, **k)),
+    "new_ones": _like(lambda t, *a, **k: t.new_ones(*a, **k)),
+    "new_full": _like(lambda t, *a, **k: t.new_full(*a, **k)),
+    # Folded on compile-time tensors (masks, index arithmetic); on run-time tensors unsupported:
+    **{
+        name: folding(None, method_call(name), what)
+        for name, what in {
+            "bool": "a cast to torch.bool: irc compiles float32 tensors",
+            "long": "a cast to torch.int64: irc compiles float32 tensors",
+            "int": "a cast to torch.int32: irc compiles float32 tensors",
+            "triu": "triu/tril of a tensor computed at run time",
+            "tril": "triu/tril of a tensor computed at run time",
+            **dict.fromkeys(
+                ("eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or"), _RUNTIME_COMPARISON
+            ),
+            "item": "item() of a run-time tensor",
+            "tolist": "tolist() of a run-time tensor",
+        }.items()
+    },
+}
+
+MODULES: dict[type, Converter] = {torch.nn.Embedding: _embedding_module}

@@ -4,39 +4,35 @@ Placeholders become the function's first arguments, then every parameter or buff
 reads (so weights never appear in IR text), and the graph's output becomes `func.return`.
 Shapes come from running the graph once on the example inputs (`ShapeProp`).
 
-Each FX target maps to a converter in one of three tables (`FUNCTIONS`, `METHODS`, `MODULES`).
+Each FX target maps to a converter in one of three tables (`FUNCTIONS`, `METHODS`, `MODULES`),
+composed from the converter families in `converters.py`; converters build on `convert_base.py`.
 Unsupported nodes never stop the import: every one is recorded, the nodes that depend only on
 them are skipped, and one `UnsupportedOpError` names them all at the end.
 """
 
 from __future__ import annotations
 
-import operator
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 import torch.utils._pytree as pytree
-from torch import fx, nn
+from torch import fx
 from torch.fx.node import map_aggregate
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 from xdsl.builder import Builder
 from xdsl.rewriter import InsertPoint
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerType, ModuleOp, TensorType, f32, i64
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
 
 from irc.dialects.irt import core as irt
-from irc.dialects.irt.shape import ExpandOp
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported, is_int64, ssa_name, tensor_type
+from irc.frontend.converters import FUNCTIONS, METHODS, MODULES
 from irc.frontend.order_mutations import EAGER_META, order_mutations
-
-
-class Unsupported(Exception):
-    """Raised by a converter: this node, with these arguments, cannot be imported."""
 
 
 @dataclass
@@ -73,31 +69,10 @@ class EagerTensor:
         return f"it takes {self.what()}; irc compiles float32 tensors (and int64 ones as embedding indices)"
 
 
-def tensor_type(shape: Sequence[int], dtype: torch.dtype = torch.float32) -> TensorType:
-    """`tensor<...xf32>`, or `tensor<...xi64>` for int64 (irc's only other dtype: embedding indices)."""
-    return TensorType(i64 if dtype == torch.int64 else f32, list(shape))
-
-
 INPUT_DTYPES = (torch.float32, torch.int64)
 """Input dtypes irc compiles; int64 tensors may only flow into converters marked `accepts_int64`
 (embedding indices), any other use is an unsupported node, as is any use of an input of another
 dtype (an `EagerTensor`)."""
-
-
-def accepts_int64(converter: Converter) -> Converter:
-    """Mark a converter as taking int64 tensor arguments (every other one gets only f32)."""
-    converter.accepts_int64 = True  # type: ignore[attr-defined]
-    return converter
-
-
-def is_int64(value: Any) -> bool:
-    return isinstance(value, SSAValue) and isinstance(getattr(value.type, "element_type", None), IntegerType)
-
-
-def _ssa_name(name: str) -> str:
-    """A valid SSA name hint for an FX or parameter name (`0.weight` -> `p0_weight`, `_1` -> `p1`)."""
-    name = re.sub(r"[^A-Za-z0-9_]", "_", name).lstrip("_")
-    return name if name[:1].isalpha() else f"p{name}"
 
 
 def describe_target(node: fx.Node, gm: fx.GraphModule) -> str:
@@ -119,70 +94,20 @@ def describe_target(node: fx.Node, gm: fx.GraphModule) -> str:
 
 
 @dataclass
-class FxImporter:
-    gm: fx.GraphModule
-    builder: Builder = field(init=False)
-    values: dict[fx.Node, Any] = field(default_factory=dict)  # SSA tensors, or Python values folded at compile time
+class FxImporter(ImportContext):
+    """Imports one graph: converts its nodes in order with the converters of `converters.py`."""
+
     failed: set[fx.Node] = field(default_factory=set)  # unsupported nodes and those depending on them
-    param_args: dict[int, SSAValue] = field(default_factory=dict)
     unsupported: list[UnsupportedNode] = field(default_factory=list)
-    params: list[tuple[str, torch.Tensor]] = field(default_factory=list)  # in function-argument order
-    block: Block = field(init=False)
-    constants: dict[int, tuple[torch.Tensor, SSAValue]] = field(default_factory=dict)  # by id(tensor)
 
-    SMALL_CONSTANT = 16
-    """Compile-time tensors up to this many elements print inline (irt.constant); bigger ones are arguments."""
+    def function_converter(self, target: Any) -> Converter | None:
+        try:
+            return FUNCTIONS.get(target)
+        except TypeError:  # unhashable
+            return None
 
-    # -- helpers converters use -----------------------------------------------------------
-    def result_type(self, node: fx.Node) -> TensorType:
-        meta = node.meta.get("tensor_meta")
-        if meta is None or not hasattr(meta, "shape"):
-            raise Unsupported("it does not produce a single tensor")
-        if meta.dtype != torch.float32:
-            raise Unsupported(f"it produces {meta.dtype}; irc compiles float32 tensors")
-        return tensor_type(tuple(meta.shape))
-
-    def param(self, tensor: torch.Tensor) -> SSAValue:
-        return self.param_args[id(tensor)]
-
-    def tensor(self, value: Any) -> SSAValue:
-        """An SSA tensor for an argument that may be a Python number (a rank-0 constant)."""
-        if isinstance(value, SSAValue):
-            return value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return self.builder.insert(irt.ConstantOp.from_floats([float(value)])).result
-        if isinstance(value, torch.Tensor):
-            return self.constant(value)
-        raise Unsupported(f"argument {value!r} is not a tensor or a number")
-
-    def insert(self, op) -> SSAValue:
-        return self.builder.insert(op).results[0]
-
-    def constant(self, value: torch.Tensor, name: str = "cst") -> SSAValue:
-        """A tensor known at compile time (a factory's result, a folded mask) as f32: an irt.constant
-        if small, an expanded scalar if a splat, else a new function argument (`add_constant_param`).
-        Once per tensor."""
-        if id(value) not in self.constants:
-            t = value.detach().to(torch.float32).contiguous()
-            if t.numel() <= self.SMALL_CONSTANT:
-                v = self.insert(irt.ConstantOp.from_floats(t.flatten().tolist(), tuple(t.shape)))
-            elif bool((t == t.flatten()[0]).all()):  # a big splat: one number, broadcast
-                c = self.insert(irt.ConstantOp.from_floats([t.flatten()[0].item()]))
-                v = self.insert(ExpandOp(c, tensor_type(t.shape)))
-            else:
-                v = self.add_constant_param(name, t)
-            self.constants[id(value)] = (value, v)
-        return self.constants[id(value)][1]
-
-    def add_constant_param(self, name: str, tensor: torch.Tensor) -> SSAValue:
-        """A new function argument after all others, bound to `tensor` at every call (so the tensor
-        is never printed in IR text). Converters may call it while the function is being built."""
-        t = tensor.detach().to(torch.float32).contiguous()
-        arg = self.block.insert_arg(tensor_type(t.shape), len(self.block.args))
-        arg.name_hint = _ssa_name(name)
-        self.params.append((name, t))
-        self.param_args[id(t)] = arg
-        return arg
+    def method_converter(self, name: str) -> Converter | None:
+        return METHODS.get(name)
 
     # -- the import -----------------------------------------------------------------------
     def run(self, example_inputs: Sequence[torch.Tensor], func_name: str) -> ImportedGraph:
@@ -204,7 +129,7 @@ class FxImporter:
         arg_types = [tensor_type(x.shape, x.dtype) for _, x in native] + [tensor_type(t.shape) for _, t in params]
         self.block = block = Block(arg_types=arg_types)
         for (p, _), arg in zip(native, block.args):
-            arg.name_hint = _ssa_name(p.name)
+            arg.name_hint = ssa_name(p.name)
             self.values[p] = arg
         for p, x in zip(placeholders, example_inputs):
             if x.dtype not in INPUT_DTYPES:  # its users are unsupported nodes (eager with fallback)
@@ -212,7 +137,7 @@ class FxImporter:
                 if not p.users:
                     self._unsupported(p, f"an unused {x.dtype} input; irc compiles float32 tensors")
         for (name, t), arg in zip(params, block.args[len(native):]):
-            arg.name_hint = _ssa_name(name)
+            arg.name_hint = ssa_name(name)
             self.param_args[id(t)] = arg
         self.builder = Builder(InsertPoint.at_end(block))
 
@@ -292,7 +217,7 @@ class FxImporter:
             self._unsupported(node, f"unsupported arguments ({e})")
             return
         if isinstance(value, SSAValue) and value.name_hint is None:
-            value.name_hint = _ssa_name(node.name)
+            value.name_hint = ssa_name(node.name)
         self.values[node] = value
 
     def _unsupported(self, node: fx.Node, reason: str) -> None:
@@ -439,153 +364,3 @@ def import_fx(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor], func_n
     """Import a traced graph; raises UnsupportedOpError listing every node irc cannot compile.
     In-place mutations are first made data dependencies (`order_mutations`, rewriting `gm`)."""
     return FxImporter(order_mutations(gm)).run(example_inputs, func_name)
-
-
-# ---------------------------------------------------------------------------------------------
-# Converters: (importer, node, *args, **kwargs) -> SSAValue
-# ---------------------------------------------------------------------------------------------
-
-Converter = Callable[..., SSAValue]
-
-
-def _unary(op_cls) -> Converter:
-    def convert(imp: FxImporter, node: fx.Node, x, *rest, **kwargs) -> SSAValue:
-        return imp.insert(op_cls(imp.tensor(x)))
-
-    return convert
-
-
-def _binary(op_cls, swap: bool = False) -> Converter:
-    def convert(imp: FxImporter, node: fx.Node, a, b, *rest, alpha=1, **kwargs) -> SSAValue:
-        if rest or alpha != 1 or kwargs.get("rounding_mode") is not None:
-            raise Unsupported("only the plain two-operand form is supported (no alpha, out or rounding_mode)")
-        lhs, rhs = (b, a) if swap else (a, b)
-        return imp.insert(op_cls(imp.tensor(lhs), imp.tensor(rhs), imp.result_type(node)))
-
-    return convert
-
-
-def _gelu(imp: FxImporter, node: fx.Node, x, approximate: str = "none") -> SSAValue:
-    if approximate not in ("none", "tanh"):
-        raise Unsupported(f"approximate={approximate!r}")
-    return imp.insert(irt.GeluOp(x, approximate))
-
-
-def _reshape(imp: FxImporter, node: fx.Node, x, *shape, **kwargs) -> SSAValue:
-    x = imp.tensor(x)
-    t = imp.result_type(node)
-    if irt.shape_of(x) == tuple(t.get_shape()):
-        return x
-    return imp.insert(irt.ReshapeOp(x, t))
-
-
-def _identity(imp: FxImporter, node: fx.Node, x, *args, **kwargs) -> SSAValue:
-    return imp.tensor(x)
-
-
-def _dropout(imp: FxImporter, node: fx.Node, x, p=0.5, training=True, inplace=False) -> SSAValue:
-    if training and p != 0:  # F.dropout(x, p=0.0) is x in training too (torchvision's Swin calls it so)
-        raise Unsupported("dropout in training mode; compile the model in eval mode (model.eval())")
-    return imp.tensor(x)
-
-
-def _transpose(imp: FxImporter, node: fx.Node, x, dim0: int, dim1: int) -> SSAValue:
-    x = imp.tensor(x)
-    rank = len(irt.shape_of(x))
-    perm = list(range(rank))
-    d0, d1 = dim0 % rank, dim1 % rank
-    perm[d0], perm[d1] = perm[d1], perm[d0]
-    return imp.insert(irt.TransposeOp(x, perm, imp.result_type(node)))
-
-
-def _t(imp: FxImporter, node: fx.Node, x) -> SSAValue:
-    x = imp.tensor(x)
-    if len(irt.shape_of(x)) < 2:
-        return x
-    return _transpose(imp, node, x, 0, 1)
-
-
-def _linear(imp: FxImporter, node: fx.Node, x, weight, bias=None) -> SSAValue:
-    return imp.insert(irt.LinearOp(imp.tensor(x), imp.tensor(weight), bias, imp.result_type(node)))
-
-
-def _matmul(imp: FxImporter, node: fx.Node, a, b) -> SSAValue:
-    a, b = imp.tensor(a), imp.tensor(b)
-    if len(irt.shape_of(a)) < 1 or len(irt.shape_of(b)) != 2:
-        raise Unsupported(
-            f"matmul of shapes {irt.shape_of(a)} and {irt.shape_of(b)}: irc supports [..., K] @ [K, N]"
-        )
-    return imp.insert(irt.MatmulOp(a, b, imp.result_type(node)))
-
-
-def _linear_module(imp: FxImporter, node: fx.Node, mod: nn.Linear, x) -> SSAValue:
-    bias = imp.param(mod.bias) if mod.bias is not None else None
-    return imp.insert(irt.LinearOp(imp.tensor(x), imp.param(mod.weight), bias, imp.result_type(node)))
-
-
-def _module(fn: Converter) -> Converter:
-    """Adapt a function converter to a stateless module: (imp, node, mod, *args)."""
-    return lambda imp, node, mod, *args, **kwargs: fn(imp, node, *args, **kwargs)
-
-
-FUNCTIONS: dict[Any, Converter] = {
-    torch.relu: _unary(irt.ReluOp),
-    F.relu: _unary(irt.ReluOp),
-    torch.sigmoid: _unary(irt.SigmoidOp),
-    F.sigmoid: _unary(irt.SigmoidOp),
-    torch.tanh: _unary(irt.TanhOp),
-    F.tanh: _unary(irt.TanhOp),
-    F.gelu: _gelu,
-    F.linear: _linear,
-    F.dropout: _dropout,
-    torch.matmul: _matmul,
-    torch.mm: _matmul,
-    operator.matmul: _matmul,
-    torch.add: _binary(irt.AddOp),
-    operator.add: _binary(irt.AddOp),
-    operator.iadd: _binary(irt.AddOp),
-    torch.sub: _binary(irt.SubOp),
-    operator.sub: _binary(irt.SubOp),
-    torch.mul: _binary(irt.MulOp),
-    operator.mul: _binary(irt.MulOp),
-    torch.div: _binary(irt.DivOp),
-    operator.truediv: _binary(irt.DivOp),
-    torch.flatten: _reshape,
-    torch.reshape: _reshape,
-    torch.transpose: _transpose,
-    torch.t: _t,
-}
-
-METHODS: dict[str, Converter] = {
-    "relu": _unary(irt.ReluOp),
-    "sigmoid": _unary(irt.SigmoidOp),
-    "tanh": _unary(irt.TanhOp),
-    "add": _binary(irt.AddOp),
-    "sub": _binary(irt.SubOp),
-    "mul": _binary(irt.MulOp),
-    "div": _binary(irt.DivOp),
-    "matmul": _matmul,
-    "view": _reshape,
-    "reshape": _reshape,
-    "flatten": _reshape,
-    "contiguous": _identity,
-    "t": _t,
-    "transpose": _transpose,
-}
-
-MODULES: dict[type, Converter] = {
-    nn.Linear: _linear_module,
-    nn.ReLU: _module(_unary(irt.ReluOp)),
-    nn.Sigmoid: _module(_unary(irt.SigmoidOp)),
-    nn.Tanh: _module(_unary(irt.TanhOp)),
-    nn.GELU: lambda imp, node, mod, x: _gelu(imp, node, x, mod.approximate),
-    nn.Flatten: _module(_reshape),
-    nn.Identity: _module(_identity),
-    nn.Dropout: lambda imp, node, mod, x: _dropout(imp, node, x, training=mod.training),
-}
-
-
-# Op families add their converters to the tables above on import.
-from irc.frontend import convert_math, convert_nn, convert_reduce, convert_shape  # noqa: E402, F401
-from irc.frontend import convert_layout, convert_mutation  # noqa: E402, F401  (they use convert_shape's folding)
-from irc.frontend import aten  # noqa: E402, F401  (ATen overloads as aliases; after the families)

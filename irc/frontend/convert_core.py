@@ -1,0 +1,119 @@
+"""FX converters for the core ops of `dialects/irt/core.py`.
+
+relu, sigmoid, tanh, gelu, linear, dropout (eval), add/sub/mul/div
+(folded when every operand is known at compile time; a constant splat operand passed as its
+number), transpose/t; and nn.Linear, nn.ReLU, nn.Sigmoid, nn.Tanh, nn.GELU, nn.Flatten,
+nn.Identity, nn.Dropout. (The reshapes are convert_shape's, the matmuls convert_reduce's.)
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import fx, nn
+from xdsl.ir import SSAValue
+
+from irc.dialects.irt import core as irt
+from irc.frontend.convert_base import (
+    Converter,
+    ImportContext,
+    Unsupported,
+    binary,
+    identity,
+    reshape,
+    stateless_module,
+    unary,
+)
+from irc.frontend.folding import folding, method_call, splats_as_scalars
+
+
+def _gelu(imp: ImportContext, node: fx.Node, x, approximate: str = "none") -> SSAValue:
+    if approximate not in ("none", "tanh"):
+        raise Unsupported(f"approximate={approximate!r}")
+    return imp.insert(irt.GeluOp(x, approximate))
+
+
+def _dropout(imp: ImportContext, node: fx.Node, x, p=0.5, training=True, inplace=False) -> SSAValue:
+    if training and p != 0:  # F.dropout(x, p=0.0) is x in training too (torchvision's Swin calls it so)
+        raise Unsupported("dropout in training mode; compile the model in eval mode (model.eval())")
+    return imp.tensor(x)
+
+
+def _transpose(imp: ImportContext, node: fx.Node, x, dim0: int, dim1: int) -> SSAValue:
+    x = imp.tensor(x)
+    rank = len(irt.shape_of(x))
+    perm = list(range(rank))
+    d0, d1 = dim0 % rank, dim1 % rank
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return imp.insert(irt.TransposeOp(x, perm, imp.result_type(node)))
+
+
+def _t(imp: ImportContext, node: fx.Node, x) -> SSAValue:
+    x = imp.tensor(x)
+    if len(irt.shape_of(x)) < 2:
+        return x
+    return _transpose(imp, node, x, 0, 1)
+
+
+def _linear(imp: ImportContext, node: fx.Node, x, weight, bias=None) -> SSAValue:
+    return imp.insert(irt.LinearOp(imp.tensor(x), imp.tensor(weight), bias, imp.result_type(node)))
+
+
+def _linear_module(imp: ImportContext, node: fx.Node, mod: nn.Linear, x) -> SSAValue:
+    bias = imp.param(mod.bias) if mod.bias is not None else None
+    return imp.insert(irt.LinearOp(imp.tensor(x), imp.param(mod.weight), bias, imp.result_type(node)))
+
+
+def _arithmetic(op_cls, eager: Any) -> Converter:
+    """Python-level and torch arithmetic: folded when constant, a splat operand passed as its number."""
+    return folding(splats_as_scalars(binary(op_cls)), eager)
+
+
+FUNCTIONS: dict[Any, Converter] = {
+    torch.relu: unary(irt.ReluOp),
+    F.relu: unary(irt.ReluOp),
+    torch.sigmoid: unary(irt.SigmoidOp),
+    F.sigmoid: unary(irt.SigmoidOp),
+    torch.tanh: unary(irt.TanhOp),
+    F.tanh: unary(irt.TanhOp),
+    F.gelu: _gelu,
+    F.linear: _linear,
+    F.dropout: _dropout,
+    torch.add: _arithmetic(irt.AddOp, torch.add),
+    operator.add: _arithmetic(irt.AddOp, operator.add),
+    operator.iadd: _arithmetic(irt.AddOp, operator.iadd),
+    torch.sub: _arithmetic(irt.SubOp, torch.sub),
+    operator.sub: _arithmetic(irt.SubOp, operator.sub),
+    torch.mul: _arithmetic(irt.MulOp, torch.mul),
+    operator.mul: _arithmetic(irt.MulOp, operator.mul),
+    torch.div: _arithmetic(irt.DivOp, torch.div),
+    operator.truediv: _arithmetic(irt.DivOp, operator.truediv),
+    torch.transpose: _transpose,
+    torch.t: _t,
+}
+
+METHODS: dict[str, Converter] = {
+    "relu": unary(irt.ReluOp),
+    "sigmoid": unary(irt.SigmoidOp),
+    "tanh": unary(irt.TanhOp),
+    "add": folding(binary(irt.AddOp), method_call("add")),
+    "sub": folding(binary(irt.SubOp), method_call("sub")),
+    "mul": folding(binary(irt.MulOp), method_call("mul")),
+    "div": folding(binary(irt.DivOp), method_call("div")),
+    "t": folding(_t, method_call("t")),
+    "transpose": folding(_transpose, method_call("transpose")),
+}
+
+MODULES: dict[type, Converter] = {
+    nn.Linear: _linear_module,
+    nn.ReLU: stateless_module(unary(irt.ReluOp)),
+    nn.Sigmoid: stateless_module(unary(irt.SigmoidOp)),
+    nn.Tanh: stateless_module(unary(irt.TanhOp)),
+    nn.GELU: lambda imp, node, mod, x: _gelu(imp, node, x, mod.approximate),
+    nn.Flatten: stateless_module(reshape),
+    nn.Identity: stateless_module(identity),
+    nn.Dropout: lambda imp, node, mod, x: _dropout(imp, node, x, training=mod.training),
+}

@@ -48,6 +48,7 @@ def main() -> None:
     arena = torch.empty(max(1, version.memory["arena_bytes"]) // 4 + 16)
     ptrs = [x.data_ptr() for x in inputs] + [p.data_ptr() for p in version.bound] + [o.data_ptr() for o in outs]
     ptrs += [arena.data_ptr() + (-arena.data_ptr()) % 64] if version.memory["arena_bytes"] else []
+    fn.argtypes, fn.restype = [ctypes.c_void_p] * len(ptrs), None
     packed, array = getattr(lib, version.graph.func_name + PACKED_SUFFIX), (ctypes.c_void_p * len(ptrs))(*ptrs)
     with torch.no_grad():
         torch.testing.assert_close(cm(*inputs), model(*inputs))

@@ -165,8 +165,6 @@ def _per_thread_arrays(n_args: int, fixed: dict[int, int], scratch_bytes: int) -
 def _unpacking(fn: Any, n_args: int) -> Callable[[Any], None]:
     """A stand-in for the ``__packed`` twin of ``fn``, for a library without one (hand-written
     kernels): calls ``fn`` with the array's first ``n_args`` pointers."""
-    fn.argtypes = [ctypes.c_void_p] * n_args
-    fn.restype = None
 
     def packed(a: Any) -> None:
         fn(*a[:n_args])
@@ -231,6 +229,8 @@ def make_forward(
 
     n_inputs = len(inputs)
     n_args = n_inputs + len(params) + len(outputs) + (scratch_bytes > 0)
+    fn.argtypes = [ctypes.c_void_p] * n_args  # its ABI, for whoever calls it directly too
+    fn.restype = None
     if packed is None:
         packed = _unpacking(fn, n_args)
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import stat
 import subprocess
@@ -35,6 +36,9 @@ int irc_get_num_threads_for_test() { return g_threads; }
 void add1(float* x, float* y, float* out) {
   for (int i = 0; i < 6; ++i) out[i] = x[i] + y[i] + 1.0f;
 }
+
+// what lowering/cpp/emit_cpp.py prints next to every entry point
+void add1__packed(void* const* a) { add1((float*)a[0], (float*)a[1], (float*)a[2]); }
 
 // out = x * w (elementwise, 4 floats, w is a parameter); out2 = x - w
 void mul_sub(float* x, float* w, float* out, float* out2) {
@@ -367,3 +371,23 @@ def test_irc_num_threads_written_through_os_environ_is_read_at_call_time(lib):
             os.environ["IRC_NUM_THREADS"] = old
     assert calls == [torch.get_num_threads(), 7, torch.get_num_threads()]
     assert num_threads() == torch.get_num_threads()
+
+
+def test_packed_twin_is_what_is_called(lib):
+    """With the `__packed` twin the wrapper makes one call with one argument; the entry point
+    itself keeps its declared ABI (pointer arguments) for whoever calls it directly."""
+    calls = []
+    twin = lib.add1__packed
+
+    class Spy:
+        argtypes = restype = None
+
+        def __call__(self, a):
+            calls.append(a)
+            twin(a)
+
+    forward = add1_forward(lib, packed=Spy())
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    torch.testing.assert_close(forward(x, y), x + y + 1)
+    assert len(calls) == 1
+    assert lib.add1.argtypes == [ctypes.c_void_p] * 3

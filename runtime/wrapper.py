@@ -4,11 +4,11 @@
 executes it, and returns the function; everything the per-call path needs (the packed entry
 point, parameter pointers, expected dtypes and shapes, output templates) is pre-bound as its
 globals, so a call is: check each input, allocate the outputs, fill this thread's pointer
-array, one native call, return. Why generated source and not a closure: the closure has to
-loop over the inputs, which measured 0.1-0.3 us more per call (on ~2.2 us for ``relu(x + 1)``,
-``examples/call_overhead.py``), more than the whole budget; the generated function is straight
-code of a dozen lines per input, registered with ``linecache`` so tracebacks show it, and
-kept as ``forward.__irc_source__``.
+array, one native call, return. Why generated source and not a closure: a closure has to
+loop over the inputs, which measured 0.1-0.3 us more per call (of ~2.2 us for ``relu(x + 1)``,
+``examples/call_overhead.py``), and the budget is to cost no more than before; the generated
+function is straight code, five lines per input, registered with ``linecache`` so tracebacks
+show it, and kept as ``forward.__irc_source__``.
 
 The rules and messages for the inputs live in :func:`check_inputs`, which ``CompiledModule``
 uses too; the generated code tests the same properties inline and calls ``check_inputs`` for
@@ -22,8 +22,8 @@ were planned by ``irc-plan-memory``, the scratch arena: one per calling thread, 
 thread's first call and reused, so concurrent calls never share scratch. The wrapper calls the
 entry point's ``__packed`` twin with one array of those pointers.
 
-The thread count follows ``IRC_NUM_THREADS`` if set (read at every call), else
-``torch.get_num_threads()``; it is passed to ``irc_set_num_threads`` whenever it differs from
+The thread count follows ``IRC_NUM_THREADS`` if set (read at every call, with the C library's
+``getenv``: about 0.1 us), else ``torch.get_num_threads()``; it is passed to ``irc_set_num_threads`` whenever it differs from
 what the calling thread last passed (OpenMP's thread count is a per-thread setting).
 """
 
@@ -63,8 +63,9 @@ def _c_getenv() -> Callable[[bytes], bytes | None]:
     ``os.environ`` writes through to the process environment (``putenv``/``unsetenv``), so this
     reads what it holds, at about 0.1 us a call where ``os.environ.get`` takes 1.2 us for an
     unset variable (it raises and catches ``KeyError`` twice): cheap enough for every call.
-    Called through ``PyDLL``, which keeps the GIL (``getenv`` returns at once; dropping and
-    retaking the GIL would cost more than the call)."""
+    Called through ``PyDLL``, which keeps the GIL: ``getenv`` returns at once (dropping and
+    retaking the GIL would cost more than the call), and no Python thread can write the
+    environment meanwhile."""
     try:
         getenv = ctypes.PyDLL(None).getenv
     except (OSError, TypeError, AttributeError):  # no C library handle (not a POSIX system)

@@ -17,7 +17,6 @@ p10/p90) of `--repeat` rounds of `--number` calls each:
 from __future__ import annotations
 
 import argparse
-import inspect
 import ctypes
 import statistics
 import timeit
@@ -43,13 +42,13 @@ def main() -> None:
         model, inputs = (lambda x: torch.relu(x + 1.0)), (torch.randn(4),)
     cm = irc.compile(model, inputs)
     version = next(iter(cm.versions.values()))
-    g = inspect.unwrap(version.forward).__globals__  # the generated wrapper (under a fold guard, if any)
     lib = load_library(cm.library_path)
     fn = getattr(lib, version.graph.func_name)
     outs = [torch.empty(s) for s in version.graph.output_shapes]
     arena = torch.empty(max(1, version.memory["arena_bytes"]) // 4 + 16)
-    ptrs = [x.data_ptr() for x in inputs] + [p.data_ptr() for p in g["_params"]] + [o.data_ptr() for o in outs]
+    ptrs = [x.data_ptr() for x in inputs] + [p.data_ptr() for p in version.bound] + [o.data_ptr() for o in outs]
     ptrs += [arena.data_ptr() + (-arena.data_ptr()) % 64] if version.memory["arena_bytes"] else []
+    fn.argtypes, fn.restype = [ctypes.c_void_p] * len(ptrs), None
     packed, array = getattr(lib, version.graph.func_name + PACKED_SUFFIX), (ctypes.c_void_p * len(ptrs))(*ptrs)
     with torch.no_grad():
         torch.testing.assert_close(cm(*inputs), model(*inputs))

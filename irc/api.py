@@ -34,7 +34,7 @@ from irc.pipeline import lower
 from irc.target import Target
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
-from irc.runtime.wrapper import PACKED_SUFFIX
+from irc.runtime.wrapper import PACKED_SUFFIX, check_inputs
 from irc.autograd import NativeForward, buffers_kept
 from irc.weights import WeightGuard, mode_modules, read_tensor_names, sync, watch
 
@@ -193,7 +193,9 @@ class CompiledModule:
     def _dispatch(self, inputs: tuple, error: InputError) -> Any:
         """The slow path: an input did not match the current version. Other shapes → another
         version (compiled if new); any other mismatch → the InputError."""
-        _check_inputs(inputs, self._input_names, self._input_dtypes, self.specialized)
+        names = self._input_names
+        note = f"; specialized to their defaults when compiled: {self.specialized}" if self.specialized else ""
+        check_inputs(inputs, names, self._input_dtypes or [torch.float32] * len(names), note=note)  # all but shapes
         shapes = tuple(tuple(x.shape) for x in inputs)
         with self._lock:
             version = self.versions.get(shapes)
@@ -351,26 +353,6 @@ class CompiledModule:
 
 def _fmt_shapes(shapes: Shapes) -> str:
     return "(" + ", ".join("x".join(map(str, s)) or "scalar" for s in shapes) + ")"
-
-
-def _check_inputs(
-    inputs: tuple, names: list[str], dtypes: Sequence[torch.dtype] | None = None, specialized: str = ""
-) -> None:
-    """Everything the native wrapper checks except shapes (and layout, which it copies to
-    contiguous when it must), with the same messages. `dtypes`: the
-    example inputs' (float32, or int64 for embedding indices); default all float32."""
-    if len(inputs) != len(names):
-        note = f"; specialized to their defaults when compiled: {specialized}" if specialized else ""
-        raise InputError(f"expected {len(names)} input(s) ({', '.join(names)}), got {len(inputs)}{note}")
-    for i, (x, name) in enumerate(zip(inputs, names)):
-        label = f"input {i} ({name!r})"
-        if not isinstance(x, torch.Tensor):
-            raise InputError(f"{label}: expected a torch.Tensor, got {type(x).__name__}")
-        if not x.is_cpu:
-            raise InputError(f"{label}: expected device cpu, got {x.device}")
-        expected = dtypes[i] if dtypes is not None else torch.float32
-        if x.dtype != expected:
-            raise InputError(f"{label}: expected dtype {expected}, got {x.dtype}")
 
 
 def _stand_in_inputs(shapes: Shapes, dtypes: Sequence[torch.dtype] | None) -> tuple[torch.Tensor, ...]:

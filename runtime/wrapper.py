@@ -1,19 +1,30 @@
-"""Generated Python wrappers that make exactly one native call per forward.
+"""The Python side of a compiled function: exactly one native call per forward.
 
 ``make_forward`` writes the source of a ``forward(*args)`` specialised to one signature,
-executes it, and returns the function. Everything the per-call path needs (the ctypes
-function, parameter pointers, shapes, error labels) is pre-bound as globals of the generated
-code, so a call is: validate each input, allocate outputs, one ``fn(...)``, return.
+executes it, and returns the function; everything the per-call path needs (the packed entry
+point, parameter pointers, expected dtypes and shapes, output templates) is pre-bound as its
+globals, so a call is: check each input, allocate the outputs, fill this thread's pointer
+array, one native call, return. Why generated source and not a closure: a closure has to
+loop over the inputs, which measured 0.1-0.3 us more per call (of ~2.2 us for ``relu(x + 1)``,
+``examples/call_overhead.py``), and the budget is to cost no more than before; the generated
+function is straight code, five lines per input, registered with ``linecache`` so tracebacks
+show it, and kept as ``forward.__irc_source__``.
+
+The rules and messages for the inputs live in :func:`check_inputs`, which ``CompiledModule``
+uses too; the generated code tests the same properties inline and calls ``check_inputs`` for
+the error only when one fails.
 
 The native ABI is ``void f(float* in0, ..., float* param0, ..., float* out0, ..., [float* arena])``:
 user inputs, then parameters, then outputs, all contiguous float32 on the CPU (an input that is
 not contiguous is copied for the call), except inputs
 whose spec is int64 (embedding indices: ``int64_t*``); then, for a function whose intermediates
 were planned by ``irc-plan-memory``, the scratch arena: one per calling thread, allocated on the
-thread's first call and reused, so concurrent calls never share scratch.
+thread's first call and reused, so concurrent calls never share scratch. The wrapper calls the
+entry point's ``__packed`` twin with one array of those pointers.
 
-The thread count follows ``IRC_NUM_THREADS`` if set (read at every call), else
-``torch.get_num_threads()``.
+The thread count follows ``IRC_NUM_THREADS`` if set (read at every call, with the C library's
+``getenv``: about 0.1 us), else ``torch.get_num_threads()``; it is passed to ``irc_set_num_threads`` whenever it differs from
+what the calling thread last passed (OpenMP's thread count is a per-thread setting).
 """
 
 from __future__ import annotations
@@ -32,17 +43,44 @@ import torch
 
 from irc.errors import InputError
 
-__all__ = ["TensorSpec", "make_forward"]
+__all__ = ["PACKED_SUFFIX", "TensorSpec", "check_inputs", "make_forward", "num_threads"]
 
-_counter = itertools.count()  # unique file names for generated sources in tracebacks
-_ENV = getattr(os.environ, "_data", None)  # CPython's bytes-keyed dict behind os.environ: a cheap lookup
 ALIGN = 64  # bytes; the arena's alignment (irc-plan-memory aligns every buffer in it to 64)
 
+PACKED_SUFFIX = "__packed"
+"""``NAME__packed(void* const* a)``, emitted next to every entry point (lowering/cpp/emit_cpp.py),
+calls ``NAME(a[0], a[1], ...)``: one ctypes argument instead of one per buffer (ctypes converts
+each argument, about 0.1 us apiece: 5 us for ResNet-18's 45)."""
 
-def num_threads() -> int:
-    """The thread count for the next call: ``IRC_NUM_THREADS`` if set to a positive integer,
-    else ``torch.get_num_threads()``."""
-    value = _ENV.get(b"IRC_NUM_THREADS") if _ENV is not None else os.environ.get("IRC_NUM_THREADS")
+THREADS_VARIABLE = "IRC_NUM_THREADS"
+
+_counter = itertools.count()  # unique file names for generated sources in tracebacks
+
+
+def _c_getenv() -> Callable[[bytes], bytes | None]:
+    """The C library's ``getenv``, taking and returning bytes (None when unset).
+
+    ``os.environ`` writes through to the process environment (``putenv``/``unsetenv``), so this
+    reads what it holds, at about 0.1 us a call where ``os.environ.get`` takes 1.2 us for an
+    unset variable (it raises and catches ``KeyError`` twice): cheap enough for every call.
+    Called through ``PyDLL``, which keeps the GIL: ``getenv`` returns at once (dropping and
+    retaking the GIL would cost more than the call), and no Python thread can write the
+    environment meanwhile."""
+    try:
+        getenv = ctypes.PyDLL(None).getenv
+    except (OSError, TypeError, AttributeError):  # no C library handle (not a POSIX system)
+        return lambda key: os.environ.get(key.decode(), "").encode() or None
+    getenv.argtypes = None  # bytes pass as char*: the cheapest conversion
+    getenv.restype = ctypes.c_char_p
+    return getenv
+
+
+_getenv = _c_getenv()
+_THREADS_KEY = THREADS_VARIABLE.encode()
+
+
+def _thread_count(value: bytes | None) -> int:
+    """``value`` of ``IRC_NUM_THREADS`` if it is a positive integer, else ``torch.get_num_threads()``."""
     if value:
         try:
             n = int(value)
@@ -53,44 +91,36 @@ def num_threads() -> int:
     return torch.get_num_threads()
 
 
-PACKED_SUFFIX = "__packed"
-"""``NAME__packed(void* const* a)``, emitted next to every entry point (lowering/cpp/emit_cpp.py),
-calls ``NAME(a[0], a[1], ...)``: one ctypes argument instead of one per buffer (ctypes converts
-each argument, about 0.1 us apiece: 5 us for ResNet-18's 45)."""
+def num_threads() -> int:
+    """The thread count for the next call: ``IRC_NUM_THREADS`` if set to a positive integer,
+    else ``torch.get_num_threads()``."""
+    return _thread_count(_getenv(_THREADS_KEY))
 
 
-def _thread_args(n_args: int, fixed: dict[int, int], scratch_bytes: int) -> tuple[threading.local, Callable[[], Any]]:
-    """Per-thread argument arrays for a packed entry point: ``(tls, new)``; ``new()`` makes this
-    thread's ``tls.a`` (``c_void_p * n_args``, the ``fixed`` slots (parameters) filled in, and
-    the last one this thread's arena when ``scratch_bytes`` > 0) and returns it."""
-    tls = threading.local()
-    arena_tls, new_arena = _scratch_allocator(scratch_bytes) if scratch_bytes > 0 else (None, None)
-
-    def new() -> Any:
-        a = (ctypes.c_void_p * n_args)()
-        for i, p in fixed.items():
-            a[i] = p
-        if new_arena is not None:
-            a[n_args - 1] = new_arena()
-            tls.keep = arena_tls.t
-        tls.a = a
-        return a
-
-    return tls, new
-
-
-def _scratch_allocator(nbytes: int) -> tuple[threading.local, Callable[[], int]]:
-    """A per-thread arena of ``nbytes``: ``(tls, new)`` where ``tls.p`` is this thread's
-    arena pointer once ``new()`` (which returns it) has run in the thread."""
-    tls = threading.local()
-
-    def new() -> int:
-        t = torch.empty(nbytes + ALIGN, dtype=torch.uint8)
-        tls.t = t  # keeps the storage alive as long as the thread (and the wrapper) lives
-        tls.p = t.data_ptr() + (-t.data_ptr()) % ALIGN
-        return tls.p
-
-    return tls, new
+def check_inputs(
+    args: Sequence[Any],
+    names: Sequence[str],
+    dtypes: Sequence[torch.dtype],
+    shapes: Sequence[tuple[int, ...]] | None = None,
+    note: str = "",
+) -> None:
+    """Raise :class:`~irc.errors.InputError` naming the first way ``args`` differ from the inputs
+    ``names`` of a compiled function: their count (``note`` is appended to that message), then,
+    input by input, the type (a ``torch.Tensor``), the device (cpu), the dtype and, when
+    ``shapes`` are given, the exact shape. Returns when they all match. The layout is not
+    checked: a non-contiguous input is copied to a contiguous one for the call."""
+    if len(args) != len(names):
+        raise InputError(f"expected {len(names)} input(s) ({', '.join(names)}), got {len(args)}{note}")
+    for i, x in enumerate(args):
+        label = f"input {i} ({names[i]!r})"
+        if not isinstance(x, torch.Tensor):
+            raise InputError(f"{label}: expected a torch.Tensor, got {type(x).__name__}")
+        if not x.is_cpu:
+            raise InputError(f"{label}: expected device cpu, got {x.device}")
+        if x.dtype != dtypes[i]:
+            raise InputError(f"{label}: expected dtype {dtypes[i]}, got {x.dtype}")
+        if shapes is not None and x.shape != shapes[i]:
+            raise InputError(f"{label}: expected shape {shapes[i]}, got {tuple(x.shape)}")
 
 
 @dataclass(frozen=True)
@@ -111,6 +141,42 @@ def _output_template(shape: tuple[int, ...]) -> torch.Tensor:
     return torch.empty((), dtype=torch.float32).expand(shape)
 
 
+def _per_thread_arrays(n_args: int, fixed: dict[int, int], scratch_bytes: int) -> tuple[threading.local, Callable[[], Any]]:
+    """Per-thread pointer arrays: ``(tls, new)``; ``new()`` makes this thread's ``tls.a`` and
+    returns it: ``c_void_p * (n_args + 1)`` with the ``fixed`` slots (parameters) filled in, slot
+    ``n_args - 1`` this thread's arena when ``scratch_bytes`` > 0 (``nbytes``, 64-byte aligned,
+    kept alive as long as the thread and the wrapper live), and slot ``n_args``, past the
+    arguments, the thread count this thread last set (0: none yet)."""
+    tls = threading.local()
+
+    def new() -> Any:
+        a = (ctypes.c_void_p * (n_args + 1))()
+        for i, p in fixed.items():
+            a[i] = p
+        if scratch_bytes > 0:
+            arena = torch.empty(scratch_bytes + ALIGN, dtype=torch.uint8)
+            tls.arena = arena
+            a[n_args - 1] = arena.data_ptr() + (-arena.data_ptr()) % ALIGN
+        tls.a = a
+        return a
+
+    return tls, new
+
+
+def _unpacking(fn: Any, n_args: int) -> Callable[[Any], None]:
+    """A stand-in for the ``__packed`` twin of ``fn``, for a library without one (hand-written
+    kernels): calls ``fn`` with the array's first ``n_args`` pointers."""
+
+    def packed(a: Any) -> None:
+        fn(*a[:n_args])
+
+    return packed
+
+
+def _ignore(n: int) -> None:
+    """The ``set_threads`` of a library without ``irc_set_num_threads``."""
+
+
 def make_forward(
     fn: Any,
     inputs: Sequence[TensorSpec],
@@ -122,24 +188,23 @@ def make_forward(
     packed: Any | None = None,
     output_spec: Any | None = None,
 ) -> Callable[..., Any]:
-    """Return ``forward(*args)`` calling the ctypes function ``fn`` once per call.
+    """Return ``forward(*args)`` calling the ctypes entry point ``fn`` once per call.
 
     ``inputs`` describe the user arguments, checked in order for count, type, device, dtype and
-    exact shape (any mismatch raises :class:`~irc.errors.InputError`); a non-contiguous input
-    (channels_last, transposed, a slice) is copied to a contiguous one for the call.
-    ``params`` must be contiguous float32 CPU tensors; their pointers are taken now and the
-    tensors are kept alive by the wrapper (so update them in place, never rebind them).
+    exact shape (any mismatch raises :class:`~irc.errors.InputError`, see :func:`check_inputs`);
+    a non-contiguous input (channels_last, transposed, a slice) is copied to a contiguous one
+    for the call. ``params`` must be contiguous float32 CPU tensors; their pointers are taken now
+    and the tensors are kept alive by the wrapper (so update them in place, never rebind them).
     ``outputs`` are freshly allocated per call; a single output is returned bare unless
     ``return_tuple``. ``set_threads`` (``irc_set_num_threads``), if given, is called whenever
     the thread count (``IRC_NUM_THREADS``, else ``torch.get_num_threads()``) differs from the
-    value last passed to it. ``scratch_bytes`` > 0 appends a per-thread arena of that many bytes
-    (64-byte aligned) as the last argument. ``packed``, the entry point's
-    ``__packed`` twin, if given, is called instead of ``fn`` with one per-thread
-    array of all the pointers (parameters and arena filled in once per thread).
+    value the calling thread last passed to it. ``scratch_bytes`` > 0 appends a per-thread arena
+    of that many bytes (64-byte aligned) as the last argument. ``packed``, the entry point's
+    ``__packed`` twin, is what is called, with one per-thread array of all the pointers
+    (parameters and arena filled in once per thread); without it (a library that has none),
+    ``fn`` is called with the array's pointers, at one ctypes conversion per pointer.
     ``output_spec``, a ``torch.utils._pytree.TreeSpec`` with one leaf per output, if given,
     rebuilds the model's output structure (a dict, a list, nested tuples) from the outputs.
-
-    The generated source is available as ``forward.__irc_source__``.
     """
     inputs, params, outputs = list(inputs), list(params), list(outputs)
     for spec in inputs:
@@ -163,113 +228,95 @@ def make_forward(
     if output_spec is not None and output_spec.num_leaves != len(outputs):
         raise ValueError(f"the output structure has {output_spec.num_leaves} tensors, not {len(outputs)}")
 
-    fn.argtypes = [ctypes.c_void_p] * (len(inputs) + len(params) + len(outputs) + (scratch_bytes > 0))
+    n_inputs = len(inputs)
+    n_args = n_inputs + len(params) + len(outputs) + (scratch_bytes > 0)
+    fn.argtypes = [ctypes.c_void_p] * n_args  # its ABI, for whoever calls it directly too
     fn.restype = None
-    env: dict[str, Any] = {
-        "__builtins__": __builtins__,
-        "InputError": InputError,
-        "Tensor": torch.Tensor,
-        "_empty": torch.empty,
-        "_f32": torch.float32,
-        "_fn": fn,
-        "_params": params,  # keeps the parameter storage alive
-        "_n_inputs": len(inputs),
-        "_names": ", ".join(s.name for s in inputs),
-    }
-    if set_threads is not None:
-        set_threads.argtypes = [ctypes.c_int]
-        set_threads.restype = None
-        env.update(_set_threads=set_threads, _get_threads=num_threads, _last=[-1])
-
-    args = [f"a{i}" for i in range(len(inputs))]
-    lines = ["def forward(*args):"]
-    lines += [
-        "    if len(args) != _n_inputs:",
-        "        raise InputError(",
-        "            f'expected {_n_inputs} input(s) ({_names}), got {len(args)}')",
-    ]
-    if inputs:
-        lines.append(f"    {', '.join(args)}, = args")
-    for i, (a, spec) in enumerate(zip(args, inputs)):
-        env[f"_L{i}"] = f"input {i} ({spec.name!r})"
-        env[f"_S{i}"] = tuple(spec.shape)
-        env[f"_D{i}"] = spec.dtype
-        lines += [
-            f"    if not isinstance({a}, Tensor):",
-            f"        raise InputError(f'{{_L{i}}}: expected a torch.Tensor, "
-            f"got {{type({a}).__name__}}')",
-            f"    if not {a}.is_cpu:",
-            f"        raise InputError(f'{{_L{i}}}: expected device cpu, got {{{a}.device}}')",
-            f"    if {a}.dtype != _D{i}:",
-            f"        raise InputError(f'{{_L{i}}}: expected dtype {{_D{i}}}, got {{{a}.dtype}}')",
-            f"    if {a}.shape != _S{i}:",
-            "        raise InputError(",
-            f"            f'{{_L{i}}}: expected shape {{_S{i}}}, got {{tuple({a}.shape)}}')",
-            f"    if not {a}.is_contiguous():",  # channels_last, transposed, sliced: one copy
-            f"        {a} = {a}.contiguous()",
-        ]
-    outs = [f"o{i}" for i in range(len(outputs))]
-    env["_empty_like"] = torch.empty_like
-    for i, (o, spec) in enumerate(zip(outs, outputs)):
-        env[f"_O{i}"] = _output_template(tuple(spec.shape))
-        lines.append(f"    {o} = _empty_like(_O{i})")
-    for i, p in enumerate(params):
-        env[f"_P{i}"] = p.data_ptr()
-    if set_threads is not None:
-        lines += [
-            "    n = _get_threads()",
-            "    if n != _last[0]:",
-            "        _set_threads(n)",
-            "        _last[0] = n",
-        ]
-    if packed is not None:
-        n_args = len(inputs) + len(params) + len(outputs) + (scratch_bytes > 0)
+    if packed is None:
+        packed = _unpacking(fn, n_args)
+    else:
         packed.argtypes = None  # an array passes as its address; no per-call conversion (cheapest)
         packed.restype = None
-        fixed = {len(inputs) + i: p.data_ptr() for i, p in enumerate(params)}
-        env["_packed"] = packed
-        env["_tls"], env["_new_args"] = _thread_args(n_args, fixed, scratch_bytes)
-        lines += [
+    if set_threads is None:
+        set_threads = _ignore
+    else:
+        set_threads.argtypes = [ctypes.c_int]
+        set_threads.restype = None
+    tls, new_array = _per_thread_arrays(
+        n_args, {n_inputs + i: p.data_ptr() for i, p in enumerate(params)}, scratch_bytes
+    )
+    names = [s.name for s in inputs]
+    dtypes = [s.dtype for s in inputs]
+    shapes = [tuple(s.shape) for s in inputs]
+    env: dict[str, Any] = {
+        "__builtins__": __builtins__,
+        "Tensor": torch.Tensor,
+        "check_inputs": check_inputs,
+        "names": names,
+        "dtypes": dtypes,
+        "shapes": shapes,
+        "params": params,  # keeps the parameter storage alive
+        "tls": tls,
+        "new_array": new_array,
+        "empty_like": torch.empty_like,
+        "getenv": _getenv,
+        "key": _THREADS_KEY,
+        "torch_threads": torch.get_num_threads,
+        "thread_count": _thread_count,
+        "set_threads": set_threads,
+        "packed": packed,
+        "spec": output_spec,
+    }
+    env.update({f"d{i}": d for i, d in enumerate(dtypes)})
+    env.update({f"s{i}": s for i, s in enumerate(shapes)})
+    env.update({f"t{i}": _output_template(tuple(s.shape)) for i, s in enumerate(outputs)})
+    xs = [f"x{i}" for i in range(n_inputs)]
+    outs = [f"o{i}" for i in range(len(outputs))]
+    first_out = n_inputs + len(params)  # the array slot of output 0
+    lines = [
+        "def forward(*args):",
+        *([
             "    try:",
-            "        c = _tls.a",
-            "    except AttributeError:",
-            "        c = _new_args()",
-        ]
-        slots = list(range(len(inputs))) + [len(inputs) + len(params) + i for i in range(len(outputs))]
-        for slot, t in zip(slots, args + outs):
-            lines.append(f"    c[{slot}] = {t}.data_ptr()")
-        lines.append("    _packed(c)")
-        lines.append(_return(outs, return_tuple, output_spec, env))
-        return _define(lines, env)
-    call_args = [f"{a}.data_ptr()" for a in args]
-    call_args += [f"_P{i}" for i in range(len(params))]
-    call_args += [f"{o}.data_ptr()" for o in outs]
-    if scratch_bytes > 0:
-        env["_tls"], env["_new_scratch"] = _scratch_allocator(scratch_bytes)
+            f"        {', '.join(xs)}, = args",
+            "    except ValueError:  # another count: x0 fails its check below, outside this block",
+            f"        {' = '.join(xs)} = None",
+        ] if xs else [
+            "    if args:",
+            "        check_inputs(args, names, dtypes, shapes)  # raises the message",
+        ]),
+        "    try:",
+        "        c = tls.a",
+        "    except AttributeError:",
+        "        c = new_array()",
+    ]
+    for i, x in enumerate(xs):
         lines += [
-            "    try:",
-            "        s = _tls.p",
-            "    except AttributeError:",
-            "        s = _new_scratch()",
+            f"    if not (isinstance({x}, Tensor) and {x}.is_cpu and {x}.dtype is d{i} and {x}.shape == s{i}):",
+            "        check_inputs(args, names, dtypes, shapes)  # raises the message",
+            f"    if not {x}.is_contiguous():",  # channels_last, transposed, sliced: one copy
+            f"        {x} = {x}.contiguous()",
+            f"    c[{i}] = {x}.data_ptr()",
         ]
-        call_args.append("s")
-    lines.append(f"    _fn({', '.join(call_args)})")
-    lines.append(_return(outs, return_tuple, output_spec, env))
-    return _define(lines, env)
-
-
-def _return(outs: list[str], return_tuple: bool, output_spec: Any | None, env: dict[str, Any]) -> str:
-    """The generated ``return`` line: the outputs bare, as a tuple, or rebuilt into ``output_spec``."""
+    for i, o in enumerate(outs):
+        lines += [f"    {o} = empty_like(t{i})", f"    c[{first_out + i}] = {o}.data_ptr()"]
+    lines += [
+        "    v = getenv(key)",
+        "    n = torch_threads() if v is None else thread_count(v)",
+        f"    if n != c[{n_args}]:  # what this thread last set",
+        "        set_threads(n)",
+        f"        c[{n_args}] = n",
+        "    packed(c)",
+    ]
     if output_spec is not None:
-        env["_spec"] = output_spec
-        return f"    return _spec.unflatten([{', '.join(outs)}])"
-    return f"    return ({', '.join(outs)},)" if return_tuple else f"    return {outs[0]}"
+        lines.append(f"    return spec.unflatten([{', '.join(outs)}])")
+    else:
+        lines.append(f"    return ({', '.join(outs)},)" if return_tuple else f"    return {outs[0]}")
+    return _define(lines, env)
 
 
 def _define(lines: list[str], env: dict[str, Any]) -> Callable[..., Any]:
     """Execute the generated ``forward`` source in ``env``; keep its text for tracebacks."""
     source = "\n".join(lines) + "\n"
-
     filename = f"<irc-forward-{next(_counter)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     exec(compile(source, filename, "exec"), env)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from irc.runtime import (
     load_library,
     make_forward,
 )
+from irc.runtime.wrapper import check_inputs, num_threads
 
 # Plain C++ (no OpenMP needed), so the tests pass with any working g++.
 FLAGS = ["-O1", "-std=c++17", "-shared", "-fPIC"]
@@ -33,6 +36,9 @@ int irc_get_num_threads_for_test() { return g_threads; }
 void add1(float* x, float* y, float* out) {
   for (int i = 0; i < 6; ++i) out[i] = x[i] + y[i] + 1.0f;
 }
+
+// what lowering/cpp/emit_cpp.py prints next to every entry point
+void add1__packed(void* const* a) { add1((float*)a[0], (float*)a[1], (float*)a[2]); }
 
 // out = x * w (elementwise, 4 floats, w is a parameter); out2 = x - w
 void mul_sub(float* x, float* w, float* out, float* out2) {
@@ -297,3 +303,91 @@ def test_bad_params_rejected(lib):
         make_forward(lib.mul_sub, spec, [torch.zeros(2, 4).t()], outs, True)
     with pytest.raises(ValueError):
         make_forward(lib.mul_sub, spec, [torch.zeros(4)], outs, False)  # 2 outputs need a tuple
+
+
+def test_wrapper_and_dispatch_share_one_check(lib):
+    """The generated wrapper raises exactly what `check_inputs` (which CompiledModule's dispatch
+    calls too) says, for every kind of mismatch."""
+    forward = add1_forward(lib)
+    names, dtypes, shapes = ["x", "y"], [torch.float32] * 2, [(2, 3), (2, 3)]
+    x = torch.zeros(2, 3)
+    bad = [(x,), (x, x, x), (x, [1.0]), (x, x.double()), (x, torch.zeros(3, 2)), (torch.zeros(2, 3, device="meta"), x)]
+    for args in bad:
+        with pytest.raises(InputError) as direct:
+            check_inputs(args, names, dtypes, shapes)
+        with pytest.raises(InputError) as wrapped:
+            forward(*args)
+        assert str(wrapped.value) == str(direct.value)
+    check_inputs((x, torch.zeros(3, 2)), names, dtypes)  # no shapes: any shape passes
+    with pytest.raises(InputError, match=r"expected 2 input\(s\) \(x, y\), got 1; a note"):
+        check_inputs((x,), names, dtypes, note="; a note")
+
+
+def test_non_contiguous_inputs_are_copied(lib):
+    forward = add1_forward(lib)
+    x, y = torch.randn(3, 2).t(), torch.randn(2, 6)[:, ::2]
+    assert not x.is_contiguous() and not y.is_contiguous()
+    torch.testing.assert_close(forward(x, y), x + y + 1)
+
+
+def test_thread_count_is_set_in_every_calling_thread(monkeypatch):
+    """OpenMP's thread count is per thread: a second thread gets `irc_set_num_threads` too, even
+    when the count equals the one the first thread set (it used to be skipped there)."""
+    source = r"""
+#include <omp.h>
+extern "C" {
+void irc_set_num_threads(int n) { omp_set_num_threads(n); }
+void max_threads(float* x, float* out) { out[0] = (float)omp_get_max_threads(); }
+}
+"""
+    lib = load_library(build_library(source, flags=[*FLAGS, "-fopenmp"]))
+    forward = make_forward(lib.max_threads, [TensorSpec("x", (1,))], [], [TensorSpec("out", (1,))], False,
+                           set_threads=lib.irc_set_num_threads)
+    x = torch.zeros(1)
+    wanted = 3 if os.cpu_count() != 3 else 5  # not OpenMP's default (the core count)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("IRC_NUM_THREADS", str(wanted))
+    assert forward(x).item() == wanted
+    seen: list[float] = []
+    t = threading.Thread(target=lambda: seen.append(forward(x).item()))
+    t.start()
+    t.join()
+    assert seen == [wanted]
+
+
+def test_irc_num_threads_written_through_os_environ_is_read_at_call_time(lib):
+    calls: list[int] = []
+    forward = add1_forward(lib, set_threads=FakeSetThreads(calls))
+    x = torch.zeros(2, 3)
+    old = os.environ.pop("IRC_NUM_THREADS", None)
+    try:
+        forward(x, x)
+        os.environ["IRC_NUM_THREADS"] = "7"
+        forward(x, x)
+        del os.environ["IRC_NUM_THREADS"]
+        forward(x, x)
+    finally:
+        if old is not None:
+            os.environ["IRC_NUM_THREADS"] = old
+    assert calls == [torch.get_num_threads(), 7, torch.get_num_threads()]
+    assert num_threads() == torch.get_num_threads()
+
+
+def test_packed_twin_is_what_is_called(lib):
+    """With the `__packed` twin the wrapper makes one call with one argument; the entry point
+    itself keeps its declared ABI (pointer arguments) for whoever calls it directly."""
+    calls = []
+    twin = lib.add1__packed
+
+    class Spy:
+        argtypes = restype = None
+
+        def __call__(self, a):
+            calls.append(a)
+            twin(a)
+
+    forward = add1_forward(lib, packed=Spy())
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    torch.testing.assert_close(forward(x, y), x + y + 1)
+    assert len(calls) == 1
+    assert lib.add1.argtypes == [ctypes.c_void_p] * 3

@@ -8,10 +8,10 @@
     cm.save("model.irc"); irc.load("model.irc")   # AOT artifact: no compiler, no xDSL
     torch.compile(model, backend="irc")   # irc as a Dynamo backend (entry point; no import needed)
 
-The compiler (and xDSL) is imported on first use of `compile`, so `irc.load` stays light.
+The compiler (and xDSL) is imported on first use of `compile`, so `irc.load` stays light; torch
+on first use of `load` or `compile`, so `irc-opt` (which imports this package) starts in 0.5 s.
 """
 
-from irc.aot import load
 from irc.errors import CompileError, InputError, IrcError, UnsupportedOpError
 from irc.target import Target
 
@@ -21,6 +21,10 @@ __all__ = ["CompileError", "CompiledModule", "InputError", "IrcError", "Target",
 
 
 def __getattr__(name: str):
+    if name == "load":  # torch too is imported on first use: `irc-opt` starts without it
+        from irc.aot import load
+
+        return load
     if name in ("compile", "CompiledModule", "refresh_weights"):
         from irc import api
 

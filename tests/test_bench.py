@@ -15,9 +15,20 @@ import pytest
 import torch
 
 import irc
-from irc.tools.bench import (
-    BENCH_JSON, BENCH_MD, BENCH_PNG, COMPARED, CONTENDERS, EAGER, IRC, ORT, BenchRow, check_cell, notes,
-    summary_rows, thread_list,
+from irc.tools.bench import thread_list
+from irc.tools.bench_report import (
+    BENCH_JSON,
+    BENCH_MD,
+    BENCH_PNG,
+    COMPARED,
+    CONTENDERS,
+    EAGER,
+    IRC,
+    ORT,
+    BenchRow,
+    check_cell,
+    notes,
+    summary_rows,
 )
 from irc.tools.cli import main
 from irc.tools.verify import Timing
@@ -34,7 +45,7 @@ def bench(tmp_path, *extra: str) -> tuple[int, dict, str]:
 
 def table_header(markdown: str) -> list[str]:
     """The column names of the first markdown table in `markdown`."""
-    line = next(l for l in markdown.splitlines() if l.startswith("| model |"))
+    line = next(line for line in markdown.splitlines() if line.startswith("| model |"))
     return [c.strip() for c in line.strip("|").split("|")]
 
 

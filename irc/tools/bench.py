@@ -21,8 +21,8 @@ on one core (measured: eager's cnn at 2 threads went from 0.27 to 0.85 ms). ONNX
 for this on the smallest models (its cnn at 2 threads: 59 -> 81 µs).
 
 Outputs in `--out`: `bench.md` (the table, also printed), `bench.json` (every raw number)
-and `bench.png` (ratios to eager per model and contender). The exit code is 1 if irc fails
-to compile a model or gives a wrong result.
+and `bench.png` (ratios to eager per model and contender), written by irc/tools/bench_report.py.
+The exit code is 1 if irc fails to compile a model or gives a wrong result.
 """
 
 from __future__ import annotations
@@ -37,69 +37,34 @@ import platform
 import tempfile
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from irc.tools.cli import model_names, output_dir, positive_float, positive_int, writing_to
 from irc.models import BUILTIN_MODELS, ModelSpec, get_model, model_flops
-from irc.tools.verify import (
-    COLOURS, ModelResult, _bind, _dedup_legend, _speedup_axis, benchmark, compile_inductor, fmt_ms,
-    load_warning, render_markdown, short_error,
+from irc.tools.bench_report import (
+    BENCH_JSON,
+    BENCH_MD,
+    BENCH_PNG,
+    COMPARED,
+    EAGER,
+    INDUCTOR,
+    IRC,
+    ORT,
+    RATIO_NOTE,
+    BenchRow,
+    check_cell,
+    fmt_ratio,
+    json_report,
+    markdown_report,
+    notes,
+    plot_ratios,
+    summary_rows,
 )
+from irc.tools.cli import model_names, output_dir, positive_float, positive_int, writing_to
+from irc.tools.verify import _bind, benchmark, compile_inductor, load_warning, render_markdown, short_error
 
-EAGER = "eager"
-IRC = "irc"
-INDUCTOR = "inductor"
-ORT = "onnxruntime"
-CONTENDERS = (EAGER, IRC, INDUCTOR, ORT)
-#: Contenders with a ratio to eager.
-COMPARED = (IRC, INDUCTOR, ORT)
-BAR_COLOURS = {IRC: COLOURS[IRC], INDUCTOR: COLOURS[INDUCTOR], ORT: "#2ca02c"}
-
-BENCH_MD = "bench.md"
-BENCH_JSON = "bench.json"
-BENCH_PNG = "bench.png"
 INSTALL_HINT = "pip install 'irc[bench]'"
-
-
-# --- results -----------------------------------------------------------------------------
-
-
-@dataclass
-class BenchRow(ModelResult):
-    """One model (`name`) at one thread count: checks, compile times and timings of every contender.
-
-    `checks` has irc, Inductor and ONNX Runtime; `compile_seconds` has irc-cold, irc-warm,
-    inductor, onnx-export and onnxruntime-session; `unavailable` says why a contender has no
-    timing ('n/a: ...', 'failed: ...', 'skipped ...').
-    """
-
-    threads: int = 1
-    #: irc-cold, irc-warm -> C++ compiler runs (1 and 0 when the cache did its job). Inductor's
-    #: compile seconds are its first call after `torch._dynamo.reset()`, with whatever its own
-    #: on-disk caches hold.
-    irc_compiler_runs: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def irc_ok(self) -> bool:
-        """True when irc compiled and its output matched eager."""
-        return self.checks.get(IRC, "not compiled") is None
-
-    def wrong(self, contender: str) -> bool:
-        """True when `contender` ran but its output did not match eager."""
-        return self.checks.get(contender) is not None and contender in self.timings
-
-    def ratio(self, contender: str) -> float | None:
-        """Contender latency / eager latency (lower is better), or None when either is missing."""
-        speedup = self.speedup(contender)
-        return None if speedup is None else 1 / speedup
-
-    def status(self, contender: str) -> str:
-        """'ok', 'WRONG', or why there is no timing."""
-        if contender in self.unavailable:
-            return self.unavailable[contender]
-        return "WRONG" if self.checks.get(contender) is not None else "ok"
 
 
 # --- environment -------------------------------------------------------------------------
@@ -346,174 +311,6 @@ def bench_model(spec: ModelSpec, opts: BenchOptions, workdir: Path) -> list[Benc
     del model, irc_build
     gc.collect()
     return rows
-
-
-# --- report ------------------------------------------------------------------------------
-
-RATIO_NOTE = "ratio = contender latency / eager latency (lower is better; below 1 is faster than eager)"
-
-
-def fmt_ratio(row: BenchRow, contender: str) -> str:
-    """'0.43', '0.43 WRONG' or 'n/a'."""
-    r = row.ratio(contender)
-    if r is None:
-        return "n/a"
-    return ratio_text(r) + (" WRONG" if row.wrong(contender) else "")
-
-
-def ratio_text(ratio: float) -> str:
-    """Two decimals ('0.43'), or two significant digits below 0.1 ('0.0042')."""
-    return f"{ratio:.2f}" if ratio >= 0.1 else f"{ratio:.2g}"
-
-
-def _fmt(value: float | None, spec: str) -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
-def check_cell(row: BenchRow) -> str:
-    """'ok', or which contenders are wrong or failed."""
-    bad = [f"{c} WRONG" for c in COMPARED if row.wrong(c)]
-    bad += [f"{c} failed" for c in COMPARED if row.unavailable.get(c, "").startswith("failed")]
-    return ", ".join(bad) or "ok"
-
-
-def summary_rows(rows: list[BenchRow]) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the main table: one row per model and thread count."""
-    header = ["model", "threads", "GFLOP", *(f"{c} ms" for c in CONTENDERS)]
-    header += [f"{c} / eager" for c in COMPARED]
-    header += ["irc GFLOP/s", "irc compile s cold", "irc compile s warm", "inductor compile s", "check"]
-    table = []
-    for r in rows:
-        cells = [r.name, str(r.threads), f"{r.flops / 1e9:.3g}"]
-        cells += [fmt_ms(r.timings[c].median if c in r.timings else None) for c in CONTENDERS]
-        cells += [fmt_ratio(r, c) for c in COMPARED]
-        cells.append(_fmt(r.gflops(IRC), ".3g"))
-        cells += [_fmt(r.compile_seconds.get(k), ".2f") for k in ("irc-cold", "irc-warm", INDUCTOR)]
-        cells.append(check_cell(r))
-        table.append(cells)
-    return header, table
-
-
-def detail_rows(rows: list[BenchRow]) -> tuple[list[str], list[list[str]]]:
-    """Header and rows of the spread table: one row per model, thread count and contender."""
-    header = ["model", "threads", "contender", "median ms", "p10 ms", "p90 ms", "/ eager", "GFLOP/s",
-              "samples", "calls/sample", "result"]
-    table = []
-    for r in rows:
-        for c in CONTENDERS:
-            t = r.timings.get(c)
-            if t is None:
-                table.append([r.name, str(r.threads), c, "", "", "", "", "", "", "", r.status(c)])
-                continue
-            ratio = "1" if c == EAGER else _fmt(r.ratio(c), ".3f")
-            table.append([r.name, str(r.threads), c, fmt_ms(t.median), fmt_ms(t.p10), fmt_ms(t.p90), ratio,
-                          _fmt(r.gflops(c), ".3g"), str(t.samples), str(t.calls_per_sample), r.status(c)])
-    return header, table
-
-
-def notes(rows: list[BenchRow]) -> list[str]:
-    """One paragraph per wrong, failed or missing contender (each distinct text once)."""
-    out: list[str] = []
-    for r in rows:
-        for c in COMPARED:
-            why, err = r.unavailable.get(c), r.checks.get(c)
-            if (why or "").startswith("skipped") or not (why or err):
-                continue
-            text = f"{r.name} / {c}: {why or 'WRONG'}" + (f"\n{err}" if err else "")
-            if text not in out:
-                out.append(text)
-    return out
-
-
-def markdown_report(rows: list[BenchRow], meta: dict) -> str:
-    """The whole `bench.md`: how it was run, the table, the spread, the notes."""
-    loads = meta["load_average"]
-    parts = [
-        "# irc bench",
-        "",
-        f"- command: `{meta['command']}`",
-        f"- machine: {meta['cpu']}, {meta['cpus']} CPUs; torch {meta['torch']}, "
-        f"onnxruntime {meta['onnxruntime'] or 'not installed'}",
-        f"- load average (1/5/15 min) at start {loads['start']}, at end {loads['end']}",
-        *([f"- warning: {w}" for w in meta["warnings"]]),
-        f"- {RATIO_NOTE}",
-        "- times are medians per forward call of interleaved round-robin repeats; GFLOP/s = FLOPs / median",
-        "- ONNX Runtime's intra-op threads do not spin between calls (they would hold a core during the other contenders' turns)",
-        "",
-        render_markdown(*summary_rows(rows)),
-        "",
-        "## Timing spread",
-        "",
-        render_markdown(*detail_rows(rows)),
-    ]
-    found = notes(rows)
-    if found:
-        parts += ["", "## Notes", ""] + [f"```\n{n}\n```" for n in found]
-    return "\n".join(parts) + "\n"
-
-
-def json_report(rows: list[BenchRow], meta: dict) -> dict:
-    """Every raw number: the run's metadata and, per row, each contender's timing and verdict."""
-    results = []
-    for r in rows:
-        contenders = {}
-        for c in CONTENDERS:
-            t = r.timings.get(c)
-            contenders[c] = {
-                "timing": None if t is None else {**asdict(t), "unit": "seconds per call"},
-                "ratio_to_eager": r.ratio(c) if c != EAGER else (1.0 if t else None),
-                "gflops": r.gflops(c),
-                "status": r.status(c),
-                "error": r.checks.get(c),
-            }
-        results.append({"model": r.name, "description": r.description, "flops": r.flops,
-                        "threads": r.threads, "compile_seconds": r.compile_seconds,
-                        "irc_compiler_runs": r.irc_compiler_runs,
-                        "contenders": contenders})
-    return {**meta, "ratio": RATIO_NOTE, "results": results}
-
-
-def plot_ratios(rows: list[BenchRow], path: Path) -> None:
-    """Grouped bars per thread count: latency / eager per model for irc, Inductor and ORT."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-
-    counts = sorted({r.threads for r in rows})
-    models = list(dict.fromkeys(r.name for r in rows))
-    width = 0.8 / len(COMPARED)
-    fig, axes = plt.subplots(1, len(counts), figsize=(max(6.0, 1.6 * len(models) + 2) * len(counts), 4.8),
-                             squeeze=False, sharey=True)
-    values = [v for r in rows for c in COMPARED if (v := r.ratio(c)) is not None]
-    for ax, threads in zip(axes[0], counts):
-        by_model = {r.name: r for r in rows if r.threads == threads}
-        for i, contender in enumerate(COMPARED):
-            for j, name in enumerate(models):
-                x = j + (i - (len(COMPARED) - 1) / 2) * width
-                r = by_model.get(name)
-                v = r.ratio(contender) if r else None
-                if v is None:
-                    ax.text(x, 0.02, "n/a", ha="center", va="bottom", fontsize=8, rotation=90,
-                            transform=ax.get_xaxis_transform())
-                    continue
-                wrong = r.wrong(contender)
-                ax.bar(x, v, width, color=BAR_COLOURS[contender], hatch="xx" if wrong else None,
-                       label=f"{contender} (WRONG output)" if wrong else contender)
-                ax.text(x, v, ratio_text(v) + ("\nWRONG" if wrong else ""), ha="center", va="bottom", fontsize=7)
-        ax.axhline(1.0, color="black", linestyle="--", linewidth=1, label="eager (1.0)")
-        _speedup_axis(ax, values)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))  # ratios, not speedups
-        ax.set_xticks(range(len(models)), models, rotation=20, ha="right", fontsize=8)
-        ax.set_xlim(-0.5, len(models) - 0.5)
-        ax.set_title(f"{threads} thread{'s' if threads != 1 else ''}")
-    axes[0][0].set_ylabel("latency / eager PyTorch (lower is better)")
-    _dedup_legend(axes[0][0], loc="upper left", bbox_to_anchor=(0.0, -0.2), ncol=5, frameon=False)
-    fig.suptitle("irc bench: latency relative to eager")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 # --- command line ------------------------------------------------------------------------

@@ -176,15 +176,8 @@ def _fmt_count(n: float | None, unit: str) -> str:
     return f"{n:.0f} {unit}"
 
 
-def allocated_bytes(loops: ModuleOp) -> int:
-    """Bytes of scratch one call of the lowered module needs: its arena (`irc-plan-memory`, one
-    per calling thread, allocated once) plus any `memref.alloc` left unplanned (per call)."""
-    from irc.lowering.loops.plan_memory import memory_stats
-
-    return memory_stats(loops)["arena_bytes"] + _unplanned_bytes(loops)
-
-
 def _unplanned_bytes(loops: ModuleOp) -> int:
+    """Bytes of the `memref.alloc`s that `irc-plan-memory` left out of the arena (allocated per call)."""
     from xdsl.dialects import memref
 
     return sum(math.prod(op.memref.type.get_shape()) * BYTES for op in loops.walk() if isinstance(op, memref.AllocOp))

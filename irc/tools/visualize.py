@@ -19,9 +19,9 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from irc.tools.cli import input_shapes, output_dir, writing_to
 from irc.errors import IrcError
 from irc.models import UsageError, get_model
+from irc.tools.cli import input_shapes, output_dir, writing_to
 
 GRAPH_PNG = "figure1_graph_structure.png"
 FUSED_TXT = "fused_graph_structure.txt"

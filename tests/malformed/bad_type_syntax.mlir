@@ -1,4 +1,0 @@
-// expected-error @+1 {{Expected shape type.}}
-func.func @f(%x: tensor<4xq32>) -> tensor<4xf32> {
-  func.return %x : tensor<4xf32>
-}

@@ -1,5 +1,0 @@
-func.func @f(%x: tensor<4xf32>, %y: tensor<3xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{irt.add: operand shapes 4, 3 do not broadcast}}
-  %0 = irt.add %x, %y : (tensor<4xf32>, tensor<3xf32>) -> tensor<4xf32>
-  func.return %0 : tensor<4xf32>
-}

@@ -1,5 +1,0 @@
-func.func @f() -> tensor<2xi32> {
-  // expected-error @+1 {{irt.constant: the result must be a tensor of f32, got tensor<2xi32>}}
-  %0 = irt.constant dense<[1, 2]> : tensor<2xi32>
-  func.return %0 : tensor<2xi32>
-}

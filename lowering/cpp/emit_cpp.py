@@ -8,7 +8,9 @@ wrapper's cheap call) and `NAME__signature()`, a JSON string `{"args": [[dtype, 
 naming every buffer's element type and shape in order, so a loader checks what it passes against
 what the library was built for (irc/aot.py).
 `scf.parallel` becomes `#pragma omp parallel for collapse(n)`, an `scf.for` marked as an additive
-reduction becomes `#pragma omp simd reduction(+:acc)`, and each kernel (a top-level loop nest)
+reduction becomes `#pragma omp simd reduction(+:acc)`; the loop-level passes' marks (irc-vectorize's
+`irc.simd` and `irc.chunk`, irc-parallelize's `irc.parallel`) are printed as the schedule they
+name, never re-decided here. Each kernel (a top-level loop nest)
 is preceded by a comment naming the IR op it came from. Constants are inlined as literals.
 Includes are kept minimal (compile time is mostly headers); math uses GCC builtins.
 """
@@ -46,7 +48,7 @@ from irc.lowering.cpp.headers import header
 from irc.lowering.tensor.pack_weights import gemm_width
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
 from irc.lowering.loops.parallelize import runs_serial
-from irc.lowering.loops.vectorize import is_vectorized
+from irc.lowering.loops.vectorize import CHUNK_ATTR, SIMD_ATTR, SIMD_INNER, SIMD_SPLIT, constant_bounds, is_vectorized
 
 BINARY = {arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*", arith.DivfOp: "/",
           arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivSIOp: "/", arith.RemSIOp: "%"}
@@ -55,18 +57,6 @@ CALLS = {arith.MaximumfOp: "irc_maxf", arith.MinimumfOp: "irc_minf", xmath.ExpOp
          xmath.TanhOp: "irc_tanh", xmath.ErfOp: "irc_erf", xmath.SqrtOp: "__builtin_sqrtf",
          xmath.LogOp: "irc_log", xmath.AbsFOp: "__builtin_fabsf", xmath.CosOp: "__builtin_cosf",
          xmath.SinOp: "__builtin_sinf", xmath.PowFOp: "__builtin_powf"}
-
-
-SIMD_MIN_OUTER = 16
-"""A vectorized nest threads over its outer dimensions when they have at least this many
-iterations, else over its innermost one (`parallel for simd`, one region per outer iteration)."""
-
-
-def _const_trips(op: scf.ParallelOp, d: int) -> int:
-    lb, ub = op.lowerBound[d].owner, op.upperBound[d].owner
-    if isinstance(lb, arith.ConstantOp) and isinstance(ub, arith.ConstantOp):
-        return ub.value.value.data - lb.value.value.data
-    return SIMD_MIN_OUTER  # unknown bounds: assume many
 
 
 SIGNATURE_SUFFIX = "__signature"
@@ -308,17 +298,19 @@ class CppEmitter:
 
     def parallel_pragma(self, op: scf.ParallelOp, d: int) -> None:
         """The pragma before dimension d of a parallel nest: OpenMP threads over all dimensions
-        (`collapse`) unless irc-parallelize marked it serial; a nest irc-vectorize marked runs
-        its innermost dimension as `omp simd` and threads over the outer ones, or over the
-        innermost too (`parallel for simd`) when the outer ones have few iterations."""
+        (`collapse`) unless irc-parallelize marked it serial; a nest with an `irc.simd` schedule
+        (irc-vectorize) runs its innermost dimension as `omp simd` and threads over the outer
+        ones ("split"), or over the innermost too ("inner": `parallel for simd`)."""
         rank, threads = len(op.lowerBound), not runs_serial(op)  # irc-parallelize marks small nests serial
-        if not is_vectorized(op):
+        simd = op.attributes.get(SIMD_ATTR)
+        if simd is None:
             if d == 0 and threads:
                 self.line(f"#pragma omp parallel for collapse({rank}) schedule(static)")
             return
-        outer = math.prod(_const_trips(op, k) for k in range(rank - 1))
-        split = threads and rank > 1 and outer >= SIMD_MIN_OUTER
-        if d == 0 and split:
+        if simd not in (StringAttr(SIMD_SPLIT), StringAttr(SIMD_INNER)):
+            raise NotImplementedError(f"cpp emitter: {SIMD_ATTR} must be {SIMD_SPLIT!r} or {SIMD_INNER!r}, got {simd}")
+        split = simd == StringAttr(SIMD_SPLIT)
+        if d == 0 and split and threads:
             self.line(f"#pragma omp parallel for collapse({rank - 1}) schedule(static)")
         if d == rank - 1:
             self.line("#pragma omp parallel for simd schedule(static)" if threads and not split else "#pragma omp simd")
@@ -343,9 +335,9 @@ class CppEmitter:
                 self.line(f"{ctype(res.type)} {name} = {self.n(init)};")
             kind = op.attributes.get(REDUCTION_ATTR)
             if not self.strict and len(carried) == 1 and kind in (StringAttr("add"), StringAttr("max")):
-                trips = _constant_trips(self, op)
-                if trips is not None and trips >= CHUNKED_REDUCTION_TRIPS:
-                    self.chunked_reduction(op, kind.data, trips)  # type: ignore[union-attr]
+                chunk = op.attributes.get(CHUNK_ATTR)  # irc-vectorize
+                if chunk is not None:
+                    self.chunked_reduction(op, kind.data, chunk)  # type: ignore[union-attr]
                     return
                 self.line(f"#pragma omp simd reduction({'+' if kind == StringAttr('add') else 'max'}:{self.n(op.results[0])})")
             elif not carried and is_vectorized(op):  # irc-vectorize
@@ -353,24 +345,27 @@ class CppEmitter:
             self.loop_header(block.args[0], op.lb, op.ub, op.step)
             self.nested(block)
 
-    def chunked_reduction(self, op: scf.ForOp, kind: str, trips: int) -> None:
-        """A long add/max reduction as REDUCTION_CHUNK partial results (4 zmm or 8 ymm registers
-        under `omp simd`) filled a chunk of iterations at a time, combined at the end, then the
-        remaining iterations. One vector accumulator would wait on the add's latency every step;
-        independent ones keep the adder busy (a 4096-float row sum: 325 -> 145 ns)."""
+    def chunked_reduction(self, op: scf.ForOp, kind: str, chunk: Attribute) -> None:
+        """A reduction marked `irc.chunk = C` (irc-vectorize's REDUCTION_CHUNK): C partial results
+        filled C iterations at a time, combined at the end, then the remaining iterations."""
+        bounds = constant_bounds(op)
+        if not isinstance(chunk, IntegerAttr) or chunk.value.data < 1 or bounds is None:
+            raise NotImplementedError(f"cpp emitter: {CHUNK_ATTR} = {chunk} needs a positive integer and a loop "
+                                      "with constant bounds and step 1")
+        (lb, trips), size = bounds, chunk.value.data
         block, res = op.body.block, op.results[0]
-        acc, lb = self.n(res), int(self.n(op.lb))
+        acc = self.n(res)
         parts, base = self.fresh_name(f"{acc}_parts"), self.fresh_name("chunk")
         identity, combine = ("0.0f", "+") if kind == "add" else ("-__builtin_inff()", "max")
-        full = lb + trips // REDUCTION_CHUNK * REDUCTION_CHUNK
-        self.line(f"float {parts}[{REDUCTION_CHUNK}];")
-        self.line(f"for (int irc_j = 0; irc_j < {REDUCTION_CHUNK}; ++irc_j) {parts}[irc_j] = {identity};")
-        self.line(f"for (int64_t {base} = {lb}; {base} < {full}; {base} += {REDUCTION_CHUNK})")
+        full = lb + trips // size * size
+        self.line(f"float {parts}[{size}];")
+        self.line(f"for (int irc_j = 0; irc_j < {size}; ++irc_j) {parts}[irc_j] = {identity};")
+        self.line(f"for (int64_t {base} = {lb}; {base} < {full}; {base} += {size})")
         self.line("{")
         self.depth += 1
         self.line("#pragma omp simd")
         i = self.fresh(block.args[0], "i")
-        self.line(f"for (int64_t {i} = {base}; {i} < {base} + {REDUCTION_CHUNK}; ++{i})")
+        self.line(f"for (int64_t {i} = {base}; {i} < {base} + {size}; ++{i})")
         self.names[block.args[1]] = self.names[res] = f"{parts}[{i} - {base}]"
         self.nested(block)
         self.names[block.args[1]] = self.names[res] = acc
@@ -378,7 +373,7 @@ class CppEmitter:
         self.line("}")
         self.line(f"#pragma omp simd reduction({combine}:{acc})")
         fold = f"{acc} + {parts}[irc_j]" if kind == "add" else f"irc_maxf({acc}, {parts}[irc_j])"
-        self.line(f"for (int irc_j = 0; irc_j < {REDUCTION_CHUNK}; ++irc_j) {acc} = {fold};")
+        self.line(f"for (int irc_j = 0; irc_j < {size}; ++irc_j) {acc} = {fold};")
         if full < lb + trips:
             self.line(f"#pragma omp simd reduction({combine}:{acc})")
             i = self.fresh(block.args[0], "i")
@@ -415,22 +410,6 @@ class CppEmitter:
         self.uses_gemm = True
         with self.kernel(op):
             emit_attention(self, op)
-
-
-REDUCTION_CHUNK = 64
-"""Partial results of a chunked reduction (`CppEmitter.chunked_reduction`)."""
-CHUNKED_REDUCTION_TRIPS = 256
-"""Reductions of at least this many (constant) iterations are chunked; shorter ones would spend
-more on the partial results' set-up and combination than they save."""
-
-
-def _constant_trips(em: "CppEmitter", op: scf.ForOp) -> int | None:
-    """The trip count of a unit-step loop with literal bounds, else None."""
-    try:
-        lb, ub, step = (int(em.n(v)) for v in (op.lb, op.ub, op.step))
-    except (KeyError, ValueError):
-        return None
-    return ub - lb if step == 1 else None
 
 
 def strict_mode() -> bool:

@@ -1,8 +1,8 @@
-// RUN: env IRC_STRICT=1 irc-opt %s -p irc-fuse,irc-to-loops | irc-opt -t cpp | filecheck %s
-// RUN: env IRC_STRICT=1 irc-opt %s -p irc-fuse,irc-to-loops | irc-opt -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
+// RUN: env IRC_STRICT=1 irc-opt %s -p irc-fuse,irc-to-loops,irc-vectorize | irc-opt -t cpp | filecheck %s
+// RUN: env IRC_STRICT=1 irc-opt %s -p irc-fuse,irc-to-loops,irc-vectorize | irc-opt -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
 
 // The scalar loop nests (IRC_STRICT lowers contractions to them instead of the GEMM engine,
-// see loops_gemm.mlir), emitted by the default (non-strict) target.
+// see loops_gemm.mlir) with irc-vectorize's marks, emitted by the default (non-strict) target.
 
 // Both functions form one module (one translation unit, one prelude).
 
@@ -70,7 +70,8 @@ func.func @act(%x: tensor<4x4xf32>) -> tensor<16xf32> {
   func.return %f : tensor<16xf32>
 }
 
-// A long reduction (300 iterations, constant bounds) keeps 64 partial results, filled a chunk
+// A long reduction (300 iterations, constant bounds: irc-vectorize marks it `irc.chunk = 64`,
+// see emit_cpp_schedule.mlir for the printing alone) keeps 64 partial results, filled a chunk
 // of 64 iterations at a time under `omp simd` (independent vector accumulators instead of one
 // that waits on the add's latency), combines them, then runs the 44 remaining iterations.
 // Softmax's row max starts its partial results at -inf and combines them with irc_maxf.

@@ -45,33 +45,34 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
     layout = op.layout.data
     a, b, c = em.n(op.a), em.n(op.b), em.n(op.c)
     strides = op.ints("strides")
-    conv = layout.startswith("im2col")
+    g = op.conv.geometry if op.conv is not None else None  # a convolution: per image and group
     em.line("{")
     em.depth += 1
-    if conv:
-        batch, c_in, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups = op.ints("conv")
-        cg = c_in // groups
-        em.line(f"for (int64_t irc_n = 0; irc_n < {batch}; ++irc_n)")
-        em.line(f"for (int64_t irc_g = 0; irc_g < {groups}; ++irc_g) {{")
+    if g is not None:
+        cg = g.channels // g.groups
+        em.line(f"for (int64_t irc_n = 0; irc_n < {g.batch}; ++irc_n)")
+        em.line(f"for (int64_t irc_g = 0; irc_g < {g.groups}; ++irc_g) {{")
         em.depth += 1
-        em.line(f"const irc_im2col irc_b{{{b} + (irc_n*{c_in} + irc_g*{cg})*{h * w}, {cg}, {h}, {w}, {kh}, {kw}, "
-                f"{sh}, {sw}, {ph}, {pw}, {dh}, {dw}, {ow}}};")
-        if layout == "im2col-packed":  # panels never straddle groups (m % rows == 0 when groups > 1)
+        em.line(f"const irc_im2col irc_b{{{b} + (irc_n*{g.channels} + irc_g*{cg})*{g.height * g.width}, {cg}, "
+                f"{g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, {g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, "
+                f"{g.dilation_h}, {g.dilation_w}, {g.out_width}}};")
+        if layout == irl.GemmLayout.IM2COL_PANELS:  # panels never straddle groups (m % rows == 0 when groups > 1)
             em.line(f"const irc_prepacked<IRC_MR> irc_a{{{a} + irc_g*{-(-m // GEMM_ROWS) * GEMM_ROWS * k}, {k}}};")
         else:
             em.line(f"const irc_dense<IRC_MR, false> irc_a{{{a} + irc_g*{m * k}, {k}, {m}}};")
-        em.line(f"float* irc_c = {c} + (irc_n*{o} + irc_g*{m})*{n};")
+        em.line(f"float* irc_c = {c} + (irc_n*{g.out_channels} + irc_g*{m})*{n};")
         row = f"irc_g*{m} + i"
     else:
         em.line(f"const irc_dense<IRC_MR, false> irc_a{{{a}, {k}, {m}}};")
-        pb = {"packed": f"irc_prepacked<IRC_NR>{{{b}, {k}}}", "nk": f"irc_dense<IRC_NR, false>{{{b}, {k}, {n}}}",
-              "kn": f"irc_dense<IRC_NR, true>{{{b}, {n}, {n}}}"}[layout]
+        pb = {irl.GemmLayout.PANELS: f"irc_prepacked<IRC_NR>{{{b}, {k}}}",
+              irl.GemmLayout.NK: f"irc_dense<IRC_NR, false>{{{b}, {k}, {n}}}",
+              irl.GemmLayout.KN: f"irc_dense<IRC_NR, true>{{{b}, {n}, {n}}}"}[layout]
         em.line(f"const auto irc_b = {pb};")
         em.line(f"float* irc_c = {c};")
         row = "i"
-    _emit_epilogue(em, op, strides, row, "irc_n" if conv else None)
+    _emit_epilogue(em, op, strides, row, "irc_n" if g is not None else None)
     em.line(f"irc_gemm({m}, {n}, {k}, irc_a, irc_b, irc_c, {n}, irc_epi, {mc}, {nc}, {kc}, {ms}, {'true' if op.parallel.value.data else 'false'});")
-    if conv:
+    if g is not None:
         em.depth -= 1
         em.line("}")
     em.depth -= 1

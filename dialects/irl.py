@@ -5,8 +5,8 @@ is not: it is an `irl.gemm`, a call into irc's GEMM engine (cache blocking, oper
 a register-tiled micro-kernel; `lowering/cpp/gemm.py`) whose every choice is written on the op,
 so it shows in IR dumps and golden tests:
 
-    irl.gemm "packed" %x, %w_packed -> %y epilogue(%b : memref<16xf32>) sizes [4, 16, 8]
-        tiles [6, 16, 8, 4] strides [0, 0, 1] conv [] parallel 0
+    irl.gemm panels %x, %w_packed -> %y epilogue(%b : memref<16xf32>) sizes [4, 16, 8]
+        tiles [6, 16, 8, 4] strides [0, 0, 1] parallel 0
         : memref<4x8xf32>, memref<1x8x16xf32>, memref<4x16xf32> {
     ^bb0(%acc: f32, %bias: f32):
       %v = arith.addf %acc, %bias : f32
@@ -14,15 +14,16 @@ so it shows in IR dumps and golden tests:
     }
 
 computes C[i, j] = body(sum_k A[i, k] * B[k, j], e[i, j]...) for an M x N x K product (`sizes`).
-A is `a` read as a row-major [M, K] matrix. B depends on `layout`:
+A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout`):
 
-* `packed`: `b` holds B in panels of 16 columns, [ceil(N/16), K, 16], packed at compile time;
+* `panels`: `b` holds B in the engine's panels of 16 columns, [ceil(N/16), K, 16], packed at
+  compile time;
 * `nk` / `kn`: `b` is a row-major [N, K] (nn.Linear) / [K, N] matrix, packed on the fly;
-* `im2col`: B is the im2col matrix of the NCHW image `b` (convolution, geometry in `conv`:
-  [batch, C, H, W, O, OH, OW, kH, kW, sH, sW, pH, pW, dH, dW, groups]); the product then runs
-  per image and group: A is the group's [O/groups, C/groups*kH*kW] weights, C the group's
-  [O/groups, OH*OW] output;
-* `im2col-packed`: as `im2col`, with `a` the weights already in the engine's 6-row panels,
+* `im2col`: B is the im2col matrix of the NCHW image `b` (convolution, its geometry in `conv`,
+  an `#irl.conv` written `conv <input NxCxHxW, output OxOHxOW, kernel kHxkW, stride sHxsW,
+  padding pHxpW, dilation dHxdW, groups G>`); the product then runs per image and group: A is the group's
+  [O/groups, C/groups*kH*kW] weights, C the group's [O/groups, OH*OW] output;
+* `im2col_panels`: as `im2col`, with `a` the weights already in the engine's 6-row panels,
   [ceil(O/6), C/groups*kH*kW, 6] (`irt.pack "rows" 6`, at compile time).
 
 `tiles` = [MC, NC, KC, MS] is the cache blocking: OpenMP tasks of MS rows x NC columns of C,
@@ -34,23 +35,156 @@ broadcasts), `parallel` = 1 shares C blocks among OpenMP threads.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, Float32Type, FloatAttr, IntegerAttr, MemRefType, StringAttr, i64
-from xdsl.ir import Attribute, Dialect, Region, SSAValue
+from xdsl.dialects.builtin import I64, DenseArrayBase, Float32Type, FloatAttr, IntAttr, IntegerAttr, MemRefType, i64
+from xdsl.dialects.utils import EnumAttribute
+from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
+    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     traits_def,
     var_operand_def,
 )
+from xdsl.parser import AttrParser
+from xdsl.printer import Printer
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
+from xdsl.utils.str_enum import StrEnum
 
 from irc.dialects.static_shape import StaticShapeOp
 
-LAYOUTS = ("packed", "nk", "kn", "im2col", "im2col-packed")
+
+class GemmLayout(StrEnum):
+    """How `irl.gemm` reads its operands (see the module docstring)."""
+
+    PANELS = "panels"
+    NK = "nk"
+    KN = "kn"
+    IM2COL = "im2col"
+    IM2COL_PANELS = "im2col_panels"
+
+
+CONV_LAYOUTS = (GemmLayout.IM2COL, GemmLayout.IM2COL_PANELS)
+
+
+@irdl_attr_definition
+class GemmLayoutAttr(EnumAttribute[GemmLayout], SpacedOpaqueSyntaxAttribute):
+    """`irl.gemm`'s layout: a keyword in the op's custom form (`#irl<layout nk>` generic)."""
+
+    name = "irl.layout"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> GemmLayout:
+        pos = parser.pos
+        value = parser.parse_optional_identifier_or_str_literal()
+        if value not in tuple(GemmLayout):
+            parser.raise_error(f"irl.gemm: layout must be one of {', '.join(GemmLayout)}, got {value!r}", pos, parser.pos)
+        return GemmLayout(value)
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """A 2-D convolution's shapes, as Python ints (`ConvAttr.geometry`)."""
+
+    batch: int
+    channels: int
+    height: int
+    width: int
+    out_channels: int
+    out_height: int
+    out_width: int
+    kernel_h: int
+    kernel_w: int
+    stride_h: int
+    stride_w: int
+    pad_h: int
+    pad_w: int
+    dilation_h: int
+    dilation_w: int
+    groups: int
+
+
+# The textual form: each keyword with the fields it names, written as a dimension list.
+_CONV_SYNTAX = (
+    ("input", ("batch", "channels", "height", "width")),
+    ("output", ("out_channels", "out_height", "out_width")),
+    ("kernel", ("kernel_h", "kernel_w")),
+    ("stride", ("stride_h", "stride_w")),
+    ("padding", ("pad_h", "pad_w")),
+    ("dilation", ("dilation_h", "dilation_w")),
+    ("groups", ("groups",)),
+)
+
+
+@irdl_attr_definition
+class ConvAttr(ParametrizedAttribute):
+    """The geometry of the convolution an im2col `irl.gemm` computes:
+
+        #irl.conv<input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 2>
+
+    input = [batch, C, H, W] (NCHW), output = [O, OH, OW]; every size >= 1 but the padding
+    (>= 0), and the groups divide C and O."""
+
+    name = "irl.conv"
+    batch: IntAttr
+    channels: IntAttr
+    height: IntAttr
+    width: IntAttr
+    out_channels: IntAttr
+    out_height: IntAttr
+    out_width: IntAttr
+    kernel_h: IntAttr
+    kernel_w: IntAttr
+    stride_h: IntAttr
+    stride_w: IntAttr
+    pad_h: IntAttr
+    pad_w: IntAttr
+    dilation_h: IntAttr
+    dilation_w: IntAttr
+    groups: IntAttr
+
+    @staticmethod
+    def get(geometry: ConvGeometry) -> ConvAttr:
+        return ConvAttr(*(IntAttr(getattr(geometry, f)) for _, fields in _CONV_SYNTAX for f in fields))
+
+    @property
+    def geometry(self) -> ConvGeometry:
+        return ConvGeometry(*(getattr(self, f).data for _, fields in _CONV_SYNTAX for f in fields))
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        values: list[Attribute] = []
+        with parser.in_angle_brackets():
+            for n, (keyword, fields) in enumerate(_CONV_SYNTAX):
+                if n:
+                    parser.parse_punctuation(",")
+                parser.parse_keyword(keyword)
+                pos = parser.pos
+                dims = parser.parse_dimension_list()
+                if len(dims) != len(fields) or min(dims) < 0:
+                    parser.raise_error(f"#irl.conv: {keyword} takes {'x'.join(['N'] * len(fields))} "
+                                       f"(sizes {', '.join(fields)})", pos, parser.pos)
+                values += [IntAttr(d) for d in dims]
+        return values
+
+    def print_parameters(self, printer: Printer) -> None:
+        g = self.geometry
+        printer.print_string("<" + ", ".join(f"{keyword} {'x'.join(str(getattr(g, f)) for f in fields)}"
+                                             for keyword, fields in _CONV_SYNTAX) + ">")
+
+    def verify(self) -> None:
+        g = self.geometry
+        if min(v for f, v in vars(g).items() if f not in ("pad_h", "pad_w")) < 1 or min(g.pad_h, g.pad_w) < 0:
+            raise VerifyException(f"#irl.conv: sizes, strides, dilations and groups must be >= 1, padding >= 0: {g}")
+        if g.channels % g.groups or g.out_channels % g.groups:
+            raise VerifyException(
+                f"#irl.conv: groups ({g.groups}) must divide the input ({g.channels}) and output ({g.out_channels}) channels"
+            )
 
 
 @irdl_op_definition
@@ -82,7 +216,7 @@ class GemmOp(IntArrays, StaticShapeOp):
     """C = epilogue(A x B) by irc's GEMM engine (see the module docstring)."""
 
     name = "irl.gemm"
-    layout = prop_def(StringAttr)
+    layout = prop_def(GemmLayoutAttr)
     a = operand_def(MemRefType)
     b = operand_def(MemRefType)
     c = operand_def(MemRefType)
@@ -90,18 +224,18 @@ class GemmOp(IntArrays, StaticShapeOp):
     sizes = prop_def(DenseArrayBase.constr(i64))
     tiles = prop_def(DenseArrayBase.constr(i64))
     strides = prop_def(DenseArrayBase.constr(i64))
-    conv = prop_def(DenseArrayBase.constr(i64))
+    conv = opt_prop_def(ConvAttr)
     parallel = prop_def(IntegerAttr[I64])
     body = region_def("single_block")
     assembly_format = (
         "$layout $a `,` $b `->` $c (`epilogue` `(` $epilogue^ `:` type($epilogue) `)`)? "
-        "`sizes` $sizes `tiles` $tiles `strides` $strides `conv` $conv `parallel` $parallel "
+        "`sizes` $sizes `tiles` $tiles `strides` $strides (`conv` $conv^)? `parallel` $parallel "
         "`:` type($a) `,` type($b) `,` type($c) attr-dict-with-keyword $body"
     )
 
     def __init__(
         self,
-        layout: str,
+        layout: GemmLayout,
         a: SSAValue,
         b: SSAValue,
         c: SSAValue,
@@ -111,26 +245,21 @@ class GemmOp(IntArrays, StaticShapeOp):
         tiles: Sequence[int],
         strides: Sequence[int],
         body: Region,
-        conv: Sequence[int] = (),
+        conv: ConvGeometry | None = None,
         parallel: bool = True,
     ):
-        super().__init__(
-            operands=[a, b, c, list(epilogue)],
-            regions=[body],
-            properties={
-                "layout": StringAttr(layout),
-                "sizes": _ints(sizes),
-                "tiles": _ints(tiles),
-                "strides": _ints(strides),
-                "conv": _ints(conv),
-                "parallel": IntegerAttr(int(parallel), i64),
-            },
-        )
+        properties: dict[str, Attribute] = {
+            "layout": GemmLayoutAttr(layout),
+            "sizes": _ints(sizes),
+            "tiles": _ints(tiles),
+            "strides": _ints(strides),
+            "parallel": IntegerAttr(int(parallel), i64),
+        }
+        if conv is not None:
+            properties["conv"] = ConvAttr.get(conv)
+        super().__init__(operands=[a, b, c, list(epilogue)], regions=[body], properties=properties)
 
     def verify_(self) -> None:
-        layout = self.layout.data
-        if layout not in LAYOUTS:
-            raise VerifyException(f"irl.gemm: layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
         if len(self.ints("sizes")) != 3 or min(self.ints("sizes")) < 1:
             raise VerifyException(f"irl.gemm: sizes must be [M, N, K] >= 1, got {list(self.ints('sizes'))}")
         if len(self.ints("tiles")) != 4 or min(self.ints("tiles")) < 1:
@@ -139,8 +268,16 @@ class GemmOp(IntArrays, StaticShapeOp):
             raise VerifyException(
                 f"irl.gemm: strides needs 3 entries per epilogue input ({len(self.epilogue)}), got {len(self.ints('strides'))}"
             )
-        if layout.startswith("im2col") != (len(self.ints("conv")) == 16):
-            raise VerifyException("irl.gemm: the im2col layouts (and only they) take the 16 conv geometry values")
+        if (self.layout.data in CONV_LAYOUTS) != (self.conv is not None):
+            raise VerifyException("irl.gemm: the im2col layouts (and only they) take the convolution geometry (`conv <...>`)")
+        if self.conv is not None:
+            g = self.conv.geometry
+            implied = (g.out_channels // g.groups, g.out_height * g.out_width, g.channels // g.groups * g.kernel_h * g.kernel_w)
+            if self.ints("sizes") != implied:
+                raise VerifyException(
+                    f"irl.gemm: sizes {list(self.ints('sizes'))} are not the per-group product of the conv geometry, "
+                    f"[O/groups, OH*OW, C/groups*kH*kW] = {list(implied)}"
+                )
         block = self.body.block
         if len(block.args) != 1 + len(self.epilogue) or not isinstance(block.last_op, YieldOp):
             raise VerifyException(
@@ -203,4 +340,4 @@ class AttentionOp(IntArrays, StaticShapeOp):
             raise VerifyException("irl.attention: rows must be >= 1")
 
 
-IRL = Dialect("irl", [GemmOp, AttentionOp, YieldOp], [])
+IRL = Dialect("irl", [GemmOp, AttentionOp, YieldOp], [GemmLayoutAttr, ConvAttr])

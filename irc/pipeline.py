@@ -176,7 +176,7 @@ def _code_version() -> str:
         h = hashlib.sha256(str(getattr(xdsl, "__version__", "?")).encode())
         roots = [Path(irc.__file__).parent, *(Path(p) for pkg in (dialects, lowering, runtime) for p in pkg.__path__)]
         for root in roots:
-            for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".h")):
+            for path in sorted(p for ext in ("*.py", "*.h") for p in root.rglob(ext)):  # .h: the C++ runtime
                 h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
         _code_digest = h.hexdigest()
     return _code_digest

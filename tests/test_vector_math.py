@@ -1,6 +1,6 @@
-"""The generated code's vectorizable math (lowering/cpp/math.py): error bounds and specials.
+"""The generated code's vectorizable math (lowering/cpp/include/irc_math.h): error bounds and specials.
 
-Stated bounds (`cpp_math.BOUNDS`, also in the README's Numerics section), in ulps of the float32
+Stated bounds (`lowering/cpp/math.py` BOUNDS, also in the README's Numerics section), in ulps of the float32
 result against float64 torch over all float32 inputs:
 
     exp <= 1.5 ulp, log <= 1 ulp, tanh <= 1.5 ulp, erf <= 1.5 ulp
@@ -29,12 +29,13 @@ import torch.nn.functional as F
 
 import irc
 from irc.models import get_model
-from irc.lowering.cpp.math import BOUNDS, MATH
+from irc.lowering.cpp.headers import header
+from irc.lowering.cpp.math import BOUNDS
 
 FUNCTIONS = ["exp", "log", "tanh", "erf"]
 REFERENCE = {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "erf": torch.erf}
 
-HARNESS = "#include <cstdint>\n" + MATH + "".join(
+HARNESS = "#include <cstdint>\n" + header("irc_math.h") + "".join(
     f"""
 extern "C" void s_{f}(const float* __restrict__ x, float* __restrict__ y, int64_t n) {{
   for (int64_t i = 0; i < n; ++i) y[i] = irc_{f}(x[i]);

@@ -3,7 +3,7 @@
 Both come from two small kernels built with the same compiler and flags as irc's own code: a
 loop of independent fused multiply-adds as wide as the build's vectors (16 floats with AVX-512,
 as irc's GEMM tile uses, else 8; the compute roof) and a sum over a 64 MiB array (the memory
-roof, streaming reads).
+roof, streaming reads): `roofline.cpp`, next to this file.
 """
 
 from __future__ import annotations
@@ -12,48 +12,12 @@ import ctypes
 import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from irc.runtime import build_library, load_library
 
-SOURCE = r"""
-#include <cstdint>
-#include <cstdlib>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-#ifdef __AVX512F__
-#define IRC_LANES 16
-#else
-#define IRC_LANES 8
-#endif
-typedef float vf __attribute__((vector_size(IRC_LANES * 4)));
-
-extern "C" int irc_peak_lanes() { return IRC_LANES; }
-
-// 12 independent FMA chains of IRC_LANES lanes per thread: 2 * IRC_LANES * 12 FLOPs per iteration.
-extern "C" float irc_peak(int64_t iters, int threads) {
-  float total = 0;
-  #pragma omp parallel num_threads(threads) reduction(+:total)
-  {
-    vf a[12];
-    for (int i = 0; i < 12; ++i) a[i] = (vf){} + 1.0f + i * 1e-3f;
-    const vf x = (vf){} + 0.999999f, y = (vf){} + 1e-7f;
-    for (int64_t n = 0; n < iters; ++n)
-      for (int i = 0; i < 12; ++i) a[i] = a[i] * x + y;
-    for (int i = 0; i < 12; ++i) for (int l = 0; l < IRC_LANES; ++l) total += a[i][l];
-  }
-  return total;
-}
-
-extern "C" float irc_stream(const float* __restrict__ p, int64_t n, int threads) {
-  float total = 0;
-  #pragma omp parallel for simd num_threads(threads) reduction(+:total) schedule(static)
-  for (int64_t i = 0; i < n; ++i) total += p[i];
-  return total;
-}
-"""
-
-CHAINS = 12
+SOURCE = Path(__file__).with_name("roofline.cpp")
+CHAINS = 12  # independent FMA chains in `irc_peak` (roofline.cpp)
 
 
 @dataclass(frozen=True)
@@ -79,7 +43,7 @@ def _best(fn, repeats: int = 5) -> float:
 def measure(threads: int) -> Roofline:
     import torch
 
-    lib = load_library(build_library(SOURCE))
+    lib = load_library(build_library(SOURCE.read_text()))
     lib.irc_peak.argtypes = [ctypes.c_int64, ctypes.c_int]
     lib.irc_peak.restype = ctypes.c_float
     lib.irc_stream.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int]

@@ -49,7 +49,8 @@ PARALLEL_FLOPS = 400_000
 """Products smaller than this run on the calling thread: OpenMP's fork/join (a few µs) would
 cost more than it saves."""
 
-LAYOUT = {ContractionKind.PACKED: "packed", ContractionKind.LINEAR: "nk", ContractionKind.MATMUL: "kn"}
+LAYOUT = {ContractionKind.PACKED: irl.GemmLayout.PANELS, ContractionKind.LINEAR: irl.GemmLayout.NK,
+          ContractionKind.MATMUL: irl.GemmLayout.KN}
 
 
 def _round_up(x: int, m: int) -> int:
@@ -193,10 +194,13 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     # weights packed at compile time (irc-pack-weights) when their panels suit this engine
     packed = op.packed is not None and shape_of(op.packed)[2] == MR and (groups == 1 or mg % MR == 0)
     gemm = irl.GemmOp(
-        "im2col-packed" if packed else "im2col", fl.buffers[op.packed if packed else op.weight],  # type: ignore[index]
+        irl.GemmLayout.IM2COL_PANELS if packed else irl.GemmLayout.IM2COL,
+        fl.buffers[op.packed if packed else op.weight],  # type: ignore[index]
         fl.buffers[op.input], out, [fl.buffers[v] for v in kept],
         sizes=(mg, p, kg), tiles=choose_tiles(mg, p, kg, fl.gemm_width, fl.threads), strides=[x for s in strides for x in s],  # type: ignore[union-attr]
-        conv=(batch, c_in, h, w, o, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, groups),
+        conv=irl.ConvGeometry(batch=batch, channels=c_in, height=h, width=w, out_channels=o, out_height=oh,
+                              out_width=ow, kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw, pad_h=ph, pad_w=pw,
+                              dilation_h=dh, dilation_w=dw, groups=groups),
         body=body, parallel=2 * mg * p * kg * groups >= PARALLEL_FLOPS,
     )
     _emit(fl, op, gemm)

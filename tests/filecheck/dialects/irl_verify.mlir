@@ -1,8 +1,8 @@
 // RUN: irc-opt %s --verify-diagnostics --split-input-file
 
 func.func @layout(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) {
-  // expected-error @+1 {{irl.gemm: layout must be one of packed, nk, kn, im2col, im2col-packed, got 'tn'}}
-  irl.gemm "tn" %x, %w -> %y sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] conv [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
+  // expected-error @+1 {{irl.gemm: layout must be one of panels, nk, kn, im2col, im2col_panels, got 'tn'}}
+  irl.gemm "tn" %x, %w -> %y sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
   }
@@ -13,7 +13,7 @@ func.func @layout(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>)
 
 func.func @strides(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %b: memref<4xf32>, %y: memref<4x4xf32>) {
   // expected-error @+1 {{irl.gemm: strides needs 3 entries per epilogue input (1), got 2}}
-  irl.gemm "kn" %x, %w -> %y epilogue(%b : memref<4xf32>) sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [0, 1] conv [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
+  irl.gemm kn %x, %w -> %y epilogue(%b : memref<4xf32>) sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [0, 1] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
   ^bb0(%acc: f32, %e: f32):
     irl.yield %acc : f32
   }
@@ -23,8 +23,8 @@ func.func @strides(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %b: memref<4xf32>, 
 // -----
 
 func.func @conv(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) {
-  // expected-error @+1 {{irl.gemm: the im2col layouts (and only they) take the 16 conv geometry values}}
-  irl.gemm "im2col" %x, %w -> %y sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] conv [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
+  // expected-error @+1 {{irl.gemm: the im2col layouts (and only they) take the convolution geometry (`conv <...>`)}}
+  irl.gemm im2col %x, %w -> %y sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
   }
@@ -36,5 +36,38 @@ func.func @conv(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) {
 func.func @attention(%q: memref<4x16x8xf32>, %o: memref<4x16x8xf32>) {
   // expected-error @+1 {{irl.attention: sizes must be [batch, Lq, Lk, E, Ev] >= 1, got [4, 16, 16, 8]}}
   irl.attention %q, %q, %q -> %o sizes [4, 16, 16, 8] rows 16 scale 0.125 causal 0 mask_strides [] parallel 1 : memref<4x16x8xf32>, memref<4x16x8xf32>, memref<4x16x8xf32>, memref<4x16x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @conv_sizes(%w: memref<12x27xf32>, %x: memref<1x6x8x8xf32>, %y: memref<1x12x8x8xf32>) {
+  // expected-error @+1 {{irl.gemm: sizes [12, 64, 27] are not the per-group product of the conv geometry, [O/groups, OH*OW, C/groups*kH*kW] = [6, 64, 27]}}
+  irl.gemm im2col %w, %x -> %y sizes [12, 64, 27] tiles [6, 32, 27, 6] strides [] conv <input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 2> parallel 0 : memref<12x27xf32>, memref<1x6x8x8xf32>, memref<1x12x8x8xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @conv_groups(%w: memref<12x27xf32>, %x: memref<1x6x8x8xf32>, %y: memref<1x12x8x8xf32>) {
+  // expected-error @+1 {{#irl.conv: groups (4) must divide the input (6) and output (12) channels}}
+  irl.gemm im2col %w, %x -> %y sizes [3, 64, 13] tiles [6, 32, 27, 6] strides [] conv <input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 4> parallel 0 : memref<12x27xf32>, memref<1x6x8x8xf32>, memref<1x12x8x8xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @conv_syntax(%w: memref<12x27xf32>, %x: memref<1x6x8x8xf32>, %y: memref<1x12x8x8xf32>) {
+  // expected-error @+1 {{#irl.conv: kernel takes NxN (sizes kernel_h, kernel_w)}}
+  irl.gemm im2col %w, %x -> %y sizes [6, 64, 27] tiles [6, 32, 27, 6] strides [] conv <input 1x6x8x8, output 12x8x8, kernel 3, stride 1x1, padding 1x1, dilation 1x1, groups 2> parallel 0 : memref<12x27xf32>, memref<1x6x8x8xf32>, memref<1x12x8x8xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
   func.return
 }

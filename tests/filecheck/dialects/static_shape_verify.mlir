@@ -29,7 +29,7 @@ func.func @dynamic_weight(%x: tensor<4x8xf32>, %w: tensor<?x8xf32>) -> tensor<4x
 
 func.func @dynamic_memref(%a: memref<?x8xf32>, %b: memref<16x8xf32>, %c: memref<4x16xf32>) {
   // expected-error @+1 {{irl.gemm: dynamic dimensions are not supported yet: operand 0 has type memref<?x8xf32>}}
-  irl.gemm "nk" %a, %b -> %c sizes [4, 16, 8] tiles [6, 16, 8, 4] strides [] conv [] parallel 0 : memref<?x8xf32>, memref<16x8xf32>, memref<4x16xf32> {
+  irl.gemm nk %a, %b -> %c sizes [4, 16, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<?x8xf32>, memref<16x8xf32>, memref<4x16xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
   }

@@ -1,8 +1,8 @@
-// RUN: irc-opt %s -p 'irc-fuse,irc-to-loops{strict=true}' | irc-opt -t cpp | filecheck %s
-// RUN: irc-opt %s -p 'irc-fuse,irc-to-loops{strict=true}' | irc-opt -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
+// RUN: irc-opt %s -p 'irc-fuse,irc-to-loops{strict=true},irc-vectorize' | irc-opt -t cpp | filecheck %s
+// RUN: irc-opt %s -p 'irc-fuse,irc-to-loops{strict=true},irc-vectorize' | irc-opt -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
 
-// The scalar loop nests (irc-to-loops{strict=true} lowers contractions to them instead of the GEMM engine,
-// see loops_gemm.mlir), emitted by the default (non-strict) target.
+// The scalar loop nests (irc-to-loops{strict=true} lowers contractions to them instead of the GEMM
+// engine, see to_loops/gemm.mlir) with irc-vectorize's marks, emitted by the default (non-strict) target.
 
 // Both functions form one module (one translation unit, one prelude).
 
@@ -70,7 +70,8 @@ func.func @act(%x: tensor<4x4xf32>) -> tensor<16xf32> {
   func.return %f : tensor<16xf32>
 }
 
-// A long reduction (300 iterations, constant bounds) keeps 64 partial results, filled a chunk
+// A long reduction (300 iterations, constant bounds: irc-vectorize marks it `irc.chunk = 64`,
+// see emit_cpp_schedule.mlir for the printing alone) keeps 64 partial results, filled a chunk
 // of 64 iterations at a time under `omp simd` (independent vector accumulators instead of one
 // that waits on the add's latency), combines them, then runs the 44 remaining iterations.
 // Softmax's row max starts its partial results at -inf and combines them with irc_maxf.

@@ -4,14 +4,15 @@
 
 // irc-vectorize marks a loop `irc.vectorize` when its innermost dimension walks every buffer
 // contiguously (the last index) or not at all, and its body is straight-line arith/math/memref.
-// The emitter runs a marked nest's innermost loop as `omp simd`, OpenMP threads over the outer
-// dimensions (or over the innermost too, `parallel for simd`, when the outer ones are few).
+// It also writes the schedule the emitter prints: on a marked nest, `irc.simd = "split"` (OpenMP
+// threads over the outer dimensions, `omp simd` on the innermost) or "inner" (the outer
+// dimensions are few: `parallel for simd` on the innermost); on a long reduction `irc.chunk`.
 
 // A broadcast bias along the contiguous dimension and GELU: marked.
 
 // CHECK-LABEL: func.func @bias_gelu
 // CHECK:         "scf.parallel"(%c0, %c0, %c32, %c64, %c1, %c1)
-// CHECK:         }) {irc.kernel = "irt.elementwise (irt.add + irt.gelu) -> 32x64", irc.vectorize}
+// CHECK:         }) {irc.kernel = "irt.elementwise (irt.add + irt.gelu) -> 32x64", irc.vectorize, irc.simd = "split"}
 // CPP-LABEL:   extern "C" void bias_gelu(
 // CPP:           #pragma omp parallel for collapse(1) schedule(static)
 // CPP-NEXT:      for (int64_t i0 = 0; i0 < 32; ++i0)
@@ -28,7 +29,7 @@ func.func @bias_gelu(%x: tensor<32x64xf32>, %b: tensor<64xf32>) -> tensor<32x64x
 // the threads split the 1000 columns instead.
 
 // CHECK-LABEL: func.func @few_rows
-// CHECK:         }) {irc.kernel = "irt.mul -> 4x1000", irc.vectorize}
+// CHECK:         }) {irc.kernel = "irt.mul -> 4x1000", irc.vectorize, irc.simd = "inner"}
 // CPP-LABEL:   extern "C" void few_rows(
 // CPP:           // kernel {{[0-9]+}}: irt.mul -> 4x1000
 // CPP-NEXT:      for (int64_t i0 = 0; i0 < 4; ++i0)
@@ -43,6 +44,7 @@ func.func @few_rows(%x: tensor<4x1000xf32>, %c: tensor<4x1xf32>) -> tensor<4x100
 // 16): not marked, and emitted as before.
 
 // CHECK-LABEL: func.func @transposed
+// CHECK-NOT:     irc.simd
 // CHECK:         }) {irc.kernel = "irt.transpose -> 16x8"} :
 // CPP-LABEL:   extern "C" void transposed(
 // CPP:           #pragma omp parallel for collapse(2) schedule(static)
@@ -65,6 +67,7 @@ func.func @transposed(%x: tensor<8x16xf32>) -> tensor<16x8xf32> {
 // CHECK:         } {irc.vectorize}
 // CHECK-NEXT:    scf.reduce
 // CHECK-NEXT:  }) {irc.kernel = "irt.softmax -> 4x9"} :
+// CHECK-NOT:     irc.chunk
 // CPP-LABEL:   extern "C" void softmax(
 // CPP:           #pragma omp parallel for collapse(1) schedule(static)
 // CPP:             #pragma omp simd reduction(max:[[M:acc[0-9]*]])
@@ -116,4 +119,25 @@ func.func @max_pool(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x8x8xf32> {
 func.func @max_pool_stride8(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x2x2xf32> {
   %m = irt.max_pool2d %x kernel [8, 8] stride [8, 8] padding [0, 0] dilation [1, 1] : (tensor<1x4x16x16xf32>) -> tensor<1x4x2x2xf32>
   func.return %m : tensor<1x4x2x2xf32>
+}
+
+// A reduction of at least 256 constant iterations keeps 64 partial results (`irc.chunk`), marked
+// or not (the column sum walks its input with a stride: not vectorized, still chunked); 255
+// iterations are too few.
+
+// CHECK-LABEL: func.func @long_reductions
+// CHECK:         } {irc.reduction = "add", irc.vectorize, irc.chunk = 64 : i64}
+// CHECK:         } {irc.reduction = "add", irc.chunk = 64 : i64}
+// CHECK-NOT:     irc.chunk
+// CHECK:         func.return
+// CPP-LABEL:   extern "C" void long_reductions(
+// CPP:           float {{acc[0-9_]*_parts}}[64];
+// CPP:           float {{acc[0-9_]*_parts}}[64];
+// CPP-NOT:       _parts[64];
+// CPP:         extern "C" void long_reductions__packed(
+func.func @long_reductions(%x: tensor<4x256xf32>, %y: tensor<256x4xf32>, %z: tensor<4x255xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %s = irt.reduce sum %x [1] : (tensor<4x256xf32>) -> tensor<4xf32>
+  %c = irt.reduce sum %y [0] : (tensor<256x4xf32>) -> tensor<4xf32>
+  %t = irt.reduce sum %z [1] : (tensor<4x255xf32>) -> tensor<4xf32>
+  func.return %s, %c, %t : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }

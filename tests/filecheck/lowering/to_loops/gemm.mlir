@@ -8,7 +8,7 @@
 // A packed contraction: A is %x, B the packed panels; the bias is read per column (strides
 // batch 0, row 0, column 1); a splat constant of the epilogue becomes a literal in its body.
 // CHECK-LABEL: func.func @packed
-// CHECK:         irl.gemm "packed" %x, %wp -> %out0 epilogue(%b : memref<20xf32>) sizes [4, 20, 8] tiles [6, 16, 8, 4] strides [0, 0, 1] conv [] parallel 0 : memref<4x8xf32>, memref<2x8x16xf32>, memref<4x20xf32> attributes {irc.kernel = "irt.contract packed (irt.linear + irt.mul) -> 4x20"} {
+// CHECK:         irl.gemm panels %x, %wp -> %out0 epilogue(%b : memref<20xf32>) sizes [4, 20, 8] tiles [6, 16, 8, 4] strides [0, 0, 1] parallel 0 : memref<4x8xf32>, memref<2x8x16xf32>, memref<4x20xf32> attributes {irc.kernel = "irt.contract packed (irt.linear + irt.mul) -> 4x20"} {
 // CHECK-NEXT:    ^bb0(%acc: f32, %{{.*}}: f32):
 // CHECK-NEXT:      %[[C:.*]] = arith.constant 5.000000e-01 : f32
 // CHECK-NEXT:      %[[A:.*]] = arith.addf %acc, %{{.*}} : f32
@@ -30,9 +30,9 @@ func.func @packed(%x: tensor<4x8xf32>, %wp: tensor<2x8x16xf32>, %b: tensor<20xf3
 // Run-time rhs in both layouts; a 3-D lhs is seen as [M, K] (a view, no copy), and a residual
 // of the result's shape is read per row (stride N) and column.
 // CHECK-LABEL: func.func @runtime_layouts
-// CHECK:         irl.gemm "nk" %x, %w -> %y sizes [6, 6, 8]
+// CHECK:         irl.gemm nk %x, %w -> %y sizes [6, 6, 8]
 // CHECK:         %[[A:.*]] = memref.reinterpret_cast %y3 to offset: [0], sizes: [6, 6], strides: [6, 1]
-// CHECK:         irl.gemm "kn" %[[A]], %m -> %{{.*}} epilogue(%r : memref<2x3x5xf32>) sizes [6, 5, 6] tiles [6, 16, 6, 6] strides [0, 5, 1]
+// CHECK:         irl.gemm kn %[[A]], %m -> %{{.*}} epilogue(%r : memref<2x3x5xf32>) sizes [6, 5, 6] tiles [6, 16, 6, 6] strides [0, 5, 1]
 func.func @runtime_layouts(%x: tensor<6x8xf32>, %w: tensor<6x8xf32>, %m: tensor<6x5xf32>, %r: tensor<2x3x5xf32>) -> tensor<2x3x5xf32> {
   %y = irt.linear %x, %w : (tensor<6x8xf32>, tensor<6x8xf32>) -> tensor<6x6xf32>
   %y3 = irt.reshape %y : (tensor<6x6xf32>) -> tensor<2x3x6xf32>
@@ -65,7 +65,7 @@ func.func @not_affine(%x: tensor<2x3x6xf32>, %m: tensor<6x5xf32>, %r: tensor<3x5
 // A convolution: per image and group, weights [O/g, C/g*kH*kW] times the im2col matrix of the
 // input; the bias is added per row (output channel) first, then the fused epilogue.
 // CHECK-LABEL: func.func @conv
-// CHECK:         irl.gemm "im2col" %w, %x -> %out0 epilogue(%b : memref<12xf32>) sizes [6, 64, 27] tiles [6, 32, 27, 6] strides [0, 1, 0] conv [1, 6, 8, 8, 12, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2] parallel 0
+// CHECK:         irl.gemm im2col %w, %x -> %out0 epilogue(%b : memref<12xf32>) sizes [6, 64, 27] tiles [6, 32, 27, 6] strides [0, 1, 0] conv <input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 2> parallel 0
 // CHECK-NEXT:    ^bb0(%acc: f32, %{{.*}}: f32):
 // CHECK-NEXT:      %[[B:.*]] = arith.addf %acc, %{{.*}} : f32
 // CHECK:           arith.maximumf %[[B]]
@@ -84,7 +84,7 @@ func.func @conv(%x: tensor<1x6x8x8xf32>, %w: tensor<12x3x3x3xf32>, %b: tensor<12
 // The same conv with its weights packed at compile time (irc-pack-weights): A is read from the
 // panels, [ceil(O/6), C/g*kH*kW, 6]; a group starts at panel g*(O/g)/6.
 // CHECK-LABEL: func.func @conv_packed
-// CHECK:         irl.gemm "im2col-packed" %wp, %x -> %out0 sizes [6, 64, 27] tiles [6, 32, 27, 6] strides [] conv [1, 6, 8, 8, 12, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2] parallel 0
+// CHECK:         irl.gemm im2col_panels %wp, %x -> %out0 sizes [6, 64, 27] tiles [6, 32, 27, 6] strides [] conv <input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 2> parallel 0
 // CPP-LABEL:   extern "C" void conv_packed(
 // CPP:           const irc_prepacked<IRC_MR> irc_a{wp + irc_g*162, 27};
 func.func @conv_packed(%x: tensor<1x6x8x8xf32>, %w: tensor<12x3x3x3xf32>, %wp: tensor<2x27x6xf32>) -> tensor<1x12x8x8xf32> {

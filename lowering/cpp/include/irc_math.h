@@ -1,0 +1,131 @@
+// ---- vectorizable float math (lowering/cpp/include/irc_math.h): branch-free, float and irc_v8f alike ----
+// FP exceptions are never inspected: without this, GCC (on AVX2, no AVX-512 masks) refuses to
+// if-convert a select whose condition is a float compare, and the loop stays scalar.
+#pragma GCC optimize("no-trapping-math")
+// irc_v8f values never cross a non-inline ABI boundary: no warning when built without AVX.
+#pragma GCC diagnostic ignored "-Wpsabi"
+typedef float irc_v8f __attribute__((vector_size(32)));
+typedef int32_t irc_v8i __attribute__((vector_size(32)));
+
+// maximum/minimum that propagate NaN, as arith.maximumf/minimumf (and torch.relu) do.
+static inline float irc_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
+static inline float irc_minf(float a, float b) { return (a != a || a < b) ? a : b; }
+static inline irc_v8f irc_maxf(irc_v8f a, irc_v8f b) { return ((a != a) | (a > b)) ? a : b; }
+static inline irc_v8f irc_minf(irc_v8f a, irc_v8f b) { return ((a != a) | (a < b)) ? a : b; }
+
+static inline int32_t irc_bits(float x) { int32_t i; __builtin_memcpy(&i, &x, 4); return i; }
+static inline irc_v8i irc_bits(irc_v8f x) { return (irc_v8i)x; }
+static inline float irc_float(int32_t i) { float x; __builtin_memcpy(&x, &i, 4); return x; }
+static inline irc_v8f irc_float(irc_v8i i) { return (irc_v8f)i; }
+static inline float irc_i2f(int32_t i) { return (float)i; }
+static inline irc_v8f irc_i2f(irc_v8i i) { return __builtin_convertvector(i, irc_v8f); }
+static inline float irc_fma(float a, float b, float c) {
+#ifdef __FMA__
+  return __builtin_fmaf(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+static inline irc_v8f irc_fma(irc_v8f a, irc_v8f b, irc_v8f c) {
+#ifdef __FMA__
+  return __builtin_ia32_vfmaddps256(a, b, c);
+#else
+  return a * b + c;
+#endif
+}
+template <class F> static inline F irc_k(float c) { return F{} + c; }  // c in every lane
+// c0 + x * (c1 + x * (c2 + ...)), Horner with FMAs
+template <class F> static inline F irc_poly(F, float c) { return irc_k<F>(c); }
+template <class F, class... R> static inline F irc_poly(F x, float c, R... rest) {
+  return irc_fma(irc_poly(x, rest...), x, irc_k<F>(c));
+}
+template <class F> static inline F irc_absf(F x) { return irc_float(irc_bits(x) & 0x7fffffff); }
+template <class F> static inline F irc_copysign(F x, F s) {  // |x| with the sign of s
+  return irc_float((irc_bits(x) & 0x7fffffff) | (irc_bits(s) & (int32_t)0x80000000));
+}
+
+#ifndef IRC_LIBM
+// exp: x = n ln2 + r, |r| <= ln2/2; exp(r) by Cephes' degree-6 polynomial; times 2^n in two
+// steps so results in the subnormal range round once. Inputs are clamped to [-104, 88.8], where
+// the formula itself gives 0 and inf. The clamps are written `c < x ? c : x`, a single min/max
+// instruction that returns x when x is NaN; NaN then flows through the arithmetic to the result.
+template <class F> static inline F irc_exp(F x) {
+  F xc = 88.8f < x ? irc_k<F>(88.8f) : x;
+  xc = -104.0f > xc ? irc_k<F>(-104.0f) : xc;
+  const F shifter = irc_k<F>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
+  F kf = irc_fma(xc, irc_k<F>(1.44269504088896341f), shifter);
+  const auto n = irc_bits(kf) - 0x4b400000;
+  kf = kf - shifter;
+  F r = irc_fma(kf, irc_k<F>(-0.693359375f), xc);
+  r = irc_fma(kf, irc_k<F>(2.12194440e-4f), r);
+  F q = irc_poly(r, 5.0000001201e-1f, 1.6666665459e-1f, 4.1665795894e-2f, 8.3334519073e-3f,
+                 1.3981999507e-3f, 1.9875691500e-4f);
+  F p = irc_fma(q, r * r, r) + 1.0f;
+  const auto n1 = n >> 1;
+  const auto n2 = n - n1;
+  return p * irc_float((n1 + 127) << 23) * irc_float((n2 + 127) << 23);
+}
+
+// log: x = m 2^e with m in [sqrt(1/2), sqrt(2)); log(m) by Cephes' degree-9 polynomial in m - 1.
+template <class F> static inline F irc_log(F x) {
+  const F xs = x < 1.17549435e-38f ? x * 8388608.0f : x;  // subnormal: scale by 2^23 first
+  const F eadj = x < 1.17549435e-38f ? -23.0f : 0.0f;
+  const auto bits = irc_bits(xs);
+  F e = irc_i2f(((bits >> 23) & 0xff) - 126) + eadj;
+  F m = irc_float((bits & 0x007fffff) | 0x3f000000);  // [0.5, 1)
+  const auto small = m < 0.707106781186547524f;
+  e = small ? e - 1.0f : e;
+  m = small ? m + m - 1.0f : m - 1.0f;
+  const F z = m * m;
+  F y = irc_poly(m, 3.3333331174e-1f, -2.4999993993e-1f, 2.0000714765e-1f, -1.6668057665e-1f,
+                 1.4249322787e-1f, -1.2420140846e-1f, 1.1676998740e-1f, -1.1514610310e-1f,
+                 7.0376836292e-2f) * m * z;
+  y = irc_fma(e, irc_k<F>(-2.12194440e-4f), y);
+  y = irc_fma(z, irc_k<F>(-0.5f), y);
+  F r = irc_fma(e, irc_k<F>(0.693359375f), m + y);
+  r = x > 3.40282347e38f ? x : r;                   // +inf
+  r = x == 0.0f ? -__builtin_inff() : r;            // log(±0) = -inf
+  r = x < 0.0f ? __builtin_nanf("") : r;            // log(negative) = NaN
+  return x != x ? x : r;
+}
+
+// tanh: |x| < 0.625: Cephes' odd polynomial; else 1 - 2 / (exp(2|x|) + 1); with x's sign.
+template <class F> static inline F irc_tanh(F x) {
+  const F a = irc_absf(x);
+  const F z = x * x;
+  const F small = irc_fma(irc_poly(z, -3.33332819422e-1f, 1.33314422036e-1f, -5.37397155531e-2f,
+                                   2.06390887954e-2f, -5.70498872745e-3f) * z, x, x);
+  const F large = 1.0f - 2.0f / (irc_exp(a + a) + 1.0f);
+  return irc_copysign(a < 0.625f ? small : large, x);  // odd; and tanh(-0) = -0
+}
+
+// erf: |x| < 0.9277: x + x P(x^2); else 1 - exp(t Q(t) - t), t = |x| (clamped at 4, where
+// erf rounds to 1), with x's sign.
+template <class F> static inline F irc_erf(F x) {
+  const F s = x * x;
+  const F small = irc_fma(irc_poly(s, 1.28379166e-1f, -3.76125336e-1f, 1.12819925e-1f,
+                                   -2.67681349e-2f, 4.99119423e-3f, -5.96761703e-4f), x, x);
+  F t = irc_absf(x);
+  t = t < 4.0f ? t : 4.0f;
+  F q = irc_fma(irc_fma(irc_k<F>(-1.72853470e-5f), t, irc_k<F>(3.83197126e-4f)), t * t,
+                irc_fma(irc_k<F>(-3.88396438e-3f), t, irc_k<F>(2.42546219e-2f)));
+  q = irc_fma(q, t, irc_k<F>(-1.06777877e-1f));
+  q = irc_fma(q, t, irc_k<F>(-6.34846687e-1f));
+  q = irc_fma(q, t, irc_k<F>(-1.28717512e-1f));
+  q = irc_fma(q, t, -t);
+  const F large = irc_copysign(1.0f - irc_exp(q), x);
+  return irc_absf(x) > 0.927734375f ? large : small;  // NaN: small, which is NaN
+}
+#else
+static inline float irc_exp(float x) { return __builtin_expf(x); }
+static inline float irc_log(float x) { return __builtin_logf(x); }
+static inline float irc_tanh(float x) { return __builtin_tanhf(x); }
+static inline float irc_erf(float x) { return __builtin_erff(x); }
+#define IRC_LANEWISE(f) \
+  static inline irc_v8f f(irc_v8f x) { irc_v8f r; for (int i = 0; i < 8; ++i) r[i] = f(x[i]); return r; }
+IRC_LANEWISE(irc_exp) IRC_LANEWISE(irc_log) IRC_LANEWISE(irc_tanh) IRC_LANEWISE(irc_erf)
+#undef IRC_LANEWISE
+#endif
+static inline float irc_sqrt(float x) { return __builtin_sqrtf(x); }
+static inline irc_v8f irc_sqrt(irc_v8f x) { irc_v8f r; for (int i = 0; i < 8; ++i) r[i] = __builtin_sqrtf(x[i]); return r; }
+// ---- end of vectorizable float math ----

@@ -1,5 +1,5 @@
-"""`irc-to-loops` for the ops of `dialects/irt/nn.py` (registered with `@lowers`), and their
-reference evaluation (`irc/reference.py`) on torch tensors.
+"""`irc-to-loops` for the ops of `dialects/irt/nn.py` (listed in `table.LOWERINGS`); what they
+compute on torch tensors is `dialects/irt/semantics.py`.
 
 Every op is one `scf.parallel` nest over its result [N, C/O, OH, OW] with `scf.for` loops over
 the window inside, carrying the accumulator. Padding costs no branch: for each output position
@@ -18,8 +18,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import torch
-import torch.nn.functional as F
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import FloatAttr, IndexType, StringAttr, f32, i64
@@ -28,9 +26,8 @@ from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import nn as irt_nn
 from irc.dialects.irt.core import shape_of
-from irc.lowering.to_loops.irc_to_loops import REDUCTION_ATTR, FunctionLowering, describe, lowers
+from irc.lowering.to_loops.function import REDUCTION_ATTR, FunctionLowering, describe
 from irc.lowering.to_loops.reduce import for_loop
-from irc.reference import accumulate, reference
 
 # ---------------------------------------------------------------------------------------------
 # Index arithmetic helpers
@@ -151,7 +148,6 @@ def _axes(op, in_shape: Sequence[int], out_shape: Sequence[int], kernel: Sequenc
 # ---------------------------------------------------------------------------------------------
 
 
-@lowers(irt_nn.Conv2dOp)
 def lower_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
@@ -185,7 +181,6 @@ def lower_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     fl.nest(shape, describe(op), body)
 
 
-@lowers(irt_nn.MaxPool2dOp)
 def lower_max_pool2d(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:
     """One output row per parallel iteration, its columns innermost: the row starts at -inf and
     every window tap (kh, kw) folds its valid column range [lo, hi) into it,
@@ -260,7 +255,6 @@ def _avg_range(fl: FunctionLowering, b: Builder, o: SSAValue, ax: Axis) -> tuple
     return start, end, padded
 
 
-@lowers(irt_nn.AvgPool2dOp)
 def lower_avg_pool2d(fl: FunctionLowering, op: irt_nn.AvgPool2dOp) -> None:
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
@@ -293,7 +287,6 @@ def _adaptive_range(fl: FunctionLowering, b: Builder, o: SSAValue, size: int, ou
     return start, end
 
 
-@lowers(irt_nn.AdaptiveAvgPool2dOp)
 def lower_adaptive_avg_pool2d(fl: FunctionLowering, op: irt_nn.AdaptiveAvgPool2dOp) -> None:
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
@@ -312,32 +305,3 @@ def lower_adaptive_avg_pool2d(fl: FunctionLowering, op: irt_nn.AdaptiveAvgPool2d
         _store(b, b.insert(arith.DivfOp(total, count)).result, out, ivs)
 
     fl.nest(shape, describe(op), body)
-
-
-# ---------------------------------------------------------------------------------------------
-# Reference evaluation (compile-time folding, test oracle)
-# ---------------------------------------------------------------------------------------------
-
-
-@accumulate(irt_nn.Conv2dOp)
-def _conv2d(op: irt_nn.Conv2dOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    x, w = inputs[0], inputs[1]
-    b = inputs[2 + (op.packed is not None)] if op.bias is not None else None
-    return F.conv2d(x, w, b, op.strides, op.paddings, op.dilations, op.group_count)
-
-
-@reference(irt_nn.MaxPool2dOp)
-def _max_pool2d(op: irt_nn.MaxPool2dOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    return F.max_pool2d(inputs[0], op.kernels, op.strides, op.paddings, op.dilations, op.ceil_mode is not None)
-
-
-@reference(irt_nn.AvgPool2dOp)
-def _avg_pool2d(op: irt_nn.AvgPool2dOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    return F.avg_pool2d(
-        inputs[0], op.kernels, op.strides, op.paddings, op.ceil_mode is not None, op.count_include_pad is not None
-    )
-
-
-@reference(irt_nn.AdaptiveAvgPool2dOp)
-def _adaptive_avg_pool2d(op: irt_nn.AdaptiveAvgPool2dOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    return F.adaptive_avg_pool2d(inputs[0], shape_of(op.result)[2:])

@@ -1,5 +1,5 @@
-"""`irc-to-loops` for the ops of `dialects/irt/reduce.py` (registered with `@lowers`), and their
-reference evaluation on torch tensors (`@reference`).
+"""`irc-to-loops` for the ops of `dialects/irt/reduce.py` (listed in `table.LOWERINGS`); what
+they compute on torch tensors is `dialects/irt/semantics.py`.
 
 Every op is one kernel: an `scf.parallel` over the independent positions (output elements, rows,
 (batch, head, query) triples), with `scf.for` loops carrying f32 accumulators inside.
@@ -25,8 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-import torch
-import torch.nn.functional as F
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math as xmath, memref, scf
 from xdsl.dialects.builtin import FloatAttr, IndexType, StringAttr, f32
@@ -42,8 +40,7 @@ from irc.dialects.irt.reduce import (
     ReduceOp,
     SoftmaxBase,
 )
-from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, REDUCTION_ATTR, FunctionLowering, describe, lowers
-from irc.reference import reference
+from irc.lowering.to_loops.function import KERNEL_ATTR, REDUCTION_ATTR, FunctionLowering, describe
 
 NEG_FLT_MAX = -3.4028234663852886e38  # the running max starts here, not at -inf (see module doc)
 
@@ -144,7 +141,6 @@ def batch_indices(fl: FunctionLowering, shape: Sequence[int], batch: Sequence[SS
 # ---------------------------------------------------------------------------------------------
 
 
-@lowers(ReduceOp)
 def lower_reduce(fl: FunctionLowering, op: ReduceOp) -> None:
     out = fl.result_buffer(op.result)
     src = fl.buffers[op.input]
@@ -174,14 +170,6 @@ def lower_reduce(fl: FunctionLowering, op: ReduceOp) -> None:
     kernel(fl, irt.shape_of(op.result), describe(op), body)
 
 
-@reference(ReduceOp)
-def _ref_reduce(op: ReduceOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    x, dims = inputs[0], list(op.reduce_dims)
-    if op.reduce_kind == ReduceKind.MAX:
-        return torch.amax(x, dim=dims, keepdim=op.keeps_dims)
-    fn = torch.sum if op.reduce_kind == ReduceKind.SUM else torch.mean
-    return fn(x, dim=dims, keepdim=op.keeps_dims)
-
 
 # ---------------------------------------------------------------------------------------------
 # irt.softmax, irt.log_softmax
@@ -201,7 +189,6 @@ def _max_loop(fl: FunctionLowering, b: Builder, n: int, element: Callable[[Build
     return m
 
 
-@lowers(SoftmaxBase)
 def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
     """Per row: a max pass, an exp-sum pass (softmax keeps exp(x - m) in the output row), and
     a write pass (softmax scales its output row in place by 1/sum; log_softmax writes
@@ -242,18 +229,12 @@ def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
     kernel(fl, outer_shape, describe(op), body)
 
 
-@reference(SoftmaxBase)
-def _ref_softmax(op: SoftmaxBase, inputs: list[torch.Tensor]) -> torch.Tensor:
-    fn = torch.log_softmax if op.LOG else torch.softmax
-    return fn(inputs[0], dim=op.axis)
-
 
 # ---------------------------------------------------------------------------------------------
 # irt.layer_norm
 # ---------------------------------------------------------------------------------------------
 
 
-@lowers(LayerNormOp)
 def lower_layer_norm(fl: FunctionLowering, op: LayerNormOp) -> None:
     out = fl.result_buffer(op.result)
     src = fl.buffers[op.input]
@@ -298,21 +279,12 @@ def lower_layer_norm(fl: FunctionLowering, op: LayerNormOp) -> None:
     kernel(fl, outer_shape, describe(op), body)
 
 
-@reference(LayerNormOp)
-def _ref_layer_norm(op: LayerNormOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    x, rest = inputs[0], iter(inputs[1:])
-    w = next(rest) if op.weight is not None else None
-    bias = next(rest) if op.bias is not None else None
-    n = op.normalized_rank
-    return F.layer_norm(x, tuple(x.shape[x.dim() - n :]), w, bias, op.epsilon)
-
 
 # ---------------------------------------------------------------------------------------------
 # irt.batch_matmul
 # ---------------------------------------------------------------------------------------------
 
 
-@lowers(BatchMatmulOp)
 def lower_batch_matmul(fl: FunctionLowering, op: BatchMatmulOp) -> None:
     out = fl.result_buffer(op.result)
     shape = irt.shape_of(op.result)
@@ -337,20 +309,12 @@ def lower_batch_matmul(fl: FunctionLowering, op: BatchMatmulOp) -> None:
     fl.nest(shape, describe(op), body)
 
 
-@reference(BatchMatmulOp)
-def _ref_batch_matmul(op: BatchMatmulOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    lhs, rhs = inputs
-    if op.contraction_kind == irt.ContractionKind.LINEAR:
-        rhs = rhs.transpose(-2, -1)
-    return torch.matmul(lhs, rhs)
-
 
 # ---------------------------------------------------------------------------------------------
 # irt.attention
 # ---------------------------------------------------------------------------------------------
 
 
-@lowers(AttentionOp)
 def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
     out = fl.result_buffer(op.result)
     shape = irt.shape_of(op.result)  # [*batch, Lq, Ev]
@@ -419,16 +383,3 @@ def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
         for_loop(fl, b, ev, [], normalize, name="e")
 
     fl.nest(shape[:-1], describe(op), body)
-
-
-@reference(AttentionOp)
-def _ref_attention(op: AttentionOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    q, k, v = inputs[:3]
-    scores = torch.matmul(q, k.transpose(-2, -1)) * op.scale_value
-    if op.mask is not None:
-        scores = scores + inputs[3]
-    if op.causal:
-        lq, lk = scores.shape[-2:]
-        allowed = torch.ones(lq, lk, dtype=torch.bool).tril()
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    return torch.matmul(torch.softmax(scores, dim=-1), v)

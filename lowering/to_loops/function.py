@@ -67,6 +67,16 @@ def _shape_str(v: SSAValue) -> str:
     return "x".join(map(str, irt.shape_of(v))) or "scalar"
 
 
+def load_at(b: Builder, buf: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+    """The element of buffer `buf` at `indices`."""
+    return b.insert(memref.LoadOp.get(buf, list(indices))).res
+
+
+def store_at(b: Builder, value: SSAValue, buf: SSAValue, indices: Sequence[SSAValue]) -> None:
+    """Store `value` into buffer `buf` at `indices`."""
+    b.insert(memref.StoreOp.get(value, buf, list(indices)))
+
+
 @dataclass
 class FunctionLowering:
     """Lowers one `func.func` on tensors into one on buffers."""

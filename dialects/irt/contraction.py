@@ -80,7 +80,7 @@ def contraction_shape(
         )
     return (*lhs[:-1], n)
 
-class ContractionOp(EpilogueOp):
+class ContractionBase(EpilogueOp):
     """Base of the contraction family: result[..., n] = epilogue(sum_k lhs[..., k] * rhs(n, k), ...)."""
 
     KIND: ClassVar[ContractionKind]
@@ -114,8 +114,14 @@ class ContractionOp(EpilogueOp):
                 )
 
 
+
+ContractionOp = ContractionBase
+"""The base's former name (`ContractOp` is the fused op): lowering/tensor/pack_weights.py and
+lowering/to_loops/gemm.py still use it."""
+
+
 @irdl_op_definition
-class LinearOp(ContractionOp):
+class LinearOp(ContractionBase):
     """nn.Linear: x @ w^T (+ b), with w as [out, in].
 
         %y = irt.linear %x, %w, %b : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
@@ -147,7 +153,7 @@ class LinearOp(ContractionOp):
 
 
 @irdl_op_definition
-class MatmulOp(ContractionOp):
+class MatmulOp(ContractionBase):
     """torch.matmul of a [..., K] tensor and a 2-D [K, N] tensor.
 
         %y = irt.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
@@ -166,7 +172,7 @@ class MatmulOp(ContractionOp):
 
 
 @irdl_op_definition
-class ContractOp(ContractionOp):
+class ContractOp(ContractionBase):
     """A contraction with a fused epilogue: bias, activations, residual adds, applied per element.
 
     The body gets the accumulated dot product, then one f32 per epilogue input (each broadcast

@@ -74,6 +74,7 @@ from irc.dialects.irt.interfaces import (  # noqa: F401
 from irc.dialects.irt.contraction import (  # noqa: F401
     ContractionKind,
     ContractionKindAttr,
+    ContractionBase,
     ContractionOp,
     ContractOp,
     LinearOp,

@@ -42,7 +42,7 @@ def _scalar_ops(build: Callable[[Builder, list[SSAValue]], SSAValue], n_args: in
     return sum(1 for op in block.ops if not isinstance(op, arith.ConstantOp))
 
 
-def _contraction_flops(op: irt.ContractionOp) -> int:
+def _contraction_flops(op: irt.ContractionBase) -> int:
     return 2 * numel(op.results[0]) * irt.shape_of(op.lhs)[-1]
 
 
@@ -84,7 +84,7 @@ def _no_flops(op: Operation) -> int:
 
 FLOPS: dict[type[Operation], FlopsFn] = {
     # core
-    irt.ContractionOp: _contraction_flops,
+    irt.ContractionBase: _contraction_flops,
     irt.ReshapeOp: _no_flops,
     irt.TransposeOp: _no_flops,
     irt.ConstantOp: _no_flops,

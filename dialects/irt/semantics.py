@@ -12,7 +12,7 @@ Two tables, each op family's entries side by side:
 * `REFERENCE`: every other non-elementwise op: its result.
 
 Elementwise ops need no entry: their `build_scalar` body is the definition. A key covers its
-subclasses (`ContractionOp`: linear, matmul, contract); the most derived entry wins.
+subclasses (`ContractionBase`: linear, matmul, contract); the most derived entry wins.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def unpack(packed: Tensor, n: int) -> Tensor:
     return packed.permute(1, 0, 2).reshape(k, panels * width)[:, :n]
 
 
-def _contraction(op: irt.ContractionOp, inputs: list[Tensor]) -> Tensor:
+def _contraction(op: irt.ContractionBase, inputs: list[Tensor]) -> Tensor:
     lhs, rhs = inputs[0], inputs[1]
     kind = op.contraction_kind
     if kind == irt.ContractionKind.PACKED:
@@ -177,7 +177,7 @@ def _embedding(op: irt_shape.EmbeddingOp, inputs: list[Tensor]) -> Tensor:
 # ---------------------------------------------------------------------------------------------
 
 ACCUMULATE: dict[type[Operation], Semantics] = {
-    irt.ContractionOp: _contraction,
+    irt.ContractionBase: _contraction,
     irt_nn.Conv2dOp: _conv2d,
 }
 """EpilogueOp -> its accumulated value, before the epilogue."""

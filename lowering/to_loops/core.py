@@ -33,7 +33,7 @@ def lower_elementwise(fl: FunctionLowering, op: irt.ElementwiseOp) -> None:
     fl.nest(shape, describe(op), body)
 
 
-def lower_contraction(fl: FunctionLowering, op: irt.ContractionOp) -> None:
+def lower_contraction(fl: FunctionLowering, op: irt.ContractionBase) -> None:
     out = fl.result_buffer(op.results[0])
     shape = irt.shape_of(op.results[0])
     k_size = irt.shape_of(op.lhs)[-1]
@@ -90,7 +90,7 @@ def lower_reshape(fl: FunctionLowering, op: irt.ReshapeOp) -> None:
 def lower_constant(fl: FunctionLowering, op: irt.ConstantOp) -> None:
     read_per_element = all(
         isinstance(use.operation, irt.ElementwiseOp)
-        or (isinstance(use.operation, irt.ContractionOp) and use.index >= 2)
+        or (isinstance(use.operation, irt.ContractionBase) and use.index >= 2)
         for use in op.result.uses
     )
     if op.value.is_splat() and read_per_element and op.result not in fl.buffers:

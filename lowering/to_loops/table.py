@@ -1,7 +1,7 @@
 """How every `irt` op becomes loops: `LOWERINGS`, one explicit table.
 
 `FunctionLowering.lower` takes the entry of an op's class, or of its nearest base class listed
-here (`ElementwiseOp` covers every elementwise op of every family, `ContractionOp` linear,
+here (`ElementwiseOp` covers every elementwise op of every family, `ContractionBase` linear,
 matmul and contract). An op with no entry is an error naming it (`irt.batch_norm` has none: it
 is folded into a convolution or rewritten before this pass).
 
@@ -25,7 +25,7 @@ from irc.lowering.to_loops.function import LoweringFn
 SCALAR_NESTS: dict[type[Operation], LoweringFn] = {
     # core
     irt.ElementwiseOp: core.lower_elementwise,
-    irt.ContractionOp: core.lower_contraction,
+    irt.ContractionBase: core.lower_contraction,
     irt.TransposeOp: core.lower_transpose,
     irt.ReshapeOp: core.lower_reshape,
     irt.ConstantOp: core.lower_constant,
@@ -50,7 +50,7 @@ SCALAR_NESTS: dict[type[Operation], LoweringFn] = {
 """Every op as loop nests of its own (`scf.parallel`/`scf.for`)."""
 
 GEMM_ENGINE: dict[type[Operation], LoweringFn] = {
-    irt.ContractionOp: gemm.lower_contraction_gemm,
+    irt.ContractionBase: gemm.lower_contraction_gemm,
     irt_nn.Conv2dOp: gemm.lower_conv2d_gemm,
     irt_reduce.AttentionOp: gemm.lower_attention_gemm,
 }

@@ -6,13 +6,13 @@ the C++ path.
 
 Elementwise ops need no code here: their own `build_scalar` body is built once into a scratch
 block and interpreted with whole (broadcast) tensors as values, through `SCALAR_TORCH`.
-Accumulating ops (contractions, convolutions) register how they accumulate in `ACCUMULATE`;
-their epilogue is interpreted the same way. Other ops register in `REFERENCE`.
+Accumulating ops (contractions, convolutions) accumulate as `ACCUMULATE` says (in
+`irc.dialects.irt.semantics`, beside the dialect); their epilogue is interpreted the same way.
+Other ops evaluate as `REFERENCE` there says.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -23,6 +23,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
+from irc.dialects.irt.semantics import ACCUMULATE, REFERENCE, lookup
 
 Tensor = torch.Tensor
 
@@ -47,35 +48,7 @@ SCALAR_TORCH: dict[type[Operation], Callable[..., Tensor]] = {
     arith.FPToUIOp: lambda c: c != 0,  # to i1, on 0.0/1.0 masks (irt.where)
     arith.SelectOp: torch.where,
 }
-"""Scalar op -> the torch function computing it on whole tensors (families may add entries)."""
-
-REFERENCE: dict[type[Operation], Callable[[Operation, list[Tensor]], Tensor]] = {}
-ACCUMULATE: dict[type[Operation], Callable[[Operation, list[Tensor]], Tensor]] = {}
-
-
-def reference(*op_types: type[Operation]):
-    def register(fn):
-        for t in op_types:
-            REFERENCE[t] = fn
-        return fn
-
-    return register
-
-
-def accumulate(*op_types: type[Operation]):
-    def register(fn):
-        for t in op_types:
-            ACCUMULATE[t] = fn
-        return fn
-
-    return register
-
-
-def _lookup(table: dict, op: Operation):
-    for cls in type(op).__mro__:
-        if cls in table:
-            return table[cls]
-    return None
+"""Scalar op -> the torch function computing it on whole tensors."""
 
 
 def interpret_scalar(build: Callable[[Builder, Sequence[SSAValue]], SSAValue], args: list[Tensor]) -> Tensor:
@@ -103,56 +76,15 @@ def evaluate(op: Operation, inputs: list[Tensor]) -> Tensor:
     if isinstance(op, irt.ElementwiseOp):
         out = interpret_scalar(op.build_scalar, inputs)
     elif isinstance(op, irt.EpilogueOp):
-        acc_fn = _lookup(ACCUMULATE, op)
+        acc_fn = lookup(ACCUMULATE, op)
         if acc_fn is None:
             raise NotImplementedError(f"reference: no accumulation for {op.name}")
         acc = acc_fn(op, inputs)
         extra = inputs[len(inputs) - len(op.epilogue_inputs) :] if op.epilogue_inputs else []
         out = interpret_scalar(lambda b, args: op.build_epilogue(b, args[0], args[1:]), [acc, *extra])
     else:
-        fn = _lookup(REFERENCE, op)
+        fn = lookup(REFERENCE, op)
         if fn is None:
             raise NotImplementedError(f"reference: no evaluation for {op.name}")
         out = fn(op, inputs)
     return out.to(torch.float32).expand(shape).contiguous()
-
-
-@accumulate(irt.ContractionOp)
-def _contraction(op: irt.ContractionOp, inputs: list[Tensor]) -> Tensor:
-    lhs, rhs = inputs[0], inputs[1]
-    kind = op.contraction_kind
-    if kind == irt.ContractionKind.PACKED:
-        return lhs @ unpack(rhs, irt.shape_of(op.results[0])[-1])
-    return lhs @ (rhs.t() if kind == irt.ContractionKind.LINEAR else rhs)
-
-
-@reference(irt.ReshapeOp)
-def _reshape(op: irt.ReshapeOp, inputs: list[Tensor]) -> Tensor:
-    return inputs[0].reshape(irt.shape_of(op.result))
-
-
-@reference(irt.TransposeOp)
-def _transpose(op: irt.TransposeOp, inputs: list[Tensor]) -> Tensor:
-    return inputs[0].permute(*op.permutation)
-
-
-@reference(irt.ConstantOp)
-def _constant(op: irt.ConstantOp, inputs: list[Tensor]) -> Tensor:
-    values = [float(v) for v in op.value.iter_values()]
-    return torch.tensor(values, dtype=torch.float32).reshape(irt.shape_of(op.result))
-
-
-@reference(irt.PackOp)
-def _pack(op: irt.PackOp, inputs: list[Tensor]) -> Tensor:
-    x = inputs[0]  # [D0, D1*D2*...], spelled out: reshape's -1 is ambiguous for an empty weight
-    w = x.reshape(x.shape[0], math.prod(x.shape[1:])) if op.axis.data == "rows" else x.t()
-    panels, other, width = irt.shape_of(op.result)
-    padded = w.new_zeros(panels * width, other)
-    padded[: w.shape[0]] = w
-    return padded.reshape(panels, width, other).transpose(1, 2).contiguous()
-
-
-def unpack(packed: Tensor, n: int) -> Tensor:
-    """The [K, N] matrix held by `irt.pack ... "cols"` panels (or an nn.Linear weight transposed)."""
-    panels, k, width = packed.shape
-    return packed.permute(1, 0, 2).reshape(k, panels * width)[:, :n]

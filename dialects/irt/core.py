@@ -24,15 +24,10 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.builder import Builder
-from xdsl.rewriter import InsertPoint
 from xdsl.dialects import arith, math as xmath
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    Float32Type,
-    FloatAttr,
     I64,
     IntegerAttr,
     StringAttr,
@@ -41,7 +36,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
+from xdsl.ir import Attribute, Operation, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
     AnyAttr,
     ParamAttrConstraint,
@@ -49,57 +44,47 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
-    opt_operand_def,
     prop_def,
     region_def,
     result_def,
     traits_def,
     var_operand_def,
 )
-from xdsl.traits import ConstantLike, IsTerminator, Pure
+from xdsl.builder import Builder
+from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from irc.dialects.static_shape import StaticShapeOp
 
-# ---------------------------------------------------------------------------------------------
-# Shapes
-# ---------------------------------------------------------------------------------------------
-
-
-def shape_of(value: SSAValue) -> tuple[int, ...]:
-    """The static shape of a tensor or memref value."""
-    return tuple(value.type.get_shape())  # type: ignore[attr-defined]
-
-
-def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...] | None:
-    """Numpy/PyTorch broadcasting of static shapes; None when they do not broadcast."""
-    rank = max((len(s) for s in shapes), default=0)
-    out: list[int] = []
-    for d in range(rank):
-        sizes = {s[d - rank + len(s)] for s in shapes if d - rank + len(s) >= 0} - {1}
-        if len(sizes) > 1:
-            return None
-        out.append(sizes.pop() if sizes else 1)
-    return tuple(out)
-
-
-def _fmt(shape: Sequence[int]) -> str:
-    return "x".join(map(str, shape)) or "scalar"
-
-
-def _check_f32_tensor(op: Operation, value: SSAValue, what: str) -> None:
-    if not isinstance(value.type, TensorType) or not isinstance(value.type.element_type, Float32Type):
-        raise VerifyException(f"{op.name}: {what} must be a tensor of f32, got {value.type}")
-
+# The shared interfaces and the contractions live beside this module; `irt.X` names them all.
+from irc.dialects.irt.interfaces import (  # noqa: F401
+    ElementwiseOp,
+    EpilogueOp,
+    YieldOp,
+    _check_f32_tensor,
+    _fmt,
+    _verify_scalar_region,
+    broadcast_shapes,
+    clone_body,
+    fconst,
+    scalar_region,
+    shape_of,
+)
+from irc.dialects.irt.contraction import (  # noqa: F401
+    ContractionKind,
+    ContractionKindAttr,
+    ContractionBase,
+    ContractionOp,
+    ContractOp,
+    LinearOp,
+    MatmulOp,
+    contraction_shape,
+)
 
 # ---------------------------------------------------------------------------------------------
-# Scalar helpers: how an element is computed, shared by every elementwise op and epilogue
+# Scalar bodies of the core elementwise ops
 # ---------------------------------------------------------------------------------------------
-
-
-def fconst(b: Builder, value: float) -> SSAValue:
-    return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
 
 
 def _relu(b: Builder, x: SSAValue) -> SSAValue:
@@ -132,53 +117,9 @@ def _gelu_tanh(b: Builder, x: SSAValue) -> SSAValue:
     return b.insert(arith.MulfOp(b.insert(arith.MulfOp(x, fconst(b, 0.5))).result, e)).result
 
 
-def clone_body(b: Builder, region: Region, args: Sequence[SSAValue]) -> SSAValue:
-    """Clone a single-block scalar region at `b`, binding its arguments; returns the yielded value."""
-    block = region.block
-    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, args, strict=True))
-    for op in block.ops:
-        if isinstance(op, YieldOp):
-            return mapping.get(op.value, op.value)
-        new = op.clone(value_mapper=mapping)
-        b.insert(new)
-        mapping.update(zip(op.results, new.results))
-    raise VerifyException("scalar region has no irt.yield")
-
-
 # ---------------------------------------------------------------------------------------------
 # Elementwise ops
 # ---------------------------------------------------------------------------------------------
-
-
-class ElementwiseOp(StaticShapeOp):
-    """Base of the elementwise family: operands broadcast to the result shape."""
-
-    def elementwise_inputs(self) -> Sequence[SSAValue]:
-        return self.operands
-
-    def build_scalar(self, b: Builder, args: Sequence[SSAValue]) -> SSAValue:
-        raise NotImplementedError
-
-    def scalar_body(self) -> Region | None:
-        """The region `build_scalar` copies, when the op stores its computation as one
-        (`irt.elementwise`); None when `build_scalar` builds its ops afresh."""
-        return None
-
-    def verify_(self) -> None:
-        for i, v in enumerate(self.elementwise_inputs()):
-            _check_f32_tensor(self, v, f"operand {i}")
-        _check_f32_tensor(self, self.results[0], "the result")
-        shapes = [shape_of(v) for v in self.elementwise_inputs()]
-        expected = broadcast_shapes(*shapes)
-        if expected is None:
-            raise VerifyException(
-                f"{self.name}: operand shapes {', '.join(map(_fmt, shapes))} do not broadcast"
-            )
-        if shape_of(self.results[0]) != expected:
-            raise VerifyException(
-                f"{self.name}: result shape {_fmt(shape_of(self.results[0]))} does not match the "
-                f"broadcast operand shape {_fmt(expected)}"
-            )
 
 
 class UnaryOp(ElementwiseOp):
@@ -307,47 +248,6 @@ class DivOp(BinaryOp):
     name = "irt.div"
     SCALAR_OP: ClassVar = arith.DivfOp
 
-
-@irdl_op_definition
-class YieldOp(StaticShapeOp):
-    """Ends a scalar region of a fused op, yielding the element it computed."""
-
-    name = "irt.yield"
-    value = operand_def(Float32Type)
-    traits = traits_def(IsTerminator())
-    assembly_format = "$value attr-dict `:` type($value)"
-
-    def __init__(self, value: SSAValue | Operation):
-        super().__init__(operands=[value])
-
-    def verify_(self) -> None:
-        if not isinstance(self.parent_op(), (ElementwiseFusedOp, EpilogueOp)):
-            raise VerifyException("irt.yield must end the body of irt.elementwise or of an op's epilogue")
-
-
-def _verify_scalar_region(op: Operation, region: Region, n_args: int) -> None:
-    if len(region.blocks) != 1:
-        raise VerifyException(f"{op.name}: the scalar body must have exactly one block")
-    block = region.block
-    if len(block.args) != n_args or any(not isinstance(a.type, Float32Type) for a in block.args):
-        raise VerifyException(
-            f"{op.name}: the scalar body must take {n_args} f32 argument(s), "
-            f"got ({', '.join(str(a.type) for a in block.args)})"
-        )
-    if not isinstance(block.last_op, YieldOp):
-        raise VerifyException(f"{op.name}: the scalar body must end with irt.yield")
-
-
-def scalar_region(names: Sequence[str], body) -> Region:
-    """A one-block region of f32 arguments named `names`; `body(builder, args)` returns the element."""
-    block = Block(arg_types=[f32] * len(names))
-    for arg, name in zip(block.args, names):
-        arg.name_hint = name
-    b = Builder(InsertPoint.at_end(block))
-    b.insert(YieldOp(body(b, block.args)))
-    return Region(block)
-
-
 @irdl_op_definition
 class ElementwiseFusedOp(ElementwiseOp):
     """A fused chain of elementwise ops: one loop nest, no intermediate tensors.
@@ -382,220 +282,6 @@ class ElementwiseFusedOp(ElementwiseOp):
     def verify_(self) -> None:
         super().verify_()
         _verify_scalar_region(self, self.body, len(self.inputs))
-
-
-# ---------------------------------------------------------------------------------------------
-# Contractions
-# ---------------------------------------------------------------------------------------------
-
-
-class ContractionKind(StrEnum):
-    LINEAR = "linear"  # rhs is [N, K]: y = x @ rhs^T, nn.Linear's weight layout
-    MATMUL = "matmul"  # rhs is [K, N]: y = x @ rhs
-    PACKED = "packed"  # rhs is [ceil(N/P), K, P]: N in panels of P columns (`irt.pack`), for the GEMM engine
-
-
-@irdl_attr_definition
-class ContractionKindAttr(EnumAttribute[ContractionKind], SpacedOpaqueSyntaxAttribute):
-    name = "irt.kind"
-
-
-def contraction_shape(
-    kind: ContractionKind, lhs: tuple[int, ...], rhs: tuple[int, ...], n: int | None = None
-) -> tuple[int, ...]:
-    """Result shape of `lhs [..., K]` contracted with `rhs`; raises VerifyException.
-
-    A packed rhs does not record N (its last panel is zero-padded): `n` gives it."""
-    if kind == ContractionKind.PACKED:
-        if len(lhs) < 1 or len(rhs) != 3 or n is None:
-            raise VerifyException(f"a packed contraction needs lhs of rank >= 1 and a 3-D rhs, got {_fmt(lhs)} and {_fmt(rhs)}")
-        panels, k, width = rhs
-        if lhs[-1] != k or panels != -(-n // width):
-            raise VerifyException(
-                f"packed rhs {_fmt(rhs)} does not hold a [K={lhs[-1]}, N={n}] matrix in panels of {width} columns"
-            )
-        return (*lhs[:-1], n)
-    if len(lhs) < 1 or len(rhs) != 2:
-        raise VerifyException(
-            f"a {kind} contraction needs lhs of rank >= 1 and a 2-D rhs, got {_fmt(lhs)} and {_fmt(rhs)}"
-        )
-    n, k = rhs if kind == ContractionKind.LINEAR else rhs[::-1]
-    if lhs[-1] != k:
-        raise VerifyException(
-            f"contracting dimensions differ: lhs {_fmt(lhs)} has {lhs[-1]}, "
-            f"rhs {_fmt(rhs)} has {k} ({kind} expects rhs as {'[N, K]' if kind == 'linear' else '[K, N]'})"
-        )
-    return (*lhs[:-1], n)
-
-
-class EpilogueOp(StaticShapeOp):
-    """Ops that accumulate each output element, then apply a per-element epilogue before storing it
-    (contractions, convolutions). Fusion grows the epilogue; `with_epilogue` rebuilds the op."""
-
-    @property
-    def epilogue_inputs(self) -> Sequence[SSAValue]:
-        return ()
-
-    def build_epilogue(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
-        return acc
-
-    def epilogue_body(self) -> Region | None:
-        """The region over (acc, *epilogue_inputs) `build_epilogue` copies, when the op stores its
-        epilogue as one (built by fusion); None when `build_epilogue` builds its ops afresh."""
-        return None
-
-    def with_epilogue(self, inputs: Sequence[SSAValue], body: Region, result_type: Attribute) -> Operation:
-        """The same accumulation with epilogue `body` over (acc, *inputs) in place of the current one."""
-        raise NotImplementedError
-
-
-class ContractionOp(EpilogueOp):
-    """Base of the contraction family: result[..., n] = epilogue(sum_k lhs[..., k] * rhs(n, k), ...)."""
-
-    KIND: ClassVar[ContractionKind]
-
-    @property
-    def contraction_kind(self) -> ContractionKind:
-        return self.KIND
-
-    def with_epilogue(self, inputs: Sequence[SSAValue], body: Region, result_type: Attribute) -> Operation:
-        return ContractOp(self.contraction_kind, self.lhs, self.rhs, inputs, result_type, body)  # type: ignore[attr-defined]
-
-    def verify_(self) -> None:
-        lhs, rhs, res = self.lhs, self.rhs, self.results[0]  # type: ignore[attr-defined]
-        for what, v in (("lhs", lhs), ("rhs", rhs), ("the result", res)):
-            _check_f32_tensor(self, v, what)
-        try:
-            n = shape_of(res)[-1] if shape_of(res) else None
-            expected = contraction_shape(self.contraction_kind, shape_of(lhs), shape_of(rhs), n)
-        except VerifyException as e:
-            raise VerifyException(f"{self.name}: {e}") from None
-        if shape_of(res) != expected:
-            raise VerifyException(
-                f"{self.name}: result shape {_fmt(shape_of(res))} should be {_fmt(expected)}"
-            )
-        for i, v in enumerate(self.epilogue_inputs):
-            _check_f32_tensor(self, v, f"epilogue input {i}")
-            if broadcast_shapes(shape_of(v), expected) != expected:
-                raise VerifyException(
-                    f"{self.name}: epilogue input {i} of shape {_fmt(shape_of(v))} does not broadcast "
-                    f"to the result shape {_fmt(expected)}"
-                )
-
-
-@irdl_op_definition
-class LinearOp(ContractionOp):
-    """nn.Linear: x @ w^T (+ b), with w as [out, in].
-
-        %y = irt.linear %x, %w, %b : (tensor<4x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<4x16xf32>
-    """
-
-    name = "irt.linear"
-    KIND: ClassVar = ContractionKind.LINEAR
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    bias = opt_operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$lhs `,` $rhs (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
-
-    def __init__(self, x: SSAValue, w: SSAValue, bias: SSAValue | None, result_type: Attribute):
-        super().__init__(operands=[x, w, bias], result_types=[result_type])
-
-    @property
-    def epilogue_inputs(self) -> Sequence[SSAValue]:
-        return (self.bias,) if self.bias is not None else ()
-
-    def build_epilogue(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
-        return b.insert(arith.AddfOp(acc, args[0])).result if args else acc
-
-    def verify_(self) -> None:
-        super().verify_()
-        if self.bias is not None and len(shape_of(self.bias)) != 1:
-            raise VerifyException(f"irt.linear: bias must be 1-D, got {_fmt(shape_of(self.bias))}")
-
-
-@irdl_op_definition
-class MatmulOp(ContractionOp):
-    """torch.matmul of a [..., K] tensor and a 2-D [K, N] tensor.
-
-        %y = irt.matmul %a, %b : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
-    """
-
-    name = "irt.matmul"
-    KIND: ClassVar = ContractionKind.MATMUL
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
-
-    def __init__(self, lhs: SSAValue, rhs: SSAValue, result_type: Attribute):
-        super().__init__(operands=[lhs, rhs], result_types=[result_type])
-
-
-@irdl_op_definition
-class ContractOp(ContractionOp):
-    """A contraction with a fused epilogue: bias, activations, residual adds, applied per element.
-
-    The body gets the accumulated dot product, then one f32 per epilogue input (each broadcast
-    to the result shape) and yields the stored element:
-
-        %y = irt.contract linear %x, %w epilogue(%b : tensor<16xf32>) : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32> {
-        ^bb0(%acc: f32, %bias: f32):
-          ...
-          irt.yield %r : f32
-        }
-    """
-
-    name = "irt.contract"
-    kind = prop_def(ContractionKindAttr)
-    lhs = operand_def(TensorType)
-    rhs = operand_def(TensorType)
-    epilogue = var_operand_def(TensorType)
-    result = result_def(TensorType)
-    body = region_def("single_block")
-    traits = traits_def(Pure())
-    irdl_options = ()
-    assembly_format = (
-        "$kind $lhs `,` $rhs (`epilogue` `(` $epilogue^ `:` type($epilogue) `)`)? `:` "
-        "`(` type($lhs) `,` type($rhs) `)` `->` type($result) attr-dict-with-keyword $body"
-    )
-
-    def __init__(
-        self,
-        kind: ContractionKind,
-        lhs: SSAValue,
-        rhs: SSAValue,
-        epilogue: Sequence[SSAValue],
-        result_type: Attribute,
-        body: Region,
-    ):
-        super().__init__(
-            operands=[lhs, rhs, epilogue],
-            result_types=[result_type],
-            regions=[body],
-            properties={"kind": ContractionKindAttr(kind)},
-        )
-
-    @property
-    def contraction_kind(self) -> ContractionKind:
-        return self.kind.data
-
-    @property
-    def epilogue_inputs(self) -> Sequence[SSAValue]:
-        return self.epilogue
-
-    def build_epilogue(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
-        return clone_body(b, self.body, [acc, *args])
-
-    def epilogue_body(self) -> Region | None:
-        return self.body
-
-    def verify_(self) -> None:
-        super().verify_()
-        _verify_scalar_region(self, self.body, 1 + len(self.epilogue))
-
 
 # ---------------------------------------------------------------------------------------------
 # Layout and data

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math as xmath

@@ -1,8 +1,9 @@
 """What irc did to a model, computed from its IR: which rules fired where, what stayed unfused and
 why, each kernel's FLOPs and bytes moved, and the intermediate traffic fusion removed.
 
-FLOPs count floating-point operations per forward: a multiply-add is 2, an elementwise op counts
-the scalar ops of its own body (so `gelu` costs what its formula costs). Bytes moved are the
+FLOPs count floating-point operations per forward, as `irc.dialects.irt.costs` (beside the
+dialect) says: a multiply-add is 2, an elementwise op counts the scalar ops of its own body (so
+`gelu` costs what its formula costs). Bytes moved are the
 compulsory traffic of a kernel: every distinct tensor it reads plus the one it writes, once.
 Intermediate traffic is, for every tensor produced and consumed inside the function, one write
 plus one read per user; fusion removes exactly the tensors that stop existing.
@@ -11,67 +12,18 @@ plus one read per user; fusion removes exactly the tensors that stop existing.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from xdsl.builder import Builder
-from xdsl.dialects import arith, func
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
-from xdsl.ir import Block, Operation, SSAValue
-from xdsl.rewriter import InsertPoint
+from xdsl.ir import Operation, SSAValue
 
 from irc.dialects.irt import core as irt
+from irc.dialects.irt import nn as irt_nn
+from irc.dialects.irt.costs import nbytes, numel, op_flops
 
 BYTES = 4  # float32: every intermediate and result irc computes
-FlopsFn = Callable[[Operation], int]
-FLOPS: dict[type[Operation], FlopsFn] = {}
-"""How many FLOPs an op's accumulation costs (op families register theirs)."""
-
 VIEWS: tuple[type[Operation], ...] = (irt.ReshapeOp,)
-
-
-def flops(*op_types: type[Operation]) -> Callable[[FlopsFn], FlopsFn]:
-    def register(fn: FlopsFn) -> FlopsFn:
-        for t in op_types:
-            FLOPS[t] = fn
-        return fn
-
-    return register
-
-
-def numel(value: SSAValue) -> int:
-    return math.prod(irt.shape_of(value))
-
-
-def nbytes(value: SSAValue) -> int:
-    """Bytes of a tensor: float32, or int64 for embedding indices."""
-    return numel(value) * (value.type.element_type.bitwidth // 8)  # type: ignore[attr-defined]
-
-
-def _scalar_ops(build: Callable[[Builder, list[SSAValue]], SSAValue], n_args: int) -> int:
-    """Floating-point ops in a scalar body (constants are free)."""
-    block = Block(arg_types=[irt.f32] * n_args)
-    build(Builder(InsertPoint.at_end(block)), list(block.args))
-    return sum(1 for op in block.ops if not isinstance(op, arith.ConstantOp))
-
-
-@flops(irt.ContractionOp)
-def _contraction_flops(op: irt.ContractionOp) -> int:
-    return 2 * numel(op.results[0]) * irt.shape_of(op.lhs)[-1]
-
-
-def op_flops(op: Operation) -> int | None:
-    """FLOPs of one irt op per forward, or None when irc does not know its cost."""
-    if isinstance(op, irt.ElementwiseOp):
-        return numel(op.results[0]) * _scalar_ops(op.build_scalar, len(op.elementwise_inputs()))
-    accumulate = next((FLOPS[c] for c in type(op).__mro__ if c in FLOPS), None)
-    if accumulate is None:
-        return 0 if isinstance(op, (*VIEWS, irt.ConstantOp, irt.TransposeOp)) else None
-    total = accumulate(op)
-    if isinstance(op, irt.EpilogueOp):
-        n = len(op.epilogue_inputs)
-        total += numel(op.results[0]) * _scalar_ops(lambda b, a: op.build_epilogue(b, a[0], a[1:]), n + 1)
-    return total
 
 
 def _storage(value: SSAValue) -> SSAValue:
@@ -345,58 +297,4 @@ def run(args) -> int:
     print(report, end="")
     if png is not None:
         print(f"wrote {png}")
-    return 0
-
-
-# ---------------------------------------------------------------------------------------------
-# FLOPs of the op families' accumulating and reducing ops (dense upper bounds: a padded conv
-# window or a causal mask skips some of them)
-# ---------------------------------------------------------------------------------------------
-
-from irc.dialects.irt import shape as irt_shape  # noqa: E402
-from irc.dialects.irt import nn as irt_nn
-from irc.dialects.irt import reduce as irt_reduce
-
-
-@flops(irt_nn.Conv2dOp)
-def _conv_flops(op) -> int:
-    _, cin_per_group, kh, kw = irt.shape_of(op.weight)
-    return 2 * numel(op.results[0]) * cin_per_group * kh * kw + (numel(op.results[0]) if op.bias else 0)
-
-
-@flops(irt_nn.WindowPoolOp)
-def _pool_flops(op) -> int:
-    kh, kw = op.kernels
-    return numel(op.results[0]) * kh * kw
-
-
-@flops(irt_nn.AdaptiveAvgPool2dOp, irt_reduce.ReduceOp)
-def _reduce_flops(op) -> int:
-    return numel(op.operands[0])
-
-
-@flops(irt_reduce.SoftmaxBase)
-def _softmax_flops(op) -> int:
-    return 5 * numel(op.operands[0])  # max, exp, sum, sub, divide (or log)
-
-
-@flops(irt_reduce.LayerNormOp)
-def _layer_norm_flops(op) -> int:
-    return 8 * numel(op.operands[0])  # mean, centre, square, sum, scale, shift
-
-
-@flops(irt_reduce.BatchMatmulOp)
-def _batch_matmul_flops(op) -> int:
-    return 2 * numel(op.results[0]) * irt.shape_of(op.lhs)[-1]
-
-
-@flops(irt_reduce.AttentionOp)
-def _attention_flops(op) -> int:
-    *batch, lq, e = irt.shape_of(op.q)
-    lk, ev = irt.shape_of(op.k)[-2], irt.shape_of(op.v)[-1]
-    return math.prod(batch) * lq * lk * (2 * e + 2 * ev + 5)
-
-
-@flops(irt_shape.SliceOp, irt_shape.ConcatOp, irt_shape.ExpandOp, irt_shape.EmbeddingOp)
-def _data_movement(op) -> int:
     return 0

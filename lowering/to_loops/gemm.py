@@ -36,7 +36,8 @@ from irc.dialects.irt import core as irt
 from irc.dialects.irt import nn as irt_nn
 from irc.dialects.irt import reduce as irt_reduce
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
-from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe, lower_contraction, lowers
+from irc.lowering.to_loops.core import lower_contraction
+from irc.lowering.to_loops.function import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe
 from irc.lowering.to_loops.nn import lower_conv2d
 from irc.lowering.to_loops.reduce import lower_attention
 from irc.target import GEMM_ROWS
@@ -149,7 +150,6 @@ def _emit(fl: FunctionLowering, op, gemm: irl.GemmOp) -> None:
     fl.b.insert(gemm)
 
 
-@lowers(irt.ContractionOp)
 def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionOp) -> None:
     out_shape = shape_of(op.results[0])
     lhs_shape = shape_of(op.lhs)  # type: ignore[attr-defined]
@@ -174,7 +174,6 @@ def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionOp) -> None:
     _emit(fl, op, gemm)
 
 
-@lowers(irt_nn.Conv2dOp)
 def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     batch, c_in, h, w = shape_of(op.input)
     o, cg, kh, kw = shape_of(op.weight)
@@ -206,7 +205,6 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     _emit(fl, op, gemm)
 
 
-@lowers(irt.PackOp)
 def lower_pack(fl: FunctionLowering, op: irt.PackOp) -> None:
     """Packing at run time (compile-time folding packs parameters; this serves hand-written IR):
     out[q, k, r] = in[q*W + r, k] ("rows") or in[k, q*W + r] ("cols"), 0 past the edge."""
@@ -235,7 +233,6 @@ ATTENTION_ROWS = 64
 """Queries per block: a 64 x Lk block of scores per thread (32 KiB at Lk = 128)."""
 
 
-@lowers(irt_reduce.AttentionOp)
 def lower_attention_gemm(fl: FunctionLowering, op: irt_reduce.AttentionOp) -> None:
     out_shape = shape_of(op.result)
     batch_shape = out_shape[:-2]

@@ -1,5 +1,5 @@
-"""`irc-to-loops` for the ops of `dialects/irt/nn.py` (registered with `@lowers`), and their
-reference evaluation (`irc/reference.py`) on torch tensors.
+"""`irc-to-loops` for the ops of `dialects/irt/nn.py` (listed in `table.LOWERINGS`); what they
+compute on torch tensors is `dialects/irt/semantics.py`.
 
 Every op is one `scf.parallel` nest over its result [N, C/O, OH, OW] with `scf.for` loops over
 the window inside, carrying the accumulator. Padding costs no branch: for each output position
@@ -18,19 +18,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import torch
-import torch.nn.functional as F
 from xdsl.builder import Builder
-from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import FloatAttr, IndexType, StringAttr, f32, i64
+from xdsl.dialects import arith, scf
+from xdsl.dialects.builtin import IndexType, StringAttr, f32, i64
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import nn as irt_nn
-from irc.dialects.irt.core import shape_of
-from irc.lowering.to_loops.irc_to_loops import REDUCTION_ATTR, FunctionLowering, describe, lowers
+from irc.dialects.irt.core import fconst, shape_of
+from irc.lowering.to_loops.function import REDUCTION_ATTR, FunctionLowering, describe, load_at, store_at
 from irc.lowering.to_loops.reduce import for_loop
-from irc.reference import accumulate, reference
 
 # ---------------------------------------------------------------------------------------------
 # Index arithmetic helpers
@@ -95,10 +92,6 @@ def to_f32(b: Builder, v: SSAValue) -> SSAValue:
     return b.insert(arith.SIToFPOp(as_int, f32)).result
 
 
-def fconst(b: Builder, value: float) -> SSAValue:
-    return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
-
-
 Step = Callable[[Builder, list[SSAValue], SSAValue], SSAValue]
 
 
@@ -131,14 +124,6 @@ def reduction_loops(
     return build(b, 0, init, [])
 
 
-def _load(b: Builder, buf: SSAValue, idx: Sequence[SSAValue]) -> SSAValue:
-    return b.insert(memref.LoadOp.get(buf, list(idx))).res
-
-
-def _store(b: Builder, value: SSAValue, buf: SSAValue, idx: Sequence[SSAValue]) -> None:
-    b.insert(memref.StoreOp.get(value, buf, list(idx)))
-
-
 def _axes(op, in_shape: Sequence[int], out_shape: Sequence[int], kernel: Sequence[int]) -> tuple[Axis, Axis]:
     return tuple(  # type: ignore[return-value]
         Axis(in_shape[2 + d], kernel[d], op.strides[d], op.paddings[d], op.dilations[d], out_shape[2 + d])
@@ -151,7 +136,6 @@ def _axes(op, in_shape: Sequence[int], out_shape: Sequence[int], kernel: Sequenc
 # ---------------------------------------------------------------------------------------------
 
 
-@lowers(irt_nn.Conv2dOp)
 def lower_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
@@ -168,24 +152,23 @@ def lower_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
         c_base = None
         if op.group_count > 1:
             c_base = _mul(fl, b, _i(b, arith.DivSIOp, o, fl.index(o_per_group)), c_per_group)
-        init = _load(b, bias, [o]) if bias is not None else fconst(b, 0.0)
+        init = load_at(b, bias, [o]) if bias is not None else fconst(b, 0.0)
 
         def step(kb: Builder, taps: list[SSAValue], acc: SSAValue) -> SSAValue:
             th, tw, c = taps
             ci = _i(kb, arith.AddiOp, c_base, c) if c_base is not None else c
-            xv = _load(kb, x, [n, ci, tap_index(fl, kb, hs, th, ah.dilation), tap_index(fl, kb, ws, tw, aw.dilation)])
-            wv = _load(kb, w, [o, c, th, tw])
+            xv = load_at(kb, x, [n, ci, tap_index(fl, kb, hs, th, ah.dilation), tap_index(fl, kb, ws, tw, aw.dilation)])
+            wv = load_at(kb, w, [o, c, th, tw])
             return kb.insert(arith.AddfOp(acc, kb.insert(arith.MulfOp(xv, wv)).result)).result
 
         bounds = [(h_lo, h_hi), (w_lo, w_hi), (fl.index(0), fl.index(c_per_group))]
         acc = reduction_loops(fl, b, bounds, ["kh", "kw", "c"], init, step, additive=True)
         args = [fl.load(b, e, ivs, shape) for e in op.epilogue_inputs]
-        _store(b, op.build_epilogue(b, acc, args), out, ivs)
+        store_at(b, op.build_epilogue(b, acc, args), out, ivs)
 
     fl.nest(shape, describe(op), body)
 
 
-@lowers(irt_nn.MaxPool2dOp)
 def lower_max_pool2d(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:
     """One output row per parallel iteration, its columns innermost: the row starts at -inf and
     every window tap (kh, kw) folds its valid column range [lo, hi) into it,
@@ -202,7 +185,7 @@ def lower_max_pool2d(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:
         hs, h_lo, h_hi = window_taps(fl, b, oh, ah)
 
         def fill(lb: Builder, ow: SSAValue, _: list) -> list:
-            _store(lb, fconst(lb, float("-inf")), out, [n, c, oh, ow])
+            store_at(lb, fconst(lb, float("-inf")), out, [n, c, oh, ow])
             return []
 
         for_loop(fl, b, aw.out, [], fill, "ow")
@@ -220,8 +203,8 @@ def lower_max_pool2d(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:
 
                 def fold(ib: Builder, ow: SSAValue, _: list) -> list:
                     iw = _i(ib, arith.AddiOp, _mul(fl, ib, ow, aw.stride), offset)
-                    m = ib.insert(arith.MaximumfOp(_load(ib, out, [n, c, oh, ow]), _load(ib, x, [n, c, ih, iw]))).result
-                    _store(ib, m, out, [n, c, oh, ow])
+                    m = ib.insert(arith.MaximumfOp(load_at(ib, out, [n, c, oh, ow]), load_at(ib, x, [n, c, ih, iw]))).result
+                    store_at(ib, m, out, [n, c, oh, ow])
                     return []
 
                 for_loop(fl, kb, hi, [], fold, "ow", lb=lo)
@@ -237,7 +220,7 @@ def lower_max_pool2d(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:
 
 def _sum_window(fl, b, x, n, c, h_range, w_range) -> SSAValue:
     def step(kb: Builder, ij: list[SSAValue], acc: SSAValue) -> SSAValue:
-        return kb.insert(arith.AddfOp(acc, _load(kb, x, [n, c, *ij]))).result
+        return kb.insert(arith.AddfOp(acc, load_at(kb, x, [n, c, *ij]))).result
 
     return reduction_loops(fl, b, [h_range, w_range], ["ih", "iw"], fconst(b, 0.0), step, additive=True)
 
@@ -260,7 +243,6 @@ def _avg_range(fl: FunctionLowering, b: Builder, o: SSAValue, ax: Axis) -> tuple
     return start, end, padded
 
 
-@lowers(irt_nn.AvgPool2dOp)
 def lower_avg_pool2d(fl: FunctionLowering, op: irt_nn.AvgPool2dOp) -> None:
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
@@ -277,7 +259,7 @@ def lower_avg_pool2d(fl: FunctionLowering, op: irt_nn.AvgPool2dOp) -> None:
             count = _i(b, arith.MuliOp, hp, wp)
         else:
             count = _i(b, arith.MuliOp, _i(b, arith.SubiOp, h1, h0), _i(b, arith.SubiOp, w1, w0))
-        _store(b, b.insert(arith.DivfOp(total, to_f32(b, count))).result, out, ivs)
+        store_at(b, b.insert(arith.DivfOp(total, to_f32(b, count))).result, out, ivs)
 
     fl.nest(shape, describe(op), body)
 
@@ -293,7 +275,6 @@ def _adaptive_range(fl: FunctionLowering, b: Builder, o: SSAValue, size: int, ou
     return start, end
 
 
-@lowers(irt_nn.AdaptiveAvgPool2dOp)
 def lower_adaptive_avg_pool2d(fl: FunctionLowering, op: irt_nn.AdaptiveAvgPool2dOp) -> None:
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
@@ -309,35 +290,6 @@ def lower_adaptive_avg_pool2d(fl: FunctionLowering, op: irt_nn.AdaptiveAvgPool2d
             count = fconst(b, float((h // shape[2]) * (w // shape[3])))
         else:
             count = to_f32(b, _i(b, arith.MuliOp, _i(b, arith.SubiOp, h1, h0), _i(b, arith.SubiOp, w1, w0)))
-        _store(b, b.insert(arith.DivfOp(total, count)).result, out, ivs)
+        store_at(b, b.insert(arith.DivfOp(total, count)).result, out, ivs)
 
     fl.nest(shape, describe(op), body)
-
-
-# ---------------------------------------------------------------------------------------------
-# Reference evaluation (compile-time folding, test oracle)
-# ---------------------------------------------------------------------------------------------
-
-
-@accumulate(irt_nn.Conv2dOp)
-def _conv2d(op: irt_nn.Conv2dOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    x, w = inputs[0], inputs[1]
-    b = inputs[2 + (op.packed is not None)] if op.bias is not None else None
-    return F.conv2d(x, w, b, op.strides, op.paddings, op.dilations, op.group_count)
-
-
-@reference(irt_nn.MaxPool2dOp)
-def _max_pool2d(op: irt_nn.MaxPool2dOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    return F.max_pool2d(inputs[0], op.kernels, op.strides, op.paddings, op.dilations, op.ceil_mode is not None)
-
-
-@reference(irt_nn.AvgPool2dOp)
-def _avg_pool2d(op: irt_nn.AvgPool2dOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    return F.avg_pool2d(
-        inputs[0], op.kernels, op.strides, op.paddings, op.ceil_mode is not None, op.count_include_pad is not None
-    )
-
-
-@reference(irt_nn.AdaptiveAvgPool2dOp)
-def _adaptive_avg_pool2d(op: irt_nn.AdaptiveAvgPool2dOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    return F.adaptive_avg_pool2d(inputs[0], shape_of(op.result)[2:])

@@ -1,5 +1,5 @@
-"""`irc-to-loops` for the ops of `dialects/irt/reduce.py` (registered with `@lowers`), and their
-reference evaluation on torch tensors (`@reference`).
+"""`irc-to-loops` for the ops of `dialects/irt/reduce.py` (listed in `table.LOWERINGS`); what
+they compute on torch tensors is `dialects/irt/semantics.py`.
 
 Every op is one kernel: an `scf.parallel` over the independent positions (output elements, rows,
 (batch, head, query) triples), with `scf.for` loops carrying f32 accumulators inside.
@@ -25,15 +25,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-import torch
-import torch.nn.functional as F
 from xdsl.builder import Builder
-from xdsl.dialects import arith, math as xmath, memref, scf
-from xdsl.dialects.builtin import FloatAttr, IndexType, StringAttr, f32
+from xdsl.dialects import arith, math as xmath, scf
+from xdsl.dialects.builtin import IndexType, StringAttr, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
+from irc.dialects.irt.core import fconst
 from irc.dialects.irt.reduce import (
     AttentionOp,
     BatchMatmulOp,
@@ -42,16 +41,11 @@ from irc.dialects.irt.reduce import (
     ReduceOp,
     SoftmaxBase,
 )
-from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, REDUCTION_ATTR, FunctionLowering, describe, lowers
-from irc.reference import reference
+from irc.lowering.to_loops.function import KERNEL_ATTR, REDUCTION_ATTR, FunctionLowering, describe, load_at, store_at
 
 NEG_FLT_MAX = -3.4028234663852886e38  # the running max starts here, not at -inf (see module doc)
 
 Accs = list[SSAValue]
-
-
-def fc(b: Builder, value: float) -> SSAValue:
-    return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
 
 
 def _bin(b: Builder, cls: type[Operation], x: SSAValue, y: SSAValue) -> SSAValue:
@@ -123,14 +117,6 @@ def kernel(fl: FunctionLowering, shape: Sequence[int], label: str, body: Callabl
         op.attributes[KERNEL_ATTR] = StringAttr(label)
 
 
-def load(b: Builder, buf: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
-    return b.insert(memref.LoadOp.get(buf, list(indices))).res
-
-
-def store(b: Builder, value: SSAValue, buf: SSAValue, indices: Sequence[SSAValue]) -> None:
-    b.insert(memref.StoreOp.get(value, buf, list(indices)))
-
-
 def batch_indices(fl: FunctionLowering, shape: Sequence[int], batch: Sequence[SSAValue], batch_shape: Sequence[int]) -> list[SSAValue]:
     """Indices into the leading (batch) dims of an operand of `shape` whose batch dims broadcast
     to `batch_shape`: right-aligned, index 0 where the operand has size 1."""
@@ -144,7 +130,6 @@ def batch_indices(fl: FunctionLowering, shape: Sequence[int], batch: Sequence[SS
 # ---------------------------------------------------------------------------------------------
 
 
-@lowers(ReduceOp)
 def lower_reduce(fl: FunctionLowering, op: ReduceOp) -> None:
     out = fl.result_buffer(op.result)
     src = fl.buffers[op.input]
@@ -161,26 +146,18 @@ def lower_reduce(fl: FunctionLowering, op: ReduceOp) -> None:
                 idx[d] = iv
             for d, iv in zip(dims, rivs):
                 idx[d] = iv
-            x = load(kb, src, idx)
+            x = load_at(kb, src, idx)
             cls = arith.MaximumfOp if kind == ReduceKind.MAX else arith.AddfOp
             return [_bin(kb, cls, accs[0], x)]
 
-        init = fc(b, float("-inf") if kind == ReduceKind.MAX else 0.0)
+        init = fconst(b, float("-inf") if kind == ReduceKind.MAX else 0.0)
         (acc,) = nested_loops(fl, b, [in_shape[d] for d in dims], [init], step, reduction=kind != ReduceKind.MAX)
         if kind == ReduceKind.MEAN:
-            acc = _bin(b, arith.MulfOp, acc, fc(b, 1.0 / count if count else math.nan))  # 0/0: eager's NaN
-        store(b, acc, out, ivs)
+            acc = _bin(b, arith.MulfOp, acc, fconst(b, 1.0 / count if count else math.nan))  # 0/0: eager's NaN
+        store_at(b, acc, out, ivs)
 
     kernel(fl, irt.shape_of(op.result), describe(op), body)
 
-
-@reference(ReduceOp)
-def _ref_reduce(op: ReduceOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    x, dims = inputs[0], list(op.reduce_dims)
-    if op.reduce_kind == ReduceKind.MAX:
-        return torch.amax(x, dim=dims, keepdim=op.keeps_dims)
-    fn = torch.sum if op.reduce_kind == ReduceKind.SUM else torch.mean
-    return fn(x, dim=dims, keepdim=op.keeps_dims)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,12 +173,11 @@ def _max_loop(fl: FunctionLowering, b: Builder, n: int, element: Callable[[Build
     def step(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
         return [_bin(kb, arith.MaximumfOp, accs[0], element(kb, j))]
 
-    (m,) = for_loop(fl, b, n, [fc(b, NEG_FLT_MAX)], step)
+    (m,) = for_loop(fl, b, n, [fconst(b, NEG_FLT_MAX)], step)
     m.owner.attributes[REDUCTION_ATTR] = StringAttr("max")
     return m
 
 
-@lowers(SoftmaxBase)
 def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
     """Per row: a max pass, an exp-sum pass (softmax keeps exp(x - m) in the output row), and
     a write pass (softmax scales its output row in place by 1/sum; log_softmax writes
@@ -215,26 +191,26 @@ def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
         def at(j: SSAValue) -> list[SSAValue]:
             return [*ivs[:axis], j, *ivs[axis:]]
 
-        m = _max_loop(fl, b, shape[axis], lambda kb, j: load(kb, src, at(j)))
+        m = _max_loop(fl, b, shape[axis], lambda kb, j: load_at(kb, src, at(j)))
 
         def exp_sum(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
-            e = _un(kb, xmath.ExpOp, _bin(kb, arith.SubfOp, load(kb, src, at(j)), m))
+            e = _un(kb, xmath.ExpOp, _bin(kb, arith.SubfOp, load_at(kb, src, at(j)), m))
             if not op.LOG:
-                store(kb, e, out, at(j))
+                store_at(kb, e, out, at(j))
             return [_bin(kb, arith.AddfOp, accs[0], e)]
 
-        (l,) = for_loop(fl, b, shape[axis], [fc(b, 0.0)], exp_sum, reduction=True)
+        (l,) = for_loop(fl, b, shape[axis], [fconst(b, 0.0)], exp_sum, reduction=True)
         if op.LOG:
             shift = _bin(b, arith.AddfOp, m, _un(b, xmath.LogOp, l))
         else:
-            inv = _bin(b, arith.DivfOp, fc(b, 1.0), l)
+            inv = _bin(b, arith.DivfOp, fconst(b, 1.0), l)
 
         def write(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
             if op.LOG:
-                y = _bin(kb, arith.SubfOp, load(kb, src, at(j)), shift)
+                y = _bin(kb, arith.SubfOp, load_at(kb, src, at(j)), shift)
             else:
-                y = _bin(kb, arith.MulfOp, load(kb, out, at(j)), inv)
-            store(kb, y, out, at(j))
+                y = _bin(kb, arith.MulfOp, load_at(kb, out, at(j)), inv)
+            store_at(kb, y, out, at(j))
             return []
 
         for_loop(fl, b, shape[axis], [], write)
@@ -242,18 +218,12 @@ def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
     kernel(fl, outer_shape, describe(op), body)
 
 
-@reference(SoftmaxBase)
-def _ref_softmax(op: SoftmaxBase, inputs: list[torch.Tensor]) -> torch.Tensor:
-    fn = torch.log_softmax if op.LOG else torch.softmax
-    return fn(inputs[0], dim=op.axis)
-
 
 # ---------------------------------------------------------------------------------------------
 # irt.layer_norm
 # ---------------------------------------------------------------------------------------------
 
 
-@lowers(LayerNormOp)
 def lower_layer_norm(fl: FunctionLowering, op: LayerNormOp) -> None:
     out = fl.result_buffer(op.result)
     src = fl.buffers[op.input]
@@ -265,7 +235,7 @@ def lower_layer_norm(fl: FunctionLowering, op: LayerNormOp) -> None:
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
         def x_at(kb: Builder, rivs: list[SSAValue]) -> SSAValue:
-            return load(kb, src, [*ivs, *rivs])
+            return load_at(kb, src, [*ivs, *rivs])
 
         # mean = x0 + sum(x - x0) / n: summing values near 0 keeps a large common offset exact
         x0 = x_at(b, [fl.index(0)] * len(inner))
@@ -273,24 +243,24 @@ def lower_layer_norm(fl: FunctionLowering, op: LayerNormOp) -> None:
         def shifted(kb: Builder, r: list[SSAValue], a: Accs) -> Accs:
             return [_bin(kb, arith.AddfOp, a[0], _bin(kb, arith.SubfOp, x_at(kb, r), x0))]
 
-        (total,) = nested_loops(fl, b, inner, [fc(b, 0.0)], shifted, reduction=True)
-        mean = _bin(b, arith.AddfOp, x0, _bin(b, arith.MulfOp, total, fc(b, inv_count)))
+        (total,) = nested_loops(fl, b, inner, [fconst(b, 0.0)], shifted, reduction=True)
+        mean = _bin(b, arith.AddfOp, x0, _bin(b, arith.MulfOp, total, fconst(b, inv_count)))
 
         def square(kb: Builder, r: list[SSAValue], a: Accs) -> Accs:
             d = _bin(kb, arith.SubfOp, x_at(kb, r), mean)
             return [_bin(kb, arith.AddfOp, a[0], _bin(kb, arith.MulfOp, d, d))]
 
-        (sq,) = nested_loops(fl, b, inner, [fc(b, 0.0)], square, reduction=True)
-        var = _bin(b, arith.MulfOp, sq, fc(b, inv_count))
-        rstd = _bin(b, arith.DivfOp, fc(b, 1.0), _un(b, xmath.SqrtOp, _bin(b, arith.AddfOp, var, fc(b, op.epsilon))))
+        (sq,) = nested_loops(fl, b, inner, [fconst(b, 0.0)], square, reduction=True)
+        var = _bin(b, arith.MulfOp, sq, fconst(b, inv_count))
+        rstd = _bin(b, arith.DivfOp, fconst(b, 1.0), _un(b, xmath.SqrtOp, _bin(b, arith.AddfOp, var, fconst(b, op.epsilon))))
 
         def write(kb: Builder, r: list[SSAValue], a: Accs) -> Accs:
             y = _bin(kb, arith.MulfOp, _bin(kb, arith.SubfOp, x_at(kb, r), mean), rstd)
             if weight is not None:
-                y = _bin(kb, arith.MulfOp, y, load(kb, weight, r))
+                y = _bin(kb, arith.MulfOp, y, load_at(kb, weight, r))
             if bias is not None:
-                y = _bin(kb, arith.AddfOp, y, load(kb, bias, r))
-            store(kb, y, out, [*ivs, *r])
+                y = _bin(kb, arith.AddfOp, y, load_at(kb, bias, r))
+            store_at(kb, y, out, [*ivs, *r])
             return []
 
         nested_loops(fl, b, inner, [], write)
@@ -298,21 +268,12 @@ def lower_layer_norm(fl: FunctionLowering, op: LayerNormOp) -> None:
     kernel(fl, outer_shape, describe(op), body)
 
 
-@reference(LayerNormOp)
-def _ref_layer_norm(op: LayerNormOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    x, rest = inputs[0], iter(inputs[1:])
-    w = next(rest) if op.weight is not None else None
-    bias = next(rest) if op.bias is not None else None
-    n = op.normalized_rank
-    return F.layer_norm(x, tuple(x.shape[x.dim() - n :]), w, bias, op.epsilon)
-
 
 # ---------------------------------------------------------------------------------------------
 # irt.batch_matmul
 # ---------------------------------------------------------------------------------------------
 
 
-@lowers(BatchMatmulOp)
 def lower_batch_matmul(fl: FunctionLowering, op: BatchMatmulOp) -> None:
     out = fl.result_buffer(op.result)
     shape = irt.shape_of(op.result)
@@ -327,22 +288,15 @@ def lower_batch_matmul(fl: FunctionLowering, op: BatchMatmulOp) -> None:
         rb = batch_indices(fl, irt.shape_of(op.rhs), batch, batch_shape)
 
         def step(kb: Builder, k: SSAValue, accs: Accs) -> Accs:
-            x = load(kb, lhs, [*lb, i, k])
-            w = load(kb, rhs, [*rb, j, k] if linear else [*rb, k, j])
+            x = load_at(kb, lhs, [*lb, i, k])
+            w = load_at(kb, rhs, [*rb, j, k] if linear else [*rb, k, j])
             return [_bin(kb, arith.AddfOp, accs[0], _bin(kb, arith.MulfOp, x, w))]
 
-        (acc,) = for_loop(fl, b, k_size, [fc(b, 0.0)], step, name="k", reduction=True)
-        store(b, acc, out, ivs)
+        (acc,) = for_loop(fl, b, k_size, [fconst(b, 0.0)], step, name="k", reduction=True)
+        store_at(b, acc, out, ivs)
 
     fl.nest(shape, describe(op), body)
 
-
-@reference(BatchMatmulOp)
-def _ref_batch_matmul(op: BatchMatmulOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    lhs, rhs = inputs
-    if op.contraction_kind == irt.ContractionKind.LINEAR:
-        rhs = rhs.transpose(-2, -1)
-    return torch.matmul(lhs, rhs)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,7 +304,6 @@ def _ref_batch_matmul(op: BatchMatmulOp, inputs: list[torch.Tensor]) -> torch.Te
 # ---------------------------------------------------------------------------------------------
 
 
-@lowers(AttentionOp)
 def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
     out = fl.result_buffer(op.result)
     shape = irt.shape_of(op.result)  # [*batch, Lq, Ev]
@@ -369,7 +322,7 @@ def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
         row = [*ivs]  # out[*batch, i, e] = row + [e]
 
         def zero(lb: Builder, e: SSAValue, accs: Accs) -> Accs:
-            store(lb, fc(lb, 0.0), out, [*row, e])
+            store_at(lb, fconst(lb, 0.0), out, [*row, e])
             return []
 
         for_loop(fl, b, ev, [], zero, name="e")
@@ -378,25 +331,25 @@ def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
             m, l = accs
 
             def dot(db: Builder, e: SSAValue, a: Accs) -> Accs:
-                prod = _bin(db, arith.MulfOp, load(db, q, [*qb, i, e]), load(db, k, [*kb_, j, e]))
+                prod = _bin(db, arith.MulfOp, load_at(db, q, [*qb, i, e]), load_at(db, k, [*kb_, j, e]))
                 return [_bin(db, arith.AddfOp, a[0], prod)]
 
-            (s,) = for_loop(fl, lb, e_size, [fc(lb, 0.0)], dot, name="e", reduction=True)
-            s = _bin(lb, arith.MulfOp, s, fc(lb, op.scale_value))
+            (s,) = for_loop(fl, lb, e_size, [fconst(lb, 0.0)], dot, name="e", reduction=True)
+            s = _bin(lb, arith.MulfOp, s, fconst(lb, op.scale_value))
             if mask is not None:
                 mshape = irt.shape_of(op.mask)
                 full = [*batch, i, j]
                 lead = len(scores_shape) - len(mshape)
                 midx = [fl.index(0) if size == 1 and scores_shape[lead + d] != 1 else full[lead + d] for d, size in enumerate(mshape)]
-                s = _bin(lb, arith.AddfOp, s, load(lb, mask, midx))
+                s = _bin(lb, arith.AddfOp, s, load_at(lb, mask, midx))
             m_new = _bin(lb, arith.MaximumfOp, m, s)
             corr = _un(lb, xmath.ExpOp, _bin(lb, arith.SubfOp, m, m_new))
             p = _un(lb, xmath.ExpOp, _bin(lb, arith.SubfOp, s, m_new))
 
             def accumulate(ab: Builder, e: SSAValue, a: Accs) -> Accs:
-                o = _bin(ab, arith.MulfOp, load(ab, out, [*row, e]), corr)
-                o = _bin(ab, arith.AddfOp, o, _bin(ab, arith.MulfOp, p, load(ab, v, [*vb, j, e])))
-                store(ab, o, out, [*row, e])
+                o = _bin(ab, arith.MulfOp, load_at(ab, out, [*row, e]), corr)
+                o = _bin(ab, arith.AddfOp, o, _bin(ab, arith.MulfOp, p, load_at(ab, v, [*vb, j, e])))
+                store_at(ab, o, out, [*row, e])
                 return []
 
             for_loop(fl, lb, ev, [], accumulate, name="e")
@@ -407,28 +360,15 @@ def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
             upper = _bin(b, arith.AddiOp, i, fl.index(1))
             if lq > lk:
                 upper = _bin(b, arith.MinSIOp, upper, fl.index(lk))
-        _, l = for_loop(fl, b, upper, [fc(b, NEG_FLT_MAX), fc(b, 0.0)], key)
+        _, l = for_loop(fl, b, upper, [fconst(b, NEG_FLT_MAX), fconst(b, 0.0)], key)
         if lk == 0:  # no keys: eager's softmax(empty) @ v sums nothing, the zeros stored above
             return
-        inv = _bin(b, arith.DivfOp, fc(b, 1.0), l)
+        inv = _bin(b, arith.DivfOp, fconst(b, 1.0), l)
 
         def normalize(nb: Builder, e: SSAValue, accs: Accs) -> Accs:
-            store(nb, _bin(nb, arith.MulfOp, load(nb, out, [*row, e]), inv), out, [*row, e])
+            store_at(nb, _bin(nb, arith.MulfOp, load_at(nb, out, [*row, e]), inv), out, [*row, e])
             return []
 
         for_loop(fl, b, ev, [], normalize, name="e")
 
     fl.nest(shape[:-1], describe(op), body)
-
-
-@reference(AttentionOp)
-def _ref_attention(op: AttentionOp, inputs: list[torch.Tensor]) -> torch.Tensor:
-    q, k, v = inputs[:3]
-    scores = torch.matmul(q, k.transpose(-2, -1)) * op.scale_value
-    if op.mask is not None:
-        scores = scores + inputs[3]
-    if op.causal:
-        lq, lk = scores.shape[-2:]
-        allowed = torch.ones(lq, lk, dtype=torch.bool).tril()
-        scores = scores.masked_fill(~allowed, float("-inf"))
-    return torch.matmul(torch.softmax(scores, dim=-1), v)

@@ -1,5 +1,5 @@
-"""`irc-to-loops` for the ops of `dialects/irt/shape.py` (registered with `@lowers`), and their
-reference evaluation on torch tensors (`@reference`).
+"""`irc-to-loops` for the ops of `dialects/irt/shape.py` (listed in `table.LOWERINGS`); what
+they compute on torch tensors is `dialects/irt/semantics.py`.
 
 Each is one copy kernel over its result (concat: one per input, writing at the input's offset):
 
@@ -19,8 +19,7 @@ from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, SliceOp
-from irc.lowering.to_loops.irc_to_loops import FunctionLowering, describe, lowers
-from irc.reference import reference
+from irc.lowering.to_loops.function import FunctionLowering, describe
 
 
 def _offset_index(fl: FunctionLowering, b: Builder, iv: SSAValue, offset: int, stride: int, size: int) -> SSAValue:
@@ -34,7 +33,6 @@ def _offset_index(fl: FunctionLowering, b: Builder, iv: SSAValue, offset: int, s
     return iv
 
 
-@lowers(SliceOp)
 def lower_slice(fl: FunctionLowering, op: SliceOp) -> None:
     out, src = fl.result_buffer(op.result), fl.buffers[op.input]
     shape = irt.shape_of(op.result)
@@ -50,7 +48,6 @@ def lower_slice(fl: FunctionLowering, op: SliceOp) -> None:
     fl.nest(shape, describe(op), body)
 
 
-@lowers(ConcatOp)
 def lower_concat(fl: FunctionLowering, op: ConcatOp) -> None:
     out = fl.result_buffer(op.result)
     d, offset = op.axis, 0
@@ -67,7 +64,6 @@ def lower_concat(fl: FunctionLowering, op: ConcatOp) -> None:
         offset += shape[d]
 
 
-@lowers(ExpandOp)
 def lower_expand(fl: FunctionLowering, op: ExpandOp) -> None:
     out = fl.result_buffer(op.result)
     shape = irt.shape_of(op.result)
@@ -78,7 +74,6 @@ def lower_expand(fl: FunctionLowering, op: ExpandOp) -> None:
     fl.nest(shape, describe(op), body)
 
 
-@lowers(EmbeddingOp)
 def lower_embedding(fl: FunctionLowering, op: EmbeddingOp) -> None:
     """Never reads outside the table: an index outside [0, V) gives a NaN row (see EmbeddingOp)."""
     out, idx, table = fl.result_buffer(op.result), fl.buffers[op.indices], fl.buffers[op.weight]
@@ -97,35 +92,3 @@ def lower_embedding(fl: FunctionLowering, op: EmbeddingOp) -> None:
         b.insert(memref.StoreOp.get(value, out, ivs))
 
     fl.nest(shape, describe(op), body)
-
-
-@reference(EmbeddingOp)
-def _embedding(op: EmbeddingOp, inputs):
-    """Eager embedding, with the lowering's NaN rows for indices outside [0, V)."""
-    import torch
-
-    idx, weight = inputs[0].to(torch.int64), inputs[1]
-    valid = (idx >= 0) & (idx < weight.shape[0])
-    rows = weight[idx.clamp(0, weight.shape[0] - 1)]
-    return torch.where(valid.unsqueeze(-1), rows, torch.full_like(rows, float("nan")))
-
-
-@reference(SliceOp)
-def _slice(op: SliceOp, inputs):
-    boxes = tuple(
-        slice(off, off + (n - 1) * st + 1, st)
-        for off, st, n in zip(op.static_offsets, op.static_strides, irt.shape_of(op.result))
-    )
-    return inputs[0][boxes]
-
-
-@reference(ConcatOp)
-def _concat(op: ConcatOp, inputs):
-    import torch
-
-    return torch.cat(inputs, op.axis)
-
-
-@reference(ExpandOp)
-def _expand(op: ExpandOp, inputs):
-    return inputs[0].expand(irt.shape_of(op.result))

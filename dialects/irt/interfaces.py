@@ -1,0 +1,179 @@
+"""The interfaces every `irt` family shares, and the scalar regions fused ops keep their
+per-element computation in.
+
+* shapes: `shape_of`, numpy broadcasting (`broadcast_shapes`), and the checks verifiers share;
+* `ElementwiseOp`: operands broadcast to the result shape; `build_scalar` says what one element is;
+* `EpilogueOp`: ops that accumulate each output element (contractions, convolutions), then apply
+  a per-element epilogue (`build_epilogue`) before storing it;
+* scalar regions: one block of f32 arguments ending in `irt.yield` (`scalar_region` builds one,
+  `clone_body` inlines one).
+
+`core` re-exports all of it, so `irt.ElementwiseOp` and `irt.shape_of` stay where every stage
+looks for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import Float32Type, FloatAttr, TensorType, f32
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.irdl import irdl_op_definition, operand_def, traits_def
+from xdsl.rewriter import InsertPoint
+from xdsl.traits import IsTerminator
+from xdsl.utils.exceptions import VerifyException
+
+from irc.dialects.static_shape import StaticShapeOp
+
+# ---------------------------------------------------------------------------------------------
+# Shapes
+# ---------------------------------------------------------------------------------------------
+
+
+def shape_of(value: SSAValue) -> tuple[int, ...]:
+    """The static shape of a tensor or memref value."""
+    return tuple(value.type.get_shape())  # type: ignore[attr-defined]
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...] | None:
+    """Numpy/PyTorch broadcasting of static shapes; None when they do not broadcast."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[int] = []
+    for d in range(rank):
+        sizes = {s[d - rank + len(s)] for s in shapes if d - rank + len(s) >= 0} - {1}
+        if len(sizes) > 1:
+            return None
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def _fmt(shape: Sequence[int]) -> str:
+    return "x".join(map(str, shape)) or "scalar"
+
+
+def _check_f32_tensor(op: Operation, value: SSAValue, what: str) -> None:
+    if not isinstance(value.type, TensorType) or not isinstance(value.type.element_type, Float32Type):
+        raise VerifyException(f"{op.name}: {what} must be a tensor of f32, got {value.type}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Scalar regions: how an element is computed, shared by every elementwise op and epilogue
+# ---------------------------------------------------------------------------------------------
+
+
+def fconst(b: Builder, value: float) -> SSAValue:
+    return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
+
+
+def clone_body(b: Builder, region: Region, args: Sequence[SSAValue]) -> SSAValue:
+    """Clone a single-block scalar region at `b`, binding its arguments; returns the yielded value."""
+    block = region.block
+    mapping: dict[SSAValue, SSAValue] = dict(zip(block.args, args, strict=True))
+    for op in block.ops:
+        if isinstance(op, YieldOp):
+            return mapping.get(op.value, op.value)
+        new = op.clone(value_mapper=mapping)
+        b.insert(new)
+        mapping.update(zip(op.results, new.results))
+    raise VerifyException("scalar region has no irt.yield")
+
+
+# ---------------------------------------------------------------------------------------------
+# The family interfaces
+# ---------------------------------------------------------------------------------------------
+
+
+class ElementwiseOp(StaticShapeOp):
+    """Base of the elementwise family: operands broadcast to the result shape."""
+
+    def elementwise_inputs(self) -> Sequence[SSAValue]:
+        return self.operands
+
+    def build_scalar(self, b: Builder, args: Sequence[SSAValue]) -> SSAValue:
+        raise NotImplementedError
+
+    def scalar_body(self) -> Region | None:
+        """The region `build_scalar` copies, when the op stores its computation as one
+        (`irt.elementwise`); None when `build_scalar` builds its ops afresh."""
+        return None
+
+    def verify_(self) -> None:
+        for i, v in enumerate(self.elementwise_inputs()):
+            _check_f32_tensor(self, v, f"operand {i}")
+        _check_f32_tensor(self, self.results[0], "the result")
+        shapes = [shape_of(v) for v in self.elementwise_inputs()]
+        expected = broadcast_shapes(*shapes)
+        if expected is None:
+            raise VerifyException(
+                f"{self.name}: operand shapes {', '.join(map(_fmt, shapes))} do not broadcast"
+            )
+        if shape_of(self.results[0]) != expected:
+            raise VerifyException(
+                f"{self.name}: result shape {_fmt(shape_of(self.results[0]))} does not match the "
+                f"broadcast operand shape {_fmt(expected)}"
+            )
+
+
+class EpilogueOp(StaticShapeOp):
+    """Ops that accumulate each output element, then apply a per-element epilogue before storing it
+    (contractions, convolutions). Fusion grows the epilogue; `with_epilogue` rebuilds the op."""
+
+    @property
+    def epilogue_inputs(self) -> Sequence[SSAValue]:
+        return ()
+
+    def build_epilogue(self, b: Builder, acc: SSAValue, args: Sequence[SSAValue]) -> SSAValue:
+        return acc
+
+    def epilogue_body(self) -> Region | None:
+        """The region over (acc, *epilogue_inputs) `build_epilogue` copies, when the op stores its
+        epilogue as one (built by fusion); None when `build_epilogue` builds its ops afresh."""
+        return None
+
+    def with_epilogue(self, inputs: Sequence[SSAValue], body: Region, result_type: Attribute) -> Operation:
+        """The same accumulation with epilogue `body` over (acc, *inputs) in place of the current one."""
+        raise NotImplementedError
+
+
+@irdl_op_definition
+class YieldOp(StaticShapeOp):
+    """Ends a scalar region of a fused op, yielding the element it computed."""
+
+    name = "irt.yield"
+    value = operand_def(Float32Type)
+    traits = traits_def(IsTerminator())
+    assembly_format = "$value attr-dict `:` type($value)"
+
+    def __init__(self, value: SSAValue | Operation):
+        super().__init__(operands=[value])
+
+    def verify_(self) -> None:
+        parent = self.parent_op()  # an elementwise op keeping its computation in a region: irt.elementwise
+        fused_elementwise = isinstance(parent, ElementwiseOp) and parent.scalar_body() is not None
+        if not (fused_elementwise or isinstance(parent, EpilogueOp)):
+            raise VerifyException("irt.yield must end the body of irt.elementwise or of an op's epilogue")
+
+
+def _verify_scalar_region(op: Operation, region: Region, n_args: int) -> None:
+    if len(region.blocks) != 1:
+        raise VerifyException(f"{op.name}: the scalar body must have exactly one block")
+    block = region.block
+    if len(block.args) != n_args or any(not isinstance(a.type, Float32Type) for a in block.args):
+        raise VerifyException(
+            f"{op.name}: the scalar body must take {n_args} f32 argument(s), "
+            f"got ({', '.join(str(a.type) for a in block.args)})"
+        )
+    if not isinstance(block.last_op, YieldOp):
+        raise VerifyException(f"{op.name}: the scalar body must end with irt.yield")
+
+
+def scalar_region(names: Sequence[str], body) -> Region:
+    """A one-block region of f32 arguments named `names`; `body(builder, args)` returns the element."""
+    block = Block(arg_types=[f32] * len(names))
+    for arg, name in zip(block.args, names):
+        arg.name_hint = name
+    b = Builder(InsertPoint.at_end(block))
+    b.insert(YieldOp(body(b, block.args)))
+    return Region(block)

@@ -1,0 +1,215 @@
+"""What each `irt` op computes, on torch tensors: the meaning the loop lowering must reproduce.
+
+`irc.reference.evaluate` runs these at compile time (folding what depends on parameters only:
+a batch norm into a convolution's weights, a weight transposed or packed once) and tests use
+them as an oracle independent of the C++ path.
+
+Two tables, each op family's entries side by side:
+
+* `ACCUMULATE`: ops with an epilogue (`EpilogueOp`: contractions, convolutions): the
+  accumulated value before the epilogue, which the evaluator then interprets from the op's own
+  `build_epilogue`;
+* `REFERENCE`: every other non-elementwise op: its result.
+
+Elementwise ops need no entry: their `build_scalar` body is the definition. A key covers its
+subclasses (`ContractionBase`: linear, matmul, contract); the most derived entry wins.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from xdsl.ir import Operation
+
+from irc.dialects.irt import core as irt
+from irc.dialects.irt import nn as irt_nn
+from irc.dialects.irt import reduce as irt_reduce
+from irc.dialects.irt import shape as irt_shape
+
+Tensor = torch.Tensor
+Semantics = Callable[[Operation, list[Tensor]], Tensor]
+
+# ---------------------------------------------------------------------------------------------
+# core
+# ---------------------------------------------------------------------------------------------
+
+
+def unpack(packed: Tensor, n: int) -> Tensor:
+    """The [K, N] matrix held by `irt.pack ... "cols"` panels (or an nn.Linear weight transposed)."""
+    panels, k, width = packed.shape
+    return packed.permute(1, 0, 2).reshape(k, panels * width)[:, :n]
+
+
+def _contraction(op: irt.ContractionBase, inputs: list[Tensor]) -> Tensor:
+    lhs, rhs = inputs[0], inputs[1]
+    kind = op.contraction_kind
+    if kind == irt.ContractionKind.PACKED:
+        return lhs @ unpack(rhs, irt.shape_of(op.results[0])[-1])
+    return lhs @ (rhs.t() if kind == irt.ContractionKind.LINEAR else rhs)
+
+
+def _reshape(op: irt.ReshapeOp, inputs: list[Tensor]) -> Tensor:
+    return inputs[0].reshape(irt.shape_of(op.result))
+
+
+def _transpose(op: irt.TransposeOp, inputs: list[Tensor]) -> Tensor:
+    return inputs[0].permute(*op.permutation)
+
+
+def _constant(op: irt.ConstantOp, inputs: list[Tensor]) -> Tensor:
+    values = [float(v) for v in op.value.iter_values()]
+    return torch.tensor(values, dtype=torch.float32).reshape(irt.shape_of(op.result))
+
+
+def _pack(op: irt.PackOp, inputs: list[Tensor]) -> Tensor:
+    x = inputs[0]  # [D0, D1*D2*...], spelled out: reshape's -1 is ambiguous for an empty weight
+    w = x.reshape(x.shape[0], math.prod(x.shape[1:])) if op.axis.data == "rows" else x.t()
+    panels, other, width = irt.shape_of(op.result)
+    padded = w.new_zeros(panels * width, other)
+    padded[: w.shape[0]] = w
+    return padded.reshape(panels, width, other).transpose(1, 2).contiguous()
+
+
+# ---------------------------------------------------------------------------------------------
+# nn
+# ---------------------------------------------------------------------------------------------
+
+
+def _conv2d(op: irt_nn.Conv2dOp, inputs: list[Tensor]) -> Tensor:
+    x, w = inputs[0], inputs[1]
+    b = inputs[2 + (op.packed is not None)] if op.bias is not None else None
+    return F.conv2d(x, w, b, op.strides, op.paddings, op.dilations, op.group_count)
+
+
+def _max_pool2d(op: irt_nn.MaxPool2dOp, inputs: list[Tensor]) -> Tensor:
+    return F.max_pool2d(inputs[0], op.kernels, op.strides, op.paddings, op.dilations, op.ceil_mode is not None)
+
+
+def _avg_pool2d(op: irt_nn.AvgPool2dOp, inputs: list[Tensor]) -> Tensor:
+    return F.avg_pool2d(
+        inputs[0], op.kernels, op.strides, op.paddings, op.ceil_mode is not None, op.count_include_pad is not None
+    )
+
+
+def _adaptive_avg_pool2d(op: irt_nn.AdaptiveAvgPool2dOp, inputs: list[Tensor]) -> Tensor:
+    return F.adaptive_avg_pool2d(inputs[0], irt.shape_of(op.result)[2:])
+
+
+# ---------------------------------------------------------------------------------------------
+# reduce
+# ---------------------------------------------------------------------------------------------
+
+
+def _reduce(op: irt_reduce.ReduceOp, inputs: list[Tensor]) -> Tensor:
+    x, dims = inputs[0], list(op.reduce_dims)
+    if op.reduce_kind == irt_reduce.ReduceKind.MAX:
+        return torch.amax(x, dim=dims, keepdim=op.keeps_dims)
+    fn = torch.sum if op.reduce_kind == irt_reduce.ReduceKind.SUM else torch.mean
+    return fn(x, dim=dims, keepdim=op.keeps_dims)
+
+
+def _softmax(op: irt_reduce.SoftmaxBase, inputs: list[Tensor]) -> Tensor:
+    fn = torch.log_softmax if op.LOG else torch.softmax
+    return fn(inputs[0], dim=op.axis)
+
+
+def _layer_norm(op: irt_reduce.LayerNormOp, inputs: list[Tensor]) -> Tensor:
+    x, rest = inputs[0], iter(inputs[1:])
+    w = next(rest) if op.weight is not None else None
+    bias = next(rest) if op.bias is not None else None
+    n = op.normalized_rank
+    return F.layer_norm(x, tuple(x.shape[x.dim() - n :]), w, bias, op.epsilon)
+
+
+def _batch_matmul(op: irt_reduce.BatchMatmulOp, inputs: list[Tensor]) -> Tensor:
+    lhs, rhs = inputs
+    if op.contraction_kind == irt.ContractionKind.LINEAR:
+        rhs = rhs.transpose(-2, -1)
+    return torch.matmul(lhs, rhs)
+
+
+def _attention(op: irt_reduce.AttentionOp, inputs: list[Tensor]) -> Tensor:
+    q, k, v = inputs[:3]
+    scores = torch.matmul(q, k.transpose(-2, -1)) * op.scale_value
+    if op.mask is not None:
+        scores = scores + inputs[3]
+    if op.causal:
+        lq, lk = scores.shape[-2:]
+        allowed = torch.ones(lq, lk, dtype=torch.bool).tril()
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+# ---------------------------------------------------------------------------------------------
+# shape
+# ---------------------------------------------------------------------------------------------
+
+
+def _slice(op: irt_shape.SliceOp, inputs: list[Tensor]) -> Tensor:
+    boxes = tuple(
+        slice(off, off + (n - 1) * st + 1, st)
+        for off, st, n in zip(op.static_offsets, op.static_strides, irt.shape_of(op.result))
+    )
+    return inputs[0][boxes]
+
+
+def _concat(op: irt_shape.ConcatOp, inputs: list[Tensor]) -> Tensor:
+    return torch.cat(inputs, op.axis)
+
+
+def _expand(op: irt_shape.ExpandOp, inputs: list[Tensor]) -> Tensor:
+    return inputs[0].expand(irt.shape_of(op.result))
+
+
+def _embedding(op: irt_shape.EmbeddingOp, inputs: list[Tensor]) -> Tensor:
+    """Eager embedding, with the lowering's NaN rows for indices outside [0, V)."""
+    idx, weight = inputs[0].to(torch.int64), inputs[1]
+    valid = (idx >= 0) & (idx < weight.shape[0])
+    rows = weight[idx.clamp(0, weight.shape[0] - 1)]
+    return torch.where(valid.unsqueeze(-1), rows, torch.full_like(rows, float("nan")))
+
+
+# ---------------------------------------------------------------------------------------------
+# The tables
+# ---------------------------------------------------------------------------------------------
+
+ACCUMULATE: dict[type[Operation], Semantics] = {
+    irt.ContractionBase: _contraction,
+    irt_nn.Conv2dOp: _conv2d,
+}
+"""EpilogueOp -> its accumulated value, before the epilogue."""
+
+REFERENCE: dict[type[Operation], Semantics] = {
+    # core
+    irt.ReshapeOp: _reshape,
+    irt.TransposeOp: _transpose,
+    irt.ConstantOp: _constant,
+    irt.PackOp: _pack,
+    # nn
+    irt_nn.MaxPool2dOp: _max_pool2d,
+    irt_nn.AvgPool2dOp: _avg_pool2d,
+    irt_nn.AdaptiveAvgPool2dOp: _adaptive_avg_pool2d,
+    # reduce
+    irt_reduce.ReduceOp: _reduce,
+    irt_reduce.SoftmaxBase: _softmax,
+    irt_reduce.LayerNormOp: _layer_norm,
+    irt_reduce.BatchMatmulOp: _batch_matmul,
+    irt_reduce.AttentionOp: _attention,
+    # shape
+    irt_shape.SliceOp: _slice,
+    irt_shape.ConcatOp: _concat,
+    irt_shape.ExpandOp: _expand,
+    irt_shape.EmbeddingOp: _embedding,
+}
+"""Every other non-elementwise op -> its result."""
+
+
+def lookup(table: dict[type[Operation], Semantics], op: Operation) -> Semantics | None:
+    """The entry for `op`'s class or its nearest base class in `table`."""
+    for cls in type(op).__mro__:
+        if cls in table:
+            return table[cls]
+    return None

@@ -1,0 +1,221 @@
+"""The core of `irc-to-loops`: `FunctionLowering` bufferizes one `func.func` on tensors and
+gives every op's lowering the builders it needs (index constants, parallel nests, broadcasting
+loads, result buffers, views).
+
+It lowers each op with the function its `lowerings` table gives for the op's class (or nearest
+base class); the table is `irc.lowering.to_loops.table.LOWERINGS`, and the op families'
+lowerings import this module, never the table or the pass.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    StringAttr,
+    TensorType,
+    f32,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from irc.dialects.irt import core as irt
+from irc.dialects.static_shape import check_static
+from irc.lowering.tensor.irc_fuse import FUSED_ATTR
+from irc.target import Target
+
+KERNEL_ATTR = "irc.kernel"
+OP_INDEX_ATTR = "irc.op"
+REDUCTION_ATTR = "irc.reduction"
+
+LoweringFn = Callable[["FunctionLowering", Operation], None]
+"""How one op (or op family base class) becomes loops."""
+
+VIEW_OPS: set[type[Operation]] = {irt.ReshapeOp}
+"""Ops whose result aliases their input's buffer (no kernel of their own)."""
+
+
+def memref_type(t: Attribute, what: str = "an argument or result") -> MemRefType:
+    if not isinstance(t, TensorType):
+        raise ValueError(f"irc-to-loops expects functions on tensors (irt level), got {what} of type {t}")
+    check_static("irc-to-loops", what, t)
+    return MemRefType(t.element_type, t.get_shape())
+
+
+def describe(op: Operation) -> str:
+    """A one-line name of an irt op for kernel comments: `irt.contract linear (irt.linear + irt.relu) -> 4x16`."""
+    head = f"{op.name} {op.contraction_kind}" if isinstance(op, irt.ContractOp) else op.name
+    fused = op.attributes.get(FUSED_ATTR)
+    if isinstance(fused, ArrayAttr):
+        head += f" ({' + '.join(s.data for s in fused.data)})"
+    return f"{head} -> {_shape_str(op.results[0])}"
+
+
+def _empty(v: SSAValue) -> bool:
+    return isinstance(v.type, TensorType) and math.prod(irt.shape_of(v)) == 0
+
+
+def _shape_str(v: SSAValue) -> str:
+    return "x".join(map(str, irt.shape_of(v))) or "scalar"
+
+
+def load_at(b: Builder, buf: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
+    """The element of buffer `buf` at `indices`."""
+    return b.insert(memref.LoadOp.get(buf, list(indices))).res
+
+
+def store_at(b: Builder, value: SSAValue, buf: SSAValue, indices: Sequence[SSAValue]) -> None:
+    """Store `value` into buffer `buf` at `indices`."""
+    b.insert(memref.StoreOp.get(value, buf, list(indices)))
+
+
+@dataclass
+class FunctionLowering:
+    """Lowers one `func.func` on tensors into one on buffers."""
+
+    fn: func.FuncOp
+    lowerings: Mapping[type[Operation], LoweringFn]
+    block: Block = field(init=False)
+    b: Builder = field(init=False)
+    buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    allocs: list[SSAValue] = field(default_factory=list)
+    index_consts: dict[int, SSAValue] = field(default_factory=dict)
+    tag_ops: bool = False  # mark each nest with the index of the irt op it lowers (profiling)
+    gemm_width: int = Target.gemm_width  # the GEMM engine's panel width (packed weights of another width stay scalar)
+    strict: bool = False  # no GEMM engine: the scalar nests sum in sequential order
+    threads: int = Target.threads  # the thread count the GEMM blocking is chosen for
+    op_index: int = -1  # the irt op being lowered (-1: copies of the return)
+
+    # -- small builders -------------------------------------------------------------------
+    def index(self, value: int) -> SSAValue:
+        """An index constant, created once per function at its entry."""
+        if value not in self.index_consts:
+            op = arith.ConstantOp(IntegerAttr(value, IndexType()))
+            first = self.block.first_op
+            self.block.insert_op_before(op, first) if first else self.block.add_op(op)
+            op.result.name_hint = f"c{value}"
+            self.index_consts[value] = op.result
+        return self.index_consts[value]
+
+    def nest(self, shape: Sequence[int], label: str, body: Callable[[Builder, list[SSAValue]], None]) -> None:
+        """One parallel loop nest over `shape`; `body(builder, ivs)` builds the per-element work."""
+        if any(s < 0 for s in shape):  # verifiers reject dynamic dims: never print one as a bound
+            raise ValueError(f"irc-to-loops: loop bounds {list(shape)} of `{label}` are not static sizes >= 0")
+        if not shape:
+            body(self.b, [])
+            return
+        block = Block(arg_types=[IndexType()] * len(shape))
+        for d, iv in enumerate(block.args):
+            iv.name_hint = f"i{d}"
+        inner = Builder(InsertPoint.at_end(block))
+        body(inner, list(block.args))
+        inner.insert(scf.ReduceOp())
+        zeros, ones = [self.index(0)] * len(shape), [self.index(1)] * len(shape)
+        loop = scf.ParallelOp(zeros, [self.index(s) for s in shape], ones, Region(block))
+        loop.attributes[KERNEL_ATTR] = StringAttr(label)
+        if self.tag_ops:
+            loop.attributes[OP_INDEX_ATTR] = IntegerAttr(self.op_index, 64)
+        self.b.insert(loop)
+
+    def load(self, b: Builder, tensor: SSAValue, ivs: Sequence[SSAValue], out_shape: Sequence[int]) -> SSAValue:
+        """The element of `tensor` that broadcasts to position `ivs` of an `out_shape` result."""
+        producer = tensor.owner
+        if isinstance(producer, irt.ConstantOp) and producer.value.is_splat():
+            value = float(next(iter(producer.value.iter_values())))
+            return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
+        shape = irt.shape_of(tensor)
+        lead = len(out_shape) - len(shape)
+        indices = [
+            self.index(0) if size == 1 and out_shape[lead + d] != 1 else ivs[lead + d] for d, size in enumerate(shape)
+        ]
+        return b.insert(memref.LoadOp.get(self.buffers[tensor], indices)).res
+
+    def result_buffer(self, value: SSAValue) -> SSAValue:
+        """The buffer an op writes `value` into: an output buffer if returned, else a new allocation."""
+        if value in self.buffers:
+            return self.buffers[value]
+        alloc = self.b.insert(memref.AllocOp.get(f32, 64, irt.shape_of(value)))
+        alloc.memref.name_hint = value.name_hint
+        self.allocs.append(alloc.memref)
+        self.buffers[value] = alloc.memref
+        return alloc.memref
+
+    # -- the lowering ---------------------------------------------------------------------
+    def run(self) -> func.FuncOp:
+        old = self.fn.body.block
+        ret = old.last_op
+        assert isinstance(ret, func.ReturnOp)
+        name = self.fn.sym_name.data
+        in_types = [memref_type(a.type, f"argument {i} of @{name}") for i, a in enumerate(old.args)]
+        out_types = [memref_type(v.type, f"result {i} of @{name}") for i, v in enumerate(ret.arguments)]
+        self.block = Block(arg_types=in_types + out_types)
+        self.b = Builder(InsertPoint.at_end(self.block))
+        for a, new in zip(old.args, self.block.args):
+            new.name_hint = a.name_hint
+            self.buffers[a] = new
+        outs = list(self.block.args[len(old.args) :])
+        copies = self._assign_outputs(list(ret.arguments), outs)
+        for self.op_index, op in enumerate(old.ops):
+            if op is not ret:
+                self.lower(op)
+        self.op_index = -1
+        for src, dst in copies:
+            self._copy(src, dst)
+        for buf in self.allocs:
+            self.b.insert(memref.DeallocOp.get(buf))
+        self.b.insert(func.ReturnOp())
+        return func.FuncOp(self.fn.sym_name.data, (in_types + out_types, []), Region(self.block))
+
+    def _assign_outputs(self, results: list[SSAValue], outs: list[SSAValue]) -> list[tuple[SSAValue, SSAValue]]:
+        """Let each returned value be computed in place in its output buffer (a reshaped result:
+        its source, into a view of the buffer); the rest (arguments, constants, values returned
+        twice) are copied at the end. Returns the (value, buffer) pairs to copy."""
+        copies = []
+        for i, (value, out) in enumerate(zip(results, outs)):
+            out.name_hint = f"out{i}"
+            root = value
+            while isinstance(root.owner, irt.ReshapeOp):  # a reshape's buffer is its input's
+                root = root.owner.input
+            computed = isinstance(root.owner, Operation) and not isinstance(
+                root.owner, (*VIEW_OPS, irt.ConstantOp)
+            )
+            if computed and root not in self.buffers:
+                self.buffers[root] = out if root is value else self.view(out, irt.shape_of(root))
+            else:
+                copies.append((value, out))
+        return copies
+
+    def _copy(self, src: SSAValue, dst: SSAValue) -> None:
+        shape = irt.shape_of(src)
+        self.nest(
+            shape,
+            f"copy to {dst.name_hint}",
+            lambda b, ivs: b.insert(memref.StoreOp.get(self.load(b, src, ivs, shape), dst, ivs)),
+        )
+
+    def lower(self, op: Operation) -> None:
+        if op.results and type(op) not in VIEW_OPS and all(_empty(r) for r in op.results):
+            for r in op.results:  # zero elements to compute (an empty batch): no kernel at all
+                self.result_buffer(r)
+            return
+        for cls in type(op).__mro__:
+            if cls in self.lowerings:
+                self.lowerings[cls](self, op)
+                return
+        raise NotImplementedError(f"irc-to-loops: no lowering for {op.name}")
+
+    def view(self, buffer: SSAValue, shape: Sequence[int], name: str | None = None) -> SSAValue:
+        """The same contiguous elements seen with another shape; no copy."""
+        strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+        cast = memref.ReinterpretCastOp(buffer, [], [], [], [0], list(shape), strides, MemRefType(f32, shape))
+        cast.result.name_hint = name
+        return self.b.insert(cast).result

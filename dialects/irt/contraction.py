@@ -115,11 +115,6 @@ class ContractionBase(EpilogueOp):
 
 
 
-ContractionOp = ContractionBase
-"""The base's former name (`ContractOp` is the fused op): lowering/tensor/pack_weights.py and
-lowering/to_loops/gemm.py still use it."""
-
-
 @irdl_op_definition
 class LinearOp(ContractionBase):
     """nn.Linear: x @ w^T (+ b), with w as [out, in].

@@ -75,7 +75,6 @@ from irc.dialects.irt.contraction import (  # noqa: F401
     ContractionKind,
     ContractionKindAttr,
     ContractionBase,
-    ContractionOp,
     ContractOp,
     LinearOp,
     MatmulOp,

@@ -48,7 +48,7 @@ def compile_time_known(value: SSAValue, inputs: int) -> bool:
     return op.dialect_name() == "irt" and all(compile_time_known(v, inputs) for v in op.operands)
 
 
-def pack_contraction(op: irt.ContractionOp, gemm_width: int) -> irt.ContractOp:
+def pack_contraction(op: irt.ContractionBase, gemm_width: int) -> irt.ContractOp:
     """`op` as `irt.contract packed`, its rhs through `irt.pack` into `gemm_width`-column
     panels (inserted before `op`)."""
     kind = op.contraction_kind
@@ -91,7 +91,7 @@ class PackWeightsPass(ModulePass):
             for op in list(fn.body.block.ops):
                 new = None
                 if (
-                    isinstance(op, irt.ContractionOp)
+                    isinstance(op, irt.ContractionBase)
                     and op.contraction_kind != ContractionKind.PACKED
                     and compile_time_known(op.rhs, self.inputs)  # type: ignore[attr-defined]
                 ):

@@ -150,7 +150,7 @@ def _emit(fl: FunctionLowering, op, gemm: irl.GemmOp) -> None:
     fl.b.insert(gemm)
 
 
-def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionOp) -> None:
+def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionBase) -> None:
     out_shape = shape_of(op.results[0])
     lhs_shape = shape_of(op.lhs)  # type: ignore[attr-defined]
     m, n, k = math.prod(out_shape[:-1]), out_shape[-1], lhs_shape[-1]

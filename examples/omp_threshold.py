@@ -16,14 +16,14 @@ import statistics
 import timeit
 
 import torch
+from xdsl.parser import Parser
 
-from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass  # noqa: F401  (first: import order)
 from irc.context import irc_context
 from irc.lowering.cpp.emit_cpp import emit_cpp
-from irc.lowering.tensor.irc_fuse import IrcFusePass
 from irc.lowering.loops.parallelize import WORK_ATTR, ParallelizePass
+from irc.lowering.tensor.irc_fuse import IrcFusePass
+from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass  # noqa: F401  (first: import order)
 from irc.runtime import build_library, load_library
-from xdsl.parser import Parser
 
 SILU = """func.func @k(%x: tensor<{n}xf32>) -> tensor<{n}xf32> {{
   %s = irt.sigmoid %x : tensor<{n}xf32>

@@ -44,8 +44,8 @@ import torch.utils._pytree as pytree
 
 from irc.errors import InputError, IrcError
 from irc.runtime import TensorSpec, load_library, make_forward
-from irc.runtime.wrapper import PACKED_SUFFIX
 from irc.runtime.build import compiler_version, cpu_features, resolve_flags
+from irc.runtime.wrapper import PACKED_SUFFIX
 
 FORMAT = 2
 DTYPES = {"float32": torch.float32, "int64": torch.int64}

@@ -26,16 +26,16 @@ import torch
 import torch.utils._pytree as pytree
 from torch import fx
 
+from irc.autograd import NativeForward, buffers_kept
 from irc.context import irc_context
 from irc.debugging import CompileLog, configure_logging
 from irc.errors import CompileError, InputError, IrcError, UnsupportedNode, UnsupportedOpError
 from irc.frontend.fx_importer import ImportedGraph, import_fx
 from irc.pipeline import lower
-from irc.target import Target
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
 from irc.runtime.wrapper import PACKED_SUFFIX, check_inputs
-from irc.autograd import NativeForward, buffers_kept
+from irc.target import Target
 from irc.weights import WeightGuard, mode_modules, read_tensor_names, sync, watch
 
 LEVELS = ("import", "fused", "loops")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from xdsl.context import Context
 from xdsl.dialects import arith, builtin, func, math, memref, scf
 
-from irc.dialects.irt import IRT
 from irc.dialects.irl import IRL
+from irc.dialects.irt import IRT
 
 
 def irc_context() -> Context:

@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 from torch import fx, nn
-from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch._prims_common import is_non_overlapping_and_dense_or_false
+from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError

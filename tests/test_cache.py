@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from irc.tools.cli import main as irc_main
 from irc.errors import IrcError
 from irc.runtime import build_library, compiler_invocations
 from irc.runtime.build import cpu_features
+from irc.tools.cli import main as irc_main
 
 FLAGS = ["-O1", "-std=c++17", "-shared", "-fPIC"]
 SOURCE = 'extern "C" int answer() { return 42; }\n'

@@ -7,12 +7,20 @@ import textwrap
 import pytest
 import torch
 
-from irc.tools.cli import main
 from irc.errors import IrcError
-from irc.models import BUILTIN_MODELS, get_model, model_flops, UsageError
+from irc.models import BUILTIN_MODELS, UsageError, get_model, model_flops
+from irc.tools.cli import main
 from irc.tools.verify import (
-    EAGER, INDUCTOR, IRC, IRC_UNFUSED, ModelResult, Timing, benchmark, plot_scaling,
-    plot_speedups, summary_rows,
+    EAGER,
+    INDUCTOR,
+    IRC,
+    IRC_UNFUSED,
+    ModelResult,
+    Timing,
+    benchmark,
+    plot_scaling,
+    plot_speedups,
+    summary_rows,
 )
 from irc.tools.visualize import BOX_W, NodeBox, assign_layers, layout, parse_shapes
 

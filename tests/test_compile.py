@@ -9,12 +9,12 @@ import sys
 import pytest
 import torch
 import torch.nn.functional as F
+from irc_testing import check
 from torch import nn
 
 import irc
-from irc_testing import check
-from irc.runtime import compiler_invocations
 from irc.pipeline import cpp_target, declared, spell
+from irc.runtime import compiler_invocations
 from irc.target import Target
 
 torch.manual_seed(0)

@@ -17,9 +17,9 @@ from xdsl.rewriter import InsertPoint
 from irc.context import irc_context
 from irc.dialects.irt import core as irt
 from irc.lowering.loops import plan_memory
+from irc.lowering.loops.plan_memory import PlanMemoryPass
 from irc.lowering.tensor.irc_fuse import FUSED_ATTR, FusionDriver, IrcFusePass
 from irc.lowering.to_loops.irc_to_loops import IrcToLoopsPass
-from irc.lowering.loops.plan_memory import PlanMemoryPass
 
 
 def chain(n: int, op=irt.ReluOp) -> ModuleOp:

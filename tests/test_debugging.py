@@ -10,9 +10,9 @@ import torch
 from torch import nn
 
 import irc
-from irc.tools.cli import main as irc_main
 from irc.debugging import PassFailure
 from irc.lowering.to_loops import irc_to_loops
+from irc.tools.cli import main as irc_main
 from irc.tools.irc_opt import main as irc_opt
 
 

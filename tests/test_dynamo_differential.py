@@ -11,7 +11,6 @@ import logging
 
 import pytest
 import torch
-
 from dynamo_architectures import (
     BasicBlock,
     ConvNeXtBlock,

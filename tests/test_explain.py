@@ -8,9 +8,9 @@ from torch import fx, nn
 
 import irc
 from irc.context import irc_context
-from irc.tools.explain import explain, intermediate_bytes, kernels, unfused_reasons
 from irc.frontend.fx_importer import import_fx
 from irc.lowering.tensor.irc_fuse import IrcFusePass
+from irc.tools.explain import explain, intermediate_bytes, kernels, unfused_reasons
 
 
 def imported_and_fused(model, *inputs):

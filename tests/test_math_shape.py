@@ -9,10 +9,10 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from irc_testing import check
 from torch import nn
 
 import irc
-from irc_testing import check
 from irc.frontend.fx_importer import FUNCTIONS, import_fx
 
 torch.manual_seed(0)

@@ -8,14 +8,13 @@ import threading
 import pytest
 import torch
 import torch.nn.functional as F
+from irc_testing import check
 from torch import nn
 
 import irc
 from irc.models import get_model
 from irc.runtime import TensorSpec, build_library, load_library, make_forward
 from irc.runtime.wrapper import num_threads
-
-from irc_testing import check
 
 
 def _chain(x):

@@ -8,10 +8,10 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from irc_testing import check as shared_check, kernel_code
 from torch import nn
 
 import irc
-from irc_testing import check as shared_check, kernel_code
 from irc.dialects.irt import nn as irt_nn
 from irc.models import get_model
 from irc.models.cnn import randomize_batch_norms

@@ -3,11 +3,7 @@ torch tensors, what it costs; and the GEMM engine's precedence is the one writte
 
 from __future__ import annotations
 
-from irc.dialects.irt import IRT
-from irc.dialects.irt import core as irt
-from irc.dialects.irt import costs, semantics
-from irc.dialects.irt import nn as irt_nn
-from irc.dialects.irt import reduce as irt_reduce
+from irc.dialects.irt import IRT, core as irt, costs, nn as irt_nn, reduce as irt_reduce, semantics
 from irc.lowering.to_loops import core, gemm, nn, reduce, table
 
 NO_KERNEL = {"irt.yield"}  # the terminator of scalar regions: lowered with the op it ends

@@ -11,8 +11,8 @@ shrinks any failure to a small graph.
 from __future__ import annotations
 
 import math
-import os
 import operator
+import os
 
 import pytest
 import torch

@@ -17,10 +17,10 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from irc_testing import check
 from torch import nn
 
 import irc
-from irc_testing import check
 from irc.dialects.irt import reduce as irt_reduce
 from irc.reference import evaluate
 

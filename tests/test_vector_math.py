@@ -28,9 +28,9 @@ import torch
 import torch.nn.functional as F
 
 import irc
-from irc.models import get_model
 from irc.lowering.cpp.headers import header
 from irc.lowering.cpp.math import BOUNDS
+from irc.models import get_model
 
 FUNCTIONS = ["exp", "log", "tanh", "erf"]
 REFERENCE = {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "erf": torch.erf}

@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from irc_testing import check
 from torch import nn
 
 import irc
 from irc.errors import IrcError
-from irc_testing import check
 
 
 class Fn1(nn.Module):

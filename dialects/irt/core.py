@@ -24,11 +24,12 @@ import math
 from collections.abc import Sequence
 from typing import ClassVar
 
+from xdsl.builder import Builder
 from xdsl.dialects import arith, math as xmath
 from xdsl.dialects.builtin import (
+    I64,
     DenseArrayBase,
     DenseIntOrFPElementsAttr,
-    I64,
     IntegerAttr,
     StringAttr,
     TensorType,
@@ -50,12 +51,19 @@ from xdsl.irdl import (
     traits_def,
     var_operand_def,
 )
-from xdsl.builder import Builder
 from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from irc.dialects.static_shape import StaticShapeOp
+from irc.dialects.irt.contraction import (  # noqa: F401
+    ContractionBase,
+    ContractionKind,
+    ContractionKindAttr,
+    ContractOp,
+    LinearOp,
+    MatmulOp,
+    contraction_shape,
+)
 
 # The shared interfaces and the contractions live beside this module; `irt.X` names them all.
 from irc.dialects.irt.interfaces import (  # noqa: F401
@@ -71,15 +79,7 @@ from irc.dialects.irt.interfaces import (  # noqa: F401
     scalar_region,
     shape_of,
 )
-from irc.dialects.irt.contraction import (  # noqa: F401
-    ContractionKind,
-    ContractionKindAttr,
-    ContractionBase,
-    ContractOp,
-    LinearOp,
-    MatmulOp,
-    contraction_shape,
-)
+from irc.dialects.static_shape import StaticShapeOp
 
 # ---------------------------------------------------------------------------------------------
 # Scalar bodies of the core elementwise ops

@@ -18,10 +18,7 @@ from xdsl.dialects import arith
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from irc.dialects.irt import core as irt
-from irc.dialects.irt import nn as irt_nn
-from irc.dialects.irt import reduce as irt_reduce
-from irc.dialects.irt import shape as irt_shape
+from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce, shape as irt_shape
 
 FlopsFn = Callable[[Operation], int]
 

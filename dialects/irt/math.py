@@ -38,7 +38,6 @@ from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.irt.core import ElementwiseOp, UnaryOp, _fmt, _relu, fconst, shape_of
 
-
 # ---------------------------------------------------------------------------------------------
 # Scalar helpers
 # ---------------------------------------------------------------------------------------------

@@ -44,7 +44,6 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.static_shape import StaticShapeOp
 from irc.dialects.irt.core import (
     ElementwiseOp,
     EpilogueOp,
@@ -56,6 +55,7 @@ from irc.dialects.irt.core import (
     fconst,
     shape_of,
 )
+from irc.dialects.static_shape import StaticShapeOp
 
 Pair = tuple[int, int]
 

@@ -24,8 +24,8 @@ from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     DenseArrayBase,
-    FloatAttr,
     Float64Type,
+    FloatAttr,
     IntegerAttr,
     TensorType,
     UnitAttr,
@@ -51,7 +51,6 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
-from irc.dialects.static_shape import StaticShapeOp
 from irc.dialects.irt.core import (
     ContractionKind,
     ContractionKindAttr,
@@ -60,6 +59,7 @@ from irc.dialects.irt.core import (
     broadcast_shapes,
     shape_of,
 )
+from irc.dialects.static_shape import StaticShapeOp
 
 
 def _normalize_dim(op_name: str, dim: int, rank: int) -> int:

@@ -24,10 +24,7 @@ import torch
 import torch.nn.functional as F
 from xdsl.ir import Operation
 
-from irc.dialects.irt import core as irt
-from irc.dialects.irt import nn as irt_nn
-from irc.dialects.irt import reduce as irt_reduce
-from irc.dialects.irt import shape as irt_shape
+from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce, shape as irt_shape
 
 Tensor = torch.Tensor
 Semantics = Callable[[Operation, list[Tensor]], Tensor]

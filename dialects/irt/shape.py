@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import DenseArrayBase, I64, IntegerAttr, IntegerType, TensorType, i64
+from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, IntegerType, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
@@ -28,8 +28,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.static_shape import StaticShapeOp
 from irc.dialects.irt.core import _check_f32_tensor, _fmt, shape_of
+from irc.dialects.static_shape import StaticShapeOp
 
 
 @irdl_op_definition

@@ -15,8 +15,7 @@ import torch.nn.functional as F
 from torch import fx, nn
 from xdsl.ir import SSAValue
 
-from irc.dialects.irt import core as irt
-from irc.dialects.irt import nn as irt_nn
+from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.frontend.convert_base import Converter, ImportContext, Unsupported, tensor_type
 
 

@@ -23,10 +23,10 @@ from torch import fx
 from torch.fx.node import map_aggregate
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 from xdsl.builder import Builder
-from xdsl.rewriter import InsertPoint
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Region, SSAValue
+from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError

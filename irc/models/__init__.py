@@ -118,5 +118,7 @@ def mlp_spec(name: str, batch: int, sizes: list[int]) -> ModelSpec:
 register(mlp_spec("mlp-small", 1, [784, 128, 10]))
 register(mlp_spec("mlp-medium", 64, [512, 1024, 1024, 10]))
 register(mlp_spec("mlp-large", 256, [4096, 4096, 4096, 1024]))
-from irc.models import cnn  # noqa: E402, F401  (registers cnn, resnet18)
-from irc.models import transformer  # noqa: E402, F401  (registers transformer-encoder, transformer-block, eltwise-layernorm)
+from irc.models import (
+    cnn,  # noqa: E402, F401  (registers cnn, resnet18)
+    transformer,  # noqa: E402, F401  (registers transformer-encoder, transformer-block, eltwise-layernorm)
+)

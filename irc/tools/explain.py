@@ -18,8 +18,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
-from irc.dialects.irt import core as irt
-from irc.dialects.irt import nn as irt_nn
+from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.dialects.irt.costs import nbytes, numel, op_flops
 
 BYTES = 4  # float32: every intermediate and result irc computes

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr
 from xdsl.ir import Operation
 from xdsl.parser import Parser, UnresolvedOperand
-from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Span
+from xdsl.utils.mlir_lexer import MLIRTokenKind
 
 UNDEFINED_VALUES = "values used but not defined"  # the message xDSL's parse_module raises
 

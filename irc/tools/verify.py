@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from irc.tools.cli import model_names, output_dir, positive_float, positive_int, writing_to
 from irc.models import BUILTIN_MODELS, ModelSpec, get_model, model_flops
+from irc.tools.cli import model_names, output_dir, positive_float, positive_int, writing_to
 
 EAGER = "eager"
 IRC = "irc"

@@ -44,10 +44,10 @@ from irc.dialects import irl
 from irc.dialects.static_shape import static_shape_error
 from irc.lowering.cpp.gemm import emit_attention, emit_gemm
 from irc.lowering.cpp.headers import header
-from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
-from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
 from irc.lowering.loops.parallelize import runs_serial
 from irc.lowering.loops.vectorize import CHUNK_ATTR, SIMD_ATTR, SIMD_INNER, SIMD_SPLIT, constant_bounds, is_vectorized
+from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
+from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
 
 BINARY = {arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*", arith.DivfOp: "/",
           arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivSIOp: "/", arith.RemSIOp: "%"}

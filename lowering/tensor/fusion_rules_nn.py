@@ -31,8 +31,7 @@ from xdsl.dialects.builtin import TensorType, f32
 from xdsl.ir import BlockArgument, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
-from irc.dialects.irt import core as irt
-from irc.dialects.irt import nn as irt_nn
+from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.lowering.tensor.fusion_rules import FusionRule, single_user
 
 # ---------------------------------------------------------------------------------------------

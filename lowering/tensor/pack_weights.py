@@ -31,8 +31,7 @@ from xdsl.ir import Block, BlockArgument, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from irc.dialects.irt import core as irt
-from irc.dialects.irt import nn as irt_nn
+from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
 from irc.lowering.tensor.irc_fuse import FUSED_ATTR
 from irc.target import GEMM_ROWS, GEMM_WIDTHS, Target

@@ -32,9 +32,7 @@ from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects import irl
-from irc.dialects.irt import core as irt
-from irc.dialects.irt import nn as irt_nn
-from irc.dialects.irt import reduce as irt_reduce
+from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
 from irc.lowering.to_loops.core import lower_contraction
 from irc.lowering.to_loops.function import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe

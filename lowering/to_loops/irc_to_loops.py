@@ -30,6 +30,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from irc.dialects.irt import core as irt  # noqa: F401  (`irc_to_loops.irt` for tests that patch the table)
+from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.lowering.to_loops.function import (  # noqa: F401  (the loop-level attributes later passes read)
     KERNEL_ATTR,
     OP_INDEX_ATTR,
@@ -37,7 +38,6 @@ from irc.lowering.to_loops.function import (  # noqa: F401  (the loop-level attr
     FunctionLowering,
 )
 from irc.lowering.to_loops.table import LOWERINGS
-from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.target import Target
 
 

@@ -15,10 +15,7 @@ from __future__ import annotations
 
 from xdsl.ir import Operation
 
-from irc.dialects.irt import core as irt
-from irc.dialects.irt import nn as irt_nn
-from irc.dialects.irt import reduce as irt_reduce
-from irc.dialects.irt import shape as irt_shape
+from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce, shape as irt_shape
 from irc.lowering.to_loops import core, gemm, nn, reduce, shape
 from irc.lowering.to_loops.function import LoweringFn
 

@@ -23,7 +23,7 @@ from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
-from irc.frontend.convert_shape import has_runtime_value
+from irc.frontend.folding import has_runtime_value
 from irc.frontend.fx_importer import INPUT_DTYPES, EagerTensor, FxImporter, describe_target, tensor_type
 from irc.frontend.order_mutations import order_mutations
 

@@ -1,62 +1,30 @@
 """Built-in models that `irc verify`, `irc visualize` and the benchmarks run.
 
-Each entry of `BUILTIN_MODELS` is a `ModelSpec`: a name, a one-line description and a
-factory. `spec.build()` seeds torch and returns `(model.eval(), example_inputs)`, so two
-builds of the same spec give identical weights and inputs.
-
-To add a model (a CNN, a transformer block, ...), write a factory returning
-`(module, inputs_tuple)` and `register(ModelSpec(...))` it. Give `flops=` when the count
-is known analytically; otherwise `model_flops` counts it once with torch's FLOP counter.
+Each entry of `BUILTIN_MODELS` is a `ModelSpec` (`irc/models/spec.py`): a name, a one-line
+description and a factory. The table is written here, from each family module's own `SPECS`
+(`spec.MLPS`, `cnn.SPECS`, `transformer.SPECS`): to add a model, write a factory returning
+`(module, inputs_tuple)`, give it a `ModelSpec` in its family's `SPECS`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from irc.models import cnn, transformer
+from irc.models.spec import MLPS, Factory, Inputs, ModelSpec, UsageError, mlp, mlp_flops, mlp_spec, model_flops
 
-import torch
-from torch import nn
-
-from irc.errors import IrcError
-
-Inputs = tuple[torch.Tensor, ...]
-Factory = Callable[[], tuple[nn.Module, Inputs]]
+__all__ = ["BUILTIN_MODELS", "Factory", "Inputs", "ModelSpec", "UsageError", "get_model", "mlp", "mlp_flops",
+           "mlp_spec", "model_flops"]
 
 
-class UsageError(IrcError, ValueError):
-    """The user named something irc cannot find or use (a model, an input shape, ...)."""
+def _table(*families: tuple[ModelSpec, ...]) -> dict[str, ModelSpec]:
+    table: dict[str, ModelSpec] = {}
+    for spec in (s for family in families for s in family):
+        if spec.name in table:
+            raise ValueError(f"model {spec.name!r} is written twice")
+        table[spec.name] = spec
+    return table
 
 
-@dataclass(frozen=True)
-class ModelSpec:
-    """A reproducible model plus example inputs.
-
-    `flops` is the floating-point operation count of one forward call (multiply and add
-    each count as one), or None to have `model_flops` measure it.
-    """
-
-    name: str
-    description: str
-    factory: Factory = field(repr=False)
-    flops: int | None = None
-    seed: int = 0
-
-    def build(self) -> tuple[nn.Module, Inputs]:
-        """Return `(model.eval(), example_inputs)`, deterministic for a given spec."""
-        torch.manual_seed(self.seed)
-        model, inputs = self.factory()
-        return model.eval(), tuple(inputs)
-
-
-BUILTIN_MODELS: dict[str, ModelSpec] = {}
-
-
-def register(spec: ModelSpec) -> ModelSpec:
-    """Add `spec` to `BUILTIN_MODELS` (names must be unique) and return it."""
-    if spec.name in BUILTIN_MODELS:
-        raise ValueError(f"model {spec.name!r} is already registered")
-    BUILTIN_MODELS[spec.name] = spec
-    return spec
+BUILTIN_MODELS: dict[str, ModelSpec] = _table(MLPS, cnn.SPECS, transformer.SPECS)
 
 
 def get_model(name: str) -> ModelSpec:
@@ -66,59 +34,3 @@ def get_model(name: str) -> ModelSpec:
     except KeyError:
         known = ", ".join(BUILTIN_MODELS)
         raise UsageError(f"unknown model {name!r}; built-in models are: {known}") from None
-
-
-def model_flops(spec: ModelSpec) -> int:
-    """FLOPs of one forward call of `spec`: the declared count, else counted by torch."""
-    if spec.flops is not None:
-        return spec.flops
-    from torch.utils.flop_counter import FlopCounterMode
-
-    model, inputs = spec.build()
-    counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
-        model(*inputs)
-    return counter.get_total_flops()
-
-
-# --- MLPs ------------------------------------------------------------------------------
-
-
-def mlp(sizes: list[int]) -> nn.Sequential:
-    """Linear layers `sizes[0] -> sizes[1] -> ...` with a ReLU between them (none after the last)."""
-    layers: list[nn.Module] = []
-    for i, (k, n) in enumerate(zip(sizes, sizes[1:])):
-        if i:
-            layers.append(nn.ReLU())
-        layers.append(nn.Linear(k, n))
-    return nn.Sequential(*layers)
-
-
-def mlp_flops(batch: int, sizes: list[int]) -> int:
-    """2*M*K*N per Linear layer (bias adds and ReLUs are not counted)."""
-    return sum(2 * batch * k * n for k, n in zip(sizes, sizes[1:]))
-
-
-def mlp_spec(name: str, batch: int, sizes: list[int]) -> ModelSpec:
-    """A `ModelSpec` for `mlp(sizes)` fed a float32 randn batch of shape (batch, sizes[0])."""
-
-    def factory() -> tuple[nn.Module, Inputs]:
-        model = mlp(sizes)
-        return model, (torch.randn(batch, sizes[0]),)
-
-    shape = "-".join(map(str, sizes))
-    return ModelSpec(
-        name=name,
-        description=f"MLP {shape}, batch {batch} (Linear+ReLU)",
-        factory=factory,
-        flops=mlp_flops(batch, sizes),
-    )
-
-
-register(mlp_spec("mlp-small", 1, [784, 128, 10]))
-register(mlp_spec("mlp-medium", 64, [512, 1024, 1024, 10]))
-register(mlp_spec("mlp-large", 256, [4096, 4096, 4096, 1024]))
-from irc.models import (
-    cnn,  # noqa: E402, F401  (registers cnn, resnet18)
-    transformer,  # noqa: E402, F401  (registers transformer-encoder, transformer-block, eltwise-layernorm)
-)

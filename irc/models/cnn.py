@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from irc.models import Inputs, ModelSpec, register
+from irc.models.spec import Inputs, ModelSpec
 
 
 def randomize_batch_norms(model: nn.Module) -> nn.Module:
@@ -130,5 +130,7 @@ def _resnet18() -> tuple[nn.Module, Inputs]:
     return randomize_batch_norms(resnet18()), (torch.randn(1, 3, 224, 224),)
 
 
-register(ModelSpec("cnn", "CNN 1x3x32x32: 3 conv-bn-relu blocks, max pool, global avg pool, Linear 64-10", _cnn))
-register(ModelSpec("resnet18", "ResNet-18 (torchvision layout), 1x3x224x224, eval mode", _resnet18))
+SPECS = (
+    ModelSpec("cnn", "CNN 1x3x32x32: 3 conv-bn-relu blocks, max pool, global avg pool, Linear 64-10", _cnn),
+    ModelSpec("resnet18", "ResNet-18 (torchvision layout), 1x3x224x224, eval mode", _resnet18),
+)

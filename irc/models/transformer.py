@@ -1,4 +1,4 @@
-"""Built-in transformer models (registered into `irc.models.BUILTIN_MODELS` on import).
+"""Built-in transformer models (their `SPECS` are listed in `irc.models.BUILTIN_MODELS`).
 
 * `transformer-encoder`: `nn.TransformerEncoderLayer(d_model=256, nhead=4, dim_feedforward=1024,
   batch_first=True)` in eval mode on a 1x128x256 input. `torch.fx.symbolic_trace` cannot trace
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from irc.models import Inputs, ModelSpec, register
+from irc.models.spec import Inputs, ModelSpec
 
 
 class EncoderLayer(nn.Module):
@@ -108,27 +108,23 @@ def _transformer_flops(batch: int, seq: int, d: int, d_ff: int) -> int:
     return 2 * tokens * d * d * 4 + 2 * 2 * batch * seq * seq * d + 2 * tokens * d * d_ff * 2
 
 
-register(
+SPECS = (
     ModelSpec(
         "transformer-encoder",
         "nn.TransformerEncoderLayer d256 h4 ff1024, 1x128x256 (post-norm, ReLU)",
         _encoder,
         flops=_transformer_flops(1, 128, 256, 1024),
-    )
-)
-register(
+    ),
     ModelSpec(
         "transformer-block",
         "hand-written pre-norm block d256 h4 ff1024 GELU, 1x128x256",
         _block,
         flops=_transformer_flops(1, 128, 256, 1024),
-    )
-)
-register(
+    ),
     ModelSpec(
         "eltwise-layernorm",
         "x*sigmoid(x) -> gelu -> layer_norm, 64x4096",
         _eltwise_layernorm,
         flops=64 * 4096 * 8,
-    )
+    ),
 )

@@ -9,116 +9,36 @@ To add a model (a CNN, a transformer block, ...), write a factory returning
 is known analytically; otherwise `model_flops` counts it once with torch's FLOP counter.
 """
 
-from __future__ import annotations
+# Each family registers its specs on import; BUILTIN_MODELS lists them in this order.
+from irc.models import mlps  # noqa: F401  (registers mlp-small, mlp-medium, mlp-large)
 
-from dataclasses import dataclass, field
-from typing import Callable
-
-import torch
-from torch import nn
-
-from irc.errors import IrcError
-
-Inputs = tuple[torch.Tensor, ...]
-Factory = Callable[[], tuple[nn.Module, Inputs]]
-
-
-class UsageError(IrcError, ValueError):
-    """The user named something irc cannot find or use (a model, an input shape, ...)."""
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A reproducible model plus example inputs.
-
-    `flops` is the floating-point operation count of one forward call (multiply and add
-    each count as one), or None to have `model_flops` measure it.
-    """
-
-    name: str
-    description: str
-    factory: Factory = field(repr=False)
-    flops: int | None = None
-    seed: int = 0
-
-    def build(self) -> tuple[nn.Module, Inputs]:
-        """Return `(model.eval(), example_inputs)`, deterministic for a given spec."""
-        torch.manual_seed(self.seed)
-        model, inputs = self.factory()
-        return model.eval(), tuple(inputs)
-
-
-BUILTIN_MODELS: dict[str, ModelSpec] = {}
-
-
-def register(spec: ModelSpec) -> ModelSpec:
-    """Add `spec` to `BUILTIN_MODELS` (names must be unique) and return it."""
-    if spec.name in BUILTIN_MODELS:
-        raise ValueError(f"model {spec.name!r} is already registered")
-    BUILTIN_MODELS[spec.name] = spec
-    return spec
-
-
-def get_model(name: str) -> ModelSpec:
-    """Look a built-in model up by name; unknown names raise a `UsageError` listing the known ones."""
-    try:
-        return BUILTIN_MODELS[name]
-    except KeyError:
-        known = ", ".join(BUILTIN_MODELS)
-        raise UsageError(f"unknown model {name!r}; built-in models are: {known}") from None
-
-
-def model_flops(spec: ModelSpec) -> int:
-    """FLOPs of one forward call of `spec`: the declared count, else counted by torch."""
-    if spec.flops is not None:
-        return spec.flops
-    from torch.utils.flop_counter import FlopCounterMode
-
-    model, inputs = spec.build()
-    counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
-        model(*inputs)
-    return counter.get_total_flops()
-
-
-# --- MLPs ------------------------------------------------------------------------------
-
-
-def mlp(sizes: list[int]) -> nn.Sequential:
-    """Linear layers `sizes[0] -> sizes[1] -> ...` with a ReLU between them (none after the last)."""
-    layers: list[nn.Module] = []
-    for i, (k, n) in enumerate(zip(sizes, sizes[1:])):
-        if i:
-            layers.append(nn.ReLU())
-        layers.append(nn.Linear(k, n))
-    return nn.Sequential(*layers)
-
-
-def mlp_flops(batch: int, sizes: list[int]) -> int:
-    """2*M*K*N per Linear layer (bias adds and ReLUs are not counted)."""
-    return sum(2 * batch * k * n for k, n in zip(sizes, sizes[1:]))
-
-
-def mlp_spec(name: str, batch: int, sizes: list[int]) -> ModelSpec:
-    """A `ModelSpec` for `mlp(sizes)` fed a float32 randn batch of shape (batch, sizes[0])."""
-
-    def factory() -> tuple[nn.Module, Inputs]:
-        model = mlp(sizes)
-        return model, (torch.randn(batch, sizes[0]),)
-
-    shape = "-".join(map(str, sizes))
-    return ModelSpec(
-        name=name,
-        description=f"MLP {shape}, batch {batch} (Linear+ReLU)",
-        factory=factory,
-        flops=mlp_flops(batch, sizes),
-    )
-
-
-register(mlp_spec("mlp-small", 1, [784, 128, 10]))
-register(mlp_spec("mlp-medium", 64, [512, 1024, 1024, 10]))
-register(mlp_spec("mlp-large", 256, [4096, 4096, 4096, 1024]))
+# isort: split
 from irc.models import (
-    cnn,  # noqa: E402, F401  (registers cnn, resnet18)
-    transformer,  # noqa: E402, F401  (registers transformer-encoder, transformer-block, eltwise-layernorm)
+    cnn,  # noqa: F401  (registers cnn, resnet18)
+    transformer,  # noqa: F401  (registers transformer-encoder, transformer-block, eltwise-layernorm)
 )
+from irc.models.mlps import mlp, mlp_flops, mlp_spec
+from irc.models.registry import (
+    BUILTIN_MODELS,
+    Factory,
+    Inputs,
+    ModelSpec,
+    UsageError,
+    get_model,
+    model_flops,
+    register,
+)
+
+__all__ = [
+    "BUILTIN_MODELS",
+    "Factory",
+    "Inputs",
+    "ModelSpec",
+    "UsageError",
+    "get_model",
+    "mlp",
+    "mlp_flops",
+    "mlp_spec",
+    "model_flops",
+    "register",
+]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from irc.models import Inputs, ModelSpec, register
+from irc.models.registry import Inputs, ModelSpec, register
 
 
 def randomize_batch_norms(model: nn.Module) -> nn.Module:

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from irc.models import Inputs, ModelSpec, register
+from irc.models.registry import Inputs, ModelSpec, register
 
 
 class EncoderLayer(nn.Module):

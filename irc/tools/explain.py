@@ -141,7 +141,8 @@ def memory_line(loops: ModuleOp) -> str:
     m = memory_stats(loops)
     line = (
         f"Intermediate buffers: {_fmt_count(m['arena_bytes'], 'B')} in one arena per calling thread, "
-        f"allocated once ({m['buffers']} buffer{'' if m['buffers'] == 1 else 's'}, {_fmt_count(m['intermediate_bytes'], 'B')} without reuse, "
+        f"allocated once ({m['buffers']} buffer{'' if m['buffers'] == 1 else 's'}, "
+        f"{_fmt_count(m['intermediate_bytes'], 'B')} without reuse, "
         f"{m['in_place']} written in place; reuse {m['reuse_ratio']:.2f}x)"
     )
     unplanned = _unplanned_bytes(loops)

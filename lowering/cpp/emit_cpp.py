@@ -202,7 +202,8 @@ class CppEmitter:
     def _(self, op: arith.ConstantOp) -> None:
         attr = op.value
         if isinstance(attr, FloatAttr) and self.lanes:
-            self.line(f"const {self.lanes} {self.fresh(op.result, 'c')} = irc_splat<{self.lanes}>({float_literal(attr.value.data)});")
+            name = self.fresh(op.result, "c")
+            self.line(f"const {self.lanes} {name} = irc_splat<{self.lanes}>({float_literal(attr.value.data)});")
         elif isinstance(attr, FloatAttr):
             self.names[op.result] = float_literal(attr.value.data)
         elif isinstance(attr, IntegerAttr):
@@ -433,7 +434,8 @@ def emit_cpp(
         emitter.emit(op)
     buf = StringIO()
     if strict:  # and no a*b+c fused into one rounding: every operation rounds as written
-        buf.write('#pragma GCC optimize("fp-contract=off")\n#define IRC_LIBM 1  // transcendentals from libm (include/irc_math.h)\n')
+        buf.write('#pragma GCC optimize("fp-contract=off")\n')
+        buf.write("#define IRC_LIBM 1  // transcendentals from libm (include/irc_math.h)\n")
     buf.write(header("irc_prelude.h"))
     if emitter.uses_gemm:
         buf.write(f"#define IRC_NR {gemm_width}  // GEMM panel width (the Target's gemm_width)\n")

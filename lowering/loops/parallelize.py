@@ -7,8 +7,9 @@ than a small kernel takes. This pass estimates each top-level `scf.parallel`'s w
 iteration count times the ops of its body, where a nested `scf.for`/`scf.parallel` counts its
 trip count times its own body (constants, yields and reduce terminators are free; an op may
 say what it costs with an `irc_work() -> int` method). A trip count is `(ub - lb) / step` when
-that is a constant (also for `ub = lb + constant`), else `DYNAMIC_TRIPS` (16). It records `irc.work = N` and `irc.parallel = "omp"` when the work reaches the
-threshold (and there are at least two iterations), else `irc.parallel = "serial"`.
+that is a constant (also for `ub = lb + constant`), else `DYNAMIC_TRIPS` (16). It records
+`irc.work = N` and `irc.parallel = "omp"` when the work reaches the threshold (and there are at
+least two iterations), else `irc.parallel = "serial"`.
 
 The C++ emitter prints `#pragma omp parallel for` only for nests not marked "serial" (unmarked
 nests, from hand-written IR, keep the pragma).

@@ -290,7 +290,11 @@ class FunctionPlan:
                 shape = op.memref.type.get_shape()
                 view = _arena_view(arena, buf.offset // ELEMENT_BYTES, shape, op.memref.name_hint)
                 self._replace(op, view, absolute)
-            elif isinstance(op, memref.ReinterpretCastOp) and op.source in absolute and self.offsets.get(op.results[0]) is not None:
+            elif (
+                isinstance(op, memref.ReinterpretCastOp)
+                and op.source in absolute
+                and self.offsets.get(op.results[0]) is not None
+            ):
                 own = op.static_offsets.get_values()[0]
                 view = _arena_view(arena, absolute[op.source] + own, op.result.type.get_shape(), op.result.name_hint)
                 self._replace(op, view, absolute)

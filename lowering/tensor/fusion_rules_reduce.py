@@ -2,8 +2,8 @@
 
 | rule | consumer <- producer | constraints | result |
 |---|---|---|---|
-| `batch-matmul-transpose` | batch_matmul <- transpose | rhs, swaps the last two dims, single user | `irt.batch_matmul linear` (reads k's rows in place) |
-| `attention` | batch_matmul <- softmax | lhs, softmax over the last dim, single user, scores are q @ k^T * scale [+ mask] with single users | one `irt.attention` |
+| `batch-matmul-transpose` | batch_matmul <- transpose | rhs, swaps the last two dims, single user | `linear` (k rows in place) |
+| `attention` | batch_matmul <- softmax | lhs, softmax over dim -1, single users, q @ k^T * scale [+ mask] | `irt.attention` |
 
 The attention rule recognizes attention written out by hand:
 `softmax(q @ k.transpose(-2, -1) * scale [/ sqrt(d)] [+ mask], dim=-1) @ v`. The scale and the

@@ -41,7 +41,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from irc.dialects import irl
-from irc.dialects.static_shape import static_shape_error
+from irc.dialects.static_shape import row_major_strides, static_shape_error
 from irc.lowering.cpp.gemm import emit_attention, emit_gemm
 from irc.lowering.cpp.headers import header
 from irc.lowering.loops.parallelize import runs_serial
@@ -120,8 +120,7 @@ class CppEmitter:
     def element(self, ref: SSAValue, indices) -> str:
         shape = ref.type.get_shape()  # type: ignore[attr-defined]
         terms = []
-        for d, i in enumerate(indices):
-            stride = math.prod(shape[d + 1 :])
+        for i, stride in zip(indices, row_major_strides(shape)):
             terms.append(self.n(i) if stride == 1 else f"{self.n(i)}*{stride}")
         return f"{self.n(ref)}[{' + '.join(terms) or '0'}]"
 

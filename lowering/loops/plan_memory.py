@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, NoneAttr, S
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from irc.dialects.static_shape import row_major_strides
 from irc.target import DEFAULT_ALIGNMENT
 
 ARENA_BYTES = "irc.arena_bytes"
@@ -313,7 +314,7 @@ class FunctionPlan:
 
 def _arena_view(arena: SSAValue, offset: int, shape: tuple[int, ...], name: str | None) -> memref.ReinterpretCastOp:
     """`shape` elements of the arena from element `offset` (a strided layout records a non-zero offset)."""
-    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+    strides = row_major_strides(shape)
     layout = StridedLayoutAttr(strides, offset) if offset else None
     t = MemRefType(f32, shape, layout) if layout else MemRefType(f32, shape)
     view = memref.ReinterpretCastOp(arena, [], [], [], [offset], list(shape), strides, t)

@@ -10,8 +10,6 @@ the same code.
 
 from __future__ import annotations
 
-import math
-
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref, scf
 from xdsl.dialects.builtin import FloatAttr, IndexType, StringAttr, f32
@@ -19,6 +17,7 @@ from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
+from irc.dialects.static_shape import row_major_strides
 from irc.lowering.to_loops.function import REDUCTION_ATTR, FunctionLowering, describe
 
 
@@ -97,7 +96,8 @@ def lower_constant(fl: FunctionLowering, op: irt.ConstantOp) -> None:
         return  # every reader takes the value as a scalar constant (see `load`)
     out = fl.result_buffer(op.result)
     shape = irt.shape_of(op.result)
+    strides = row_major_strides(shape)
     for flat, value in enumerate(op.value.iter_values()):
-        idx = [fl.index(flat // math.prod(shape[d + 1 :]) % shape[d]) for d in range(len(shape))]
+        idx = [fl.index(flat // stride % size) for stride, size in zip(strides, shape)]
         c = fl.b.insert(arith.ConstantOp(FloatAttr(float(value), f32))).result
         fl.b.insert(memref.StoreOp.get(c, out, idx))

@@ -29,7 +29,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
-from irc.dialects.static_shape import check_static
+from irc.dialects.static_shape import check_static, row_major_strides
 from irc.lowering.tensor.irc_fuse import FUSED_ATTR
 from irc.target import Target
 
@@ -215,7 +215,7 @@ class FunctionLowering:
 
     def view(self, buffer: SSAValue, shape: Sequence[int], name: str | None = None) -> SSAValue:
         """The same contiguous elements seen with another shape; no copy."""
-        strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+        strides = row_major_strides(shape)
         cast = memref.ReinterpretCastOp(buffer, [], [], [], [0], list(shape), strides, MemRefType(f32, shape))
         cast.result.name_hint = name
         return self.b.insert(cast).result

@@ -34,6 +34,7 @@ from xdsl.rewriter import InsertPoint
 from irc.dialects import irl
 from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
+from irc.dialects.static_shape import row_major_strides
 from irc.lowering.to_loops.core import lower_contraction
 from irc.lowering.to_loops.function import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe
 from irc.lowering.to_loops.nn import lower_conv2d
@@ -86,17 +87,13 @@ def engine_runs(*sizes: int) -> bool:
     return min(sizes) >= 1
 
 
-def _dense_strides(shape: Sequence[int]) -> list[int]:
-    return [math.prod(shape[d + 1 :]) for d in range(len(shape))]
-
-
 def epilogue_strides(value: SSAValue, out_shape: Sequence[int], row_dims: Sequence[int], col_dims: Sequence[int],
                      batch_dims: Sequence[int] = ()) -> tuple[int, int, int] | None:
     """Element strides (per batch, row, column) reading `value` broadcast to `out_shape`, where
     the row index flattens `row_dims` and the column index `col_dims`; None if not affine."""
     shape = shape_of(value)
     lead = len(out_shape) - len(shape)
-    dense = _dense_strides(shape)
+    dense = row_major_strides(shape)
     per_dim = [0] * lead + [0 if s == 1 and out_shape[lead + d] != 1 else dense[d] for d, s in enumerate(shape)]
 
     def flat(dims: Sequence[int]) -> int | None:

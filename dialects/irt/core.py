@@ -417,6 +417,14 @@ class ConstantOp(StaticShapeOp):
         _check_f32_tensor(self, self.result, "the result")
 
 
+def splat_value(value: SSAValue) -> float | None:
+    """The element of `value` if it is an `irt.constant` with all elements equal (a splat), else None."""
+    op = value.owner
+    if isinstance(op, ConstantOp) and op.value.is_splat():
+        return float(next(iter(op.value.iter_values())))
+    return None
+
+
 OPS = [
     ReluOp,
     SigmoidOp,

@@ -94,13 +94,6 @@ def _qk(value: SSAValue) -> Scores | None:
     return None
 
 
-def _splat(value: SSAValue) -> float | None:
-    op = value.owner
-    if isinstance(op, irt.ConstantOp) and op.value.is_splat():
-        return float(next(iter(op.value.iter_values())))
-    return None
-
-
 def _combine(kind: str, a: Form, b: Form) -> Form:
     """One step of the chain on symbolic values; None if it leaves the `scores * a + mask` form."""
     s, other = (a, b) if isinstance(a, Scores) else (b, a)
@@ -140,7 +133,7 @@ def read_scores(value: SSAValue) -> Form:
     qk = _qk(value)
     if qk is not None:
         return qk
-    c = _splat(value)
+    c = irt.splat_value(value)
     if c is not None:
         return c
     op = value.owner

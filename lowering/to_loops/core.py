@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import FloatAttr, IndexType, StringAttr, f32
+from xdsl.dialects.builtin import IndexType, StringAttr, f32
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -56,7 +56,7 @@ def lower_contraction(fl: FunctionLowering, op: irt.ContractionBase) -> None:
             w = kb.insert(memref.LoadOp.get(rhs, [j, k] if linear else [k, j])).res
         prod = kb.insert(arith.MulfOp(x, w)).result
         kb.insert(scf.YieldOp(kb.insert(arith.AddfOp(acc, prod)).result))
-        zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
+        zero = irt.fconst(b, 0.0)
         loop = b.insert(scf.ForOp(fl.index(0), fl.index(k_size), fl.index(1), [zero], Region(k_block)))
         loop.attributes[REDUCTION_ATTR] = StringAttr("add")
         args = [fl.load(b, e, ivs, shape) for e in op.epilogue_inputs]
@@ -99,5 +99,5 @@ def lower_constant(fl: FunctionLowering, op: irt.ConstantOp) -> None:
     strides = row_major_strides(shape)
     for flat, value in enumerate(op.value.iter_values()):
         idx = [fl.index(flat // stride % size) for stride, size in zip(strides, shape)]
-        c = fl.b.insert(arith.ConstantOp(FloatAttr(float(value), f32))).result
+        c = irt.fconst(fl.b, float(value))
         fl.b.insert(memref.StoreOp.get(c, out, idx))

@@ -17,7 +17,6 @@ from xdsl.builder import Builder
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    FloatAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -128,10 +127,9 @@ class FunctionLowering:
 
     def load(self, b: Builder, tensor: SSAValue, ivs: Sequence[SSAValue], out_shape: Sequence[int]) -> SSAValue:
         """The element of `tensor` that broadcasts to position `ivs` of an `out_shape` result."""
-        producer = tensor.owner
-        if isinstance(producer, irt.ConstantOp) and producer.value.is_splat():
-            value = float(next(iter(producer.value.iter_values())))
-            return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
+        value = irt.splat_value(tensor)
+        if value is not None:
+            return irt.fconst(b, value)
         shape = irt.shape_of(tensor)
         lead = len(out_shape) - len(shape)
         indices = [

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
-    ArrayAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -29,7 +28,7 @@ from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
 from irc.dialects.static_shape import check_static, row_major_strides
-from irc.lowering.tensor.irc_fuse import FUSED_ATTR
+from irc.lowering.tensor.irc_fuse import fused_names
 from irc.target import Target
 
 KERNEL_ATTR = "irc.kernel"
@@ -53,9 +52,9 @@ def memref_type(t: Attribute, what: str = "an argument or result") -> MemRefType
 def describe(op: Operation) -> str:
     """A one-line name of an irt op for kernel comments: `irt.contract linear (irt.linear + irt.relu) -> 4x16`."""
     head = f"{op.name} {op.contraction_kind}" if isinstance(op, irt.ContractOp) else op.name
-    fused = op.attributes.get(FUSED_ATTR)
-    if isinstance(fused, ArrayAttr):
-        head += f" ({' + '.join(s.data for s in fused.data)})"
+    fused = fused_names(op)
+    if fused is not None:
+        head += f" ({' + '.join(fused)})"
     return f"{head} -> {_shape_str(op.results[0])}"
 
 

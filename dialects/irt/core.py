@@ -78,6 +78,7 @@ from irc.dialects.irt.interfaces import (  # noqa: F401
     fconst,
     scalar_region,
     shape_of,
+    stretched_dims,
 )
 from irc.dialects.static_shape import StaticShapeOp
 

@@ -129,12 +129,16 @@ class FunctionLowering:
         value = irt.splat_value(tensor)
         if value is not None:
             return irt.fconst(b, value)
-        shape = irt.shape_of(tensor)
-        lead = len(out_shape) - len(shape)
-        indices = [
-            self.index(0) if size == 1 and out_shape[lead + d] != 1 else ivs[lead + d] for d, size in enumerate(shape)
-        ]
+        indices = self.broadcast_indices(irt.shape_of(tensor), ivs, out_shape)
         return b.insert(memref.LoadOp.get(self.buffers[tensor], indices)).res
+
+    def broadcast_indices(
+        self, shape: Sequence[int], ivs: Sequence[SSAValue], out_shape: Sequence[int]
+    ) -> list[SSAValue]:
+        """Indices into an operand of `shape` that broadcasts to position `ivs` of an `out_shape`
+        result: right-aligned, index 0 along a stretched size-1 dim (`irt.stretched_dims`)."""
+        lead = len(out_shape) - len(shape)
+        return [self.index(0) if s else ivs[lead + d] for d, s in enumerate(irt.stretched_dims(shape, out_shape))]
 
     def result_buffer(self, value: SSAValue) -> SSAValue:
         """The buffer an op writes `value` into: an output buffer if returned, else a new allocation."""

@@ -94,7 +94,7 @@ def epilogue_strides(value: SSAValue, out_shape: Sequence[int], row_dims: Sequen
     shape = shape_of(value)
     lead = len(out_shape) - len(shape)
     dense = row_major_strides(shape)
-    per_dim = [0] * lead + [0 if s == 1 and out_shape[lead + d] != 1 else dense[d] for d, s in enumerate(shape)]
+    per_dim = [0] * lead + [0 if s else dense[d] for d, s in enumerate(irt.stretched_dims(shape, out_shape))]
 
     def flat(dims: Sequence[int]) -> int | None:
         stride = None

@@ -122,9 +122,7 @@ def batch_indices(
 ) -> list[SSAValue]:
     """Indices into the leading (batch) dims of an operand of `shape` whose batch dims broadcast
     to `batch_shape`: right-aligned, index 0 where the operand has size 1."""
-    own = list(shape[:-2])
-    lead = len(batch_shape) - len(own)
-    return [fl.index(0) if size == 1 and batch_shape[lead + d] != 1 else batch[lead + d] for d, size in enumerate(own)]
+    return fl.broadcast_indices(shape[:-2], batch, batch_shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,10 +337,7 @@ def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
             (s,) = for_loop(fl, lb, e_size, [fconst(lb, 0.0)], dot, name="e", reduction=True)
             s = _bin(lb, arith.MulfOp, s, fconst(lb, op.scale_value))
             if mask is not None:
-                mshape = irt.shape_of(op.mask)
-                full = [*batch, i, j]
-                lead = len(scores_shape) - len(mshape)
-                midx = [fl.index(0) if size == 1 and scores_shape[lead + d] != 1 else full[lead + d] for d, size in enumerate(mshape)]
+                midx = fl.broadcast_indices(irt.shape_of(op.mask), [*batch, i, j], scores_shape)
                 s = _bin(lb, arith.AddfOp, s, load_at(lb, mask, midx))
             m_new = _bin(lb, arith.MaximumfOp, m, s)
             corr = _un(lb, xmath.ExpOp, _bin(lb, arith.SubfOp, m, m_new))

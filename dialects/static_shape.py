@@ -9,12 +9,14 @@ would overflow every index computed from it. Both are rejected by the op that se
     irt.relu: dynamic dimensions are not supported yet: operand 0 has type tensor<?x4xf32>;
     give every dimension a static size (irc compiles one version per input shape)
 
-Zero-size dimensions are static and valid, as in PyTorch (an empty batch).
+Zero-size dimensions are static and valid, as in PyTorch (an empty batch). `row_major_strides`
+gives the element strides of such a shape laid out contiguously, as every buffer here is.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, MemRefType, TensorType
 from xdsl.ir import Attribute, Operation
@@ -24,6 +26,11 @@ from xdsl.utils.exceptions import VerifyException
 
 MAX_BYTES = 2**63 - 1
 """The largest buffer a shape may describe: flat indices and sizes are int64 in the generated C++."""
+
+
+def row_major_strides(shape: Sequence[int]) -> list[int]:
+    """Element strides of a contiguous (row-major, C order) array of `shape`: [12, 4, 1] for (2, 3, 4)."""
+    return [math.prod(shape[d + 1 :]) for d in range(len(shape))]
 
 
 def static_shape_error(what: str, t: Attribute) -> str | None:

@@ -3,9 +3,9 @@
     python examples/omp_threshold.py [--threads 2] [--repeat 9]
 
 For elementwise nests of growing size (`x * sigmoid(x)` fused: about 8 ops per element) and
-additions (4 ops per element: two loads, the add, the store; memory-bound), builds the same kernel with and without `#pragma omp parallel for`
-(irc-parallelize with threshold 0 and with an infinite one) and times the bare native call,
-interleaved, median of `--repeat` rounds. Prints work (irc.work) and both times.
+additions (4 ops per element: two loads, the add, the store; memory-bound), builds the same
+kernel with and without `#pragma omp parallel for` (irc-parallelize with threshold 0 and with an
+infinite one) and times the bare native call, interleaved, median of `--repeat` rounds. Prints work (irc.work) and both times.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def main() -> None:
             lib.irc_set_num_threads(args.threads)
             fn = lib.k
             fn.argtypes = [ctypes.c_void_p] * len(ptrs)
-            calls[label] = lambda fn=fn: fn(*ptrs)
+            calls[label] = lambda fn=fn, ptrs=ptrs: fn(*ptrs)
         number = max(20, int(2e6 // max(work, 1)))
         times = {k: [] for k in calls}
         for _ in range(args.repeat):

@@ -17,7 +17,17 @@ from irc.target import Target
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "CompiledModule", "InputError", "IrcError", "Target", "UnsupportedOpError", "compile", "load", "refresh_weights"]
+__all__ = [
+    "CompileError",
+    "CompiledModule",
+    "InputError",
+    "IrcError",
+    "Target",
+    "UnsupportedOpError",
+    "compile",
+    "load",
+    "refresh_weights",
+]
 
 
 def __getattr__(name: str):

@@ -468,7 +468,10 @@ def _load_version(
     params = []
     for p in entry["params"]:
         if not 0 <= p["weight"] < len(weights):
-            raise IrcError(f"{root}/{MANIFEST}: parameter {p['name']!r} refers to tensor {p['weight']} of {WEIGHTS}, which holds {len(weights)}")
+            raise IrcError(
+                f"{root}/{MANIFEST}: parameter {p['name']!r} refers to tensor {p['weight']} of {WEIGHTS}, "
+                f"which holds {len(weights)}"
+            )
         params.append(weights[p["weight"]])
     arena = entry["arena_bytes"]
     claimed = (

@@ -314,7 +314,10 @@ class CompiledModule:
                     ex.plot_roofline(ex.kernels(fused), timings, roof, roofline_png)
             report = ex.explain(imported, fused, timings, roof.peak_gflops if roof else None, loops)
             if roof:
-                report += f"Measured roofline: {roof.peak_gflops:.1f} GFLOP/s peak, {roof.bandwidth_gbs:.1f} GB/s ({roof.threads} threads)\n"
+                report += (
+                    f"Measured roofline: {roof.peak_gflops:.1f} GFLOP/s peak, "
+                    f"{roof.bandwidth_gbs:.1f} GB/s ({roof.threads} threads)\n"
+                )
             reports.append(report)
         if self._first.eager_nodes:
             reports.append("Run in eager PyTorch: " + ", ".join(str(n) for n in self._first.eager_nodes) + "\n")

@@ -201,7 +201,9 @@ def _run_passes(graph: ImportedGraph, ir: dict[str, str], clog: CompileLog, pipe
             fold_entry = _fold_entry(fn, fold_fn)
             if fold_fn is not None:
                 clog.write("fold-function.mlir", fold_entry["function"])
-            graph.params[:], plan = clog.stage("fold evaluation", None, before, lambda: _evaluate(fold_entry, fold_fn, graph))
+            graph.params[:], plan = clog.stage(
+                "fold evaluation", None, before, lambda e=fold_entry, f=fold_fn: _evaluate(e, f, graph)
+            )
         text = str(module)
         clog.write(f"{p.name}.mlir", text)
         if isinstance(p, FoldParamsPass):

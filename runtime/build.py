@@ -274,7 +274,9 @@ def check_library(path: str | os.PathLike[str]) -> None:
                     f"{name} was built for another CPU architecture (ELF machine {machine}), not {platform.machine()}"
                 )
             if phentsize != _ELF_PHDR.size or phoff + phnum * phentsize > size or shoff + shnum * shentsize > size:
-                raise IrcError(f"{name} is truncated or damaged: its ELF header tables lie past the end of the file ({size} bytes)")
+                raise IrcError(
+                    f"{name} is truncated or damaged: its ELF header tables lie past the end of the file ({size} bytes)"
+                )
             f.seek(phoff)
             table = f.read(phnum * phentsize)
     except OSError as e:

@@ -177,6 +177,36 @@ def _ignore(n: int) -> None:
     """The ``set_threads`` of a library without ``irc_set_num_threads``."""
 
 
+def _check_signature(
+    inputs: list[TensorSpec],
+    params: list[torch.Tensor],
+    outputs: list[TensorSpec],
+    return_tuple: bool,
+    output_spec: Any | None,
+) -> None:
+    """Reject, once at build time, a signature :func:`make_forward` cannot call (see there)."""
+    for spec in inputs:
+        if spec.dtype not in (torch.float32, torch.int64):
+            raise ValueError(f"{spec.name!r}: inputs must be float32 or int64, got {spec.dtype}")
+    for spec in outputs:
+        if spec.dtype != torch.float32:
+            raise ValueError(f"{spec.name!r}: only float32 outputs are supported, got {spec.dtype}")
+    for i, p in enumerate(params):
+        if not isinstance(p, torch.Tensor):
+            raise TypeError(f"param {i}: expected a torch.Tensor, got {type(p).__name__}")
+        if p.device.type != "cpu" or p.dtype != torch.float32 or not p.is_contiguous():
+            raise ValueError(
+                f"param {i}: must be a contiguous float32 CPU tensor, got "
+                f"{p.dtype} on {p.device} (contiguous={p.is_contiguous()})"
+            )
+    if not outputs:
+        raise ValueError("a compiled function needs at least one output")
+    if len(outputs) > 1 and not return_tuple:
+        raise ValueError(f"{len(outputs)} outputs need return_tuple=True")
+    if output_spec is not None and output_spec.num_leaves != len(outputs):
+        raise ValueError(f"the output structure has {output_spec.num_leaves} tensors, not {len(outputs)}")
+
+
 def make_forward(
     fn: Any,
     inputs: Sequence[TensorSpec],
@@ -207,26 +237,7 @@ def make_forward(
     rebuilds the model's output structure (a dict, a list, nested tuples) from the outputs.
     """
     inputs, params, outputs = list(inputs), list(params), list(outputs)
-    for spec in inputs:
-        if spec.dtype not in (torch.float32, torch.int64):
-            raise ValueError(f"{spec.name!r}: inputs must be float32 or int64, got {spec.dtype}")
-    for spec in outputs:
-        if spec.dtype != torch.float32:
-            raise ValueError(f"{spec.name!r}: only float32 outputs are supported, got {spec.dtype}")
-    for i, p in enumerate(params):
-        if not isinstance(p, torch.Tensor):
-            raise TypeError(f"param {i}: expected a torch.Tensor, got {type(p).__name__}")
-        if p.device.type != "cpu" or p.dtype != torch.float32 or not p.is_contiguous():
-            raise ValueError(
-                f"param {i}: must be a contiguous float32 CPU tensor, got "
-                f"{p.dtype} on {p.device} (contiguous={p.is_contiguous()})"
-            )
-    if not outputs:
-        raise ValueError("a compiled function needs at least one output")
-    if len(outputs) > 1 and not return_tuple:
-        raise ValueError(f"{len(outputs)} outputs need return_tuple=True")
-    if output_spec is not None and output_spec.num_leaves != len(outputs):
-        raise ValueError(f"the output structure has {output_spec.num_leaves} tensors, not {len(outputs)}")
+    _check_signature(inputs, params, outputs, return_tuple, output_spec)
 
     n_inputs = len(inputs)
     n_args = n_inputs + len(params) + len(outputs) + (scratch_bytes > 0)

@@ -220,7 +220,10 @@ def test_check_library_accepts_a_whole_library(saved):
         (lambda art: _edit(art, lambda m: m.update(format=1)), "artifact format 1 is not 2"),
         (lambda art: _edit(art, lambda m: m.pop("content_hash"), rehash=False), "has no content_hash"),
         (lambda art: _edit(art, lambda m: m["versions"][0].pop("params")), r"versions\[0\].params is missing"),
-        (lambda art: _edit(art, lambda m: m["versions"][0].update(arena_bytes="9")), r"versions\[0\].arena_bytes is \"9\", not an integer"),
+        (
+            lambda art: _edit(art, lambda m: m["versions"][0].update(arena_bytes="9")),
+            r"versions\[0\].arena_bytes is \"9\", not an integer",
+        ),
         (lambda art: _edit(art, lambda m: m["versions"][0].update(entry_point="nothing")), "has no function nothing"),
         (lambda art: _edit(art, lambda m: m["versions"][0]["params"][0].update(weight=99)), "refers to tensor 99"),
     ],

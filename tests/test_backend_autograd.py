@@ -61,7 +61,7 @@ TOL = {"rtol": 1e-4, "atol": 1e-4}
 def assert_same_grads(model, ref):
     for (name, p), (_, q) in zip(model.named_parameters(), ref.named_parameters()):
         assert p.grad is not None, name
-        torch.testing.assert_close(p.grad, q.grad, **TOL, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(p.grad, q.grad, **TOL, msg=lambda m, name=name: f"{name}: {m}")
 
 
 @pytest.mark.parametrize("name", list(MODELS))
@@ -72,7 +72,7 @@ def test_training_gives_eager_gradients_and_sees_optimizer_steps(name, record):
     ref = copy.deepcopy(model)
     f = torch.compile(model, backend="irc")
     opt, ref_opt = torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(ref.parameters(), lr=0.1)
-    for step in range(3):
+    for _ in range(3):
         x = torch.randn(*shape)
         out, expected = f(x), ref(x)
         torch.testing.assert_close(out, expected, **TOL)  # step > 0: the updated weights were read

@@ -54,7 +54,7 @@ def test_folded_weights_follow_in_place_updates():
     next call: packed weights and folded transformations are never stale."""
     m, x = Scaled(), torch.randn(3, 5)
     cm = irc.compile(m, (x,))
-    for step in range(2):
+    for _ in range(2):
         with torch.no_grad():
             m.w.mul_(0.5).add_(0.25)
             m.b.add_(1.0)

@@ -193,7 +193,9 @@ class Spy:
 def test_irc_num_threads_overrides_torch_at_call_time(monkeypatch):
     lib = load_library(build_library(SCRATCH_KERNEL, flags=["-O1", "-std=c++17", "-shared", "-fPIC"]))
     spy = Spy()
-    forward = make_forward(lib.scratch_addr, [TensorSpec("x", (2,))], [], [TensorSpec("out", (2,))], False, set_threads=spy, scratch_bytes=100)
+    forward = make_forward(
+        lib.scratch_addr, [TensorSpec("x", (2,))], [], [TensorSpec("out", (2,))], False, set_threads=spy, scratch_bytes=100
+    )
     x = torch.zeros(2)
     monkeypatch.delenv("IRC_NUM_THREADS", raising=False)
     forward(x)

@@ -81,7 +81,8 @@ def test_torch_conv2d_and_unbatched_input():
 
 def test_conv_padding_modes_are_refused():
     with pytest.raises(irc.UnsupportedOpError, match="padding_mode='reflect'"):
-        irc.compile(nn.Sequential(nn.Conv2d(3, 2, 3, padding=1, padding_mode="reflect")).eval(), (torch.randn(1, 3, 5, 5),), fallback=False)
+        conv = nn.Sequential(nn.Conv2d(3, 2, 3, padding=1, padding_mode="reflect")).eval()
+        irc.compile(conv, (torch.randn(1, 3, 5, 5),), fallback=False)
     w = torch.randn(2, 3, 2, 2)
     with pytest.raises(irc.UnsupportedOpError, match="asymmetrically"):
         irc.compile(lambda x: F.conv2d(x, w * 1.0, padding="same"), (torch.randn(1, 3, 5, 5),), fallback=False)

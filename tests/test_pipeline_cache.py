@@ -171,8 +171,9 @@ def test_the_key_reads_no_environment_but_through_the_target(monkeypatch):
     for name in ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS"):
         monkeypatch.delenv(name, raising=False)
     key, host = _key(text, Target()), _key(text, Target.host())
-    for name, value in (("IRC_STRICT", "1"), ("IRC_GEMM_WIDTH", "32" if Target.host().gemm_width == 16 else "16"),
-                        ("IRC_OMP_THRESHOLD", "7"), ("IRC_NUM_THREADS", "3")):
+    plain = Target.host()
+    for name, value in (("IRC_STRICT", "1"), ("IRC_GEMM_WIDTH", "32" if plain.gemm_width == 16 else "16"),
+                        ("IRC_OMP_THRESHOLD", str(plain.omp_threshold + 7)), ("IRC_NUM_THREADS", str(plain.threads + 1))):
         monkeypatch.setenv(name, value)
         assert _key(text, Target()) == key, name
         assert _key(text, Target.host()) != host, name

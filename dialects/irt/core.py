@@ -78,6 +78,7 @@ from irc.dialects.irt.interfaces import (  # noqa: F401
     fconst,
     scalar_region,
     shape_of,
+    stretched_dims,
 )
 from irc.dialects.static_shape import StaticShapeOp
 
@@ -415,6 +416,14 @@ class ConstantOp(StaticShapeOp):
 
     def verify_(self) -> None:
         _check_f32_tensor(self, self.result, "the result")
+
+
+def splat_value(value: SSAValue) -> float | None:
+    """The element of `value` if it is an `irt.constant` with all elements equal (a splat), else None."""
+    op = value.owner
+    if isinstance(op, ConstantOp) and op.value.is_splat():
+        return float(next(iter(op.value.iter_values())))
+    return None
 
 
 OPS = [

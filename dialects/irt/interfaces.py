@@ -49,6 +49,13 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...] | None:
     return tuple(out)
 
 
+def stretched_dims(shape: Sequence[int], out_shape: Sequence[int]) -> list[bool]:
+    """For each dim of `shape` broadcast (right-aligned) to `out_shape`: whether it is a size-1 dim
+    stretched over a larger one, so that every read along it takes element 0 (stride 0)."""
+    lead = len(out_shape) - len(shape)
+    return [size == 1 and out_shape[lead + d] != 1 for d, size in enumerate(shape)]
+
+
 def _fmt(shape: Sequence[int]) -> str:
     return "x".join(map(str, shape)) or "scalar"
 

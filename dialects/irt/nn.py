@@ -302,7 +302,9 @@ class Conv2dOp(StridedWindow, EpilogueOp):
 
 def batch_norm_scalar(b: Builder, x, mean, var, weight, bias, eps: float) -> SSAValue:
     """(x - mean) * (weight / sqrt(var + eps)) + bias, on f32 scalars."""
-    inv = b.insert(arith.DivfOp(fconst(b, 1.0), b.insert(xmath.SqrtOp(b.insert(arith.AddfOp(var, fconst(b, eps))).result)).result)).result
+    one = fconst(b, 1.0)  # inserted first, as before
+    std = b.insert(xmath.SqrtOp(b.insert(arith.AddfOp(var, fconst(b, eps))).result)).result
+    inv = b.insert(arith.DivfOp(one, std)).result
     scale = b.insert(arith.MulfOp(weight, inv)).result
     centered = b.insert(arith.SubfOp(x, mean)).result
     return b.insert(arith.AddfOp(b.insert(arith.MulfOp(centered, scale)).result, bias)).result
@@ -429,7 +431,9 @@ class MaxPool2dOp(WindowPoolOp):
         "(`ceil_mode` $ceil_mode^)? attr-dict `:` functional-type($input, $result)"
     )
 
-    def __init__(self, input: SSAValue, result_type: Attribute, *, kernel, stride, padding=(0, 0), dilation=(1, 1), ceil_mode=False):
+    def __init__(
+        self, input: SSAValue, result_type: Attribute, *, kernel, stride, padding=(0, 0), dilation=(1, 1), ceil_mode=False
+    ):
         super().__init__(
             operands=[input],
             result_types=[result_type],
@@ -462,7 +466,17 @@ class AvgPool2dOp(WindowPoolOp):
         "(`count_include_pad` $count_include_pad^)? attr-dict `:` functional-type($input, $result)"
     )
 
-    def __init__(self, input: SSAValue, result_type: Attribute, *, kernel, stride, padding=(0, 0), ceil_mode=False, count_include_pad=True):
+    def __init__(
+        self,
+        input: SSAValue,
+        result_type: Attribute,
+        *,
+        kernel,
+        stride,
+        padding=(0, 0),
+        ceil_mode=False,
+        count_include_pad=True,
+    ):
         super().__init__(
             operands=[input],
             result_types=[result_type],

@@ -88,7 +88,9 @@ def _where(imp: ImportContext, node: fx.Node, cond, a=None, b=None) -> SSAValue:
 
 def _masked_fill(imp: ImportContext, node: fx.Node, x, mask, value) -> SSAValue:
     c = constant_mask(mask)
-    return imp.insert(m.WhereOp(imp.tensor(c), imp.tensor(_number(value, "the fill value")), imp.tensor(x), imp.result_type(node)))
+    cond = imp.tensor(c)  # before the fill value: the order the constants print in
+    fill = imp.tensor(_number(value, "the fill value"))
+    return imp.insert(m.WhereOp(cond, fill, imp.tensor(x), imp.result_type(node)))
 
 
 UNARY = {

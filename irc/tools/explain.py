@@ -15,11 +15,12 @@ import math
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.dialects.irt.costs import nbytes, numel, op_flops
+from irc.lowering.tensor.irc_fuse import fused_from, fused_names
 
 BYTES = 4  # float32: every intermediate and result irc computes
 VIEWS: tuple[type[Operation], ...] = (irt.ReshapeOp,)
@@ -59,8 +60,7 @@ def kernels(module: ModuleOp) -> list[Kernel]:
         unread = op.weight if isinstance(op, irt_nn.Conv2dOp) and op.packed is not None else None
         reads = {_storage(v) for v in op.operands if not isinstance(v.owner, irt.ConstantOp) and v is not unread}
         moved = sum(nbytes(v) for v in reads) + sum(nbytes(r) for r in op.results)
-        fused = op.attributes.get("irc.fused")
-        names = tuple(s.data for s in fused.data) if isinstance(fused, ArrayAttr) else (op.name,)
+        names = tuple(fused_from(op))
         shape = irt.shape_of(op.results[0]) if op.results else ()
         found.append(Kernel(op.name, names, shape, op_flops(op), moved))
     return found
@@ -98,7 +98,7 @@ def unfused_reasons(module: ModuleOp) -> list[str]:
     """For each elementwise op left on its own after fusion, why it did not fuse."""
     reasons = []
     for op in _function(module).body.block.ops:
-        if not isinstance(op, irt.ElementwiseOp) or "irc.fused" in op.attributes:
+        if not isinstance(op, irt.ElementwiseOp) or fused_names(op) is not None:
             continue
         for v in op.elementwise_inputs():
             producer = v.owner
@@ -141,7 +141,8 @@ def memory_line(loops: ModuleOp) -> str:
     m = memory_stats(loops)
     line = (
         f"Intermediate buffers: {_fmt_count(m['arena_bytes'], 'B')} in one arena per calling thread, "
-        f"allocated once ({m['buffers']} buffer{'' if m['buffers'] == 1 else 's'}, {_fmt_count(m['intermediate_bytes'], 'B')} without reuse, "
+        f"allocated once ({m['buffers']} buffer{'' if m['buffers'] == 1 else 's'}, "
+        f"{_fmt_count(m['intermediate_bytes'], 'B')} without reuse, "
         f"{m['in_place']} written in place; reuse {m['reuse_ratio']:.2f}x)"
     )
     unplanned = _unplanned_bytes(loops)

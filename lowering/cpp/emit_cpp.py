@@ -41,7 +41,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from irc.dialects import irl
-from irc.dialects.static_shape import static_shape_error
+from irc.dialects.static_shape import row_major_strides, static_shape_error
 from irc.lowering.cpp.gemm import emit_attention, emit_gemm
 from irc.lowering.cpp.headers import header
 from irc.lowering.loops.parallelize import runs_serial
@@ -120,8 +120,7 @@ class CppEmitter:
     def element(self, ref: SSAValue, indices) -> str:
         shape = ref.type.get_shape()  # type: ignore[attr-defined]
         terms = []
-        for d, i in enumerate(indices):
-            stride = math.prod(shape[d + 1 :])
+        for i, stride in zip(indices, row_major_strides(shape)):
             terms.append(self.n(i) if stride == 1 else f"{self.n(i)}*{stride}")
         return f"{self.n(ref)}[{' + '.join(terms) or '0'}]"
 
@@ -202,7 +201,8 @@ class CppEmitter:
     def _(self, op: arith.ConstantOp) -> None:
         attr = op.value
         if isinstance(attr, FloatAttr) and self.lanes:
-            self.line(f"const {self.lanes} {self.fresh(op.result, 'c')} = irc_splat<{self.lanes}>({float_literal(attr.value.data)});")
+            name = self.fresh(op.result, "c")
+            self.line(f"const {self.lanes} {name} = irc_splat<{self.lanes}>({float_literal(attr.value.data)});")
         elif isinstance(attr, FloatAttr):
             self.names[op.result] = float_literal(attr.value.data)
         elif isinstance(attr, IntegerAttr):
@@ -433,7 +433,8 @@ def emit_cpp(
         emitter.emit(op)
     buf = StringIO()
     if strict:  # and no a*b+c fused into one rounding: every operation rounds as written
-        buf.write('#pragma GCC optimize("fp-contract=off")\n#define IRC_LIBM 1  // transcendentals from libm (include/irc_math.h)\n')
+        buf.write('#pragma GCC optimize("fp-contract=off")\n')
+        buf.write("#define IRC_LIBM 1  // transcendentals from libm (include/irc_math.h)\n")
     buf.write(header("irc_prelude.h"))
     if emitter.uses_gemm:
         buf.write(f"#define IRC_NR {gemm_width}  // GEMM panel width (the Target's gemm_width)\n")

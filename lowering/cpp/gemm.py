@@ -71,7 +71,8 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         em.line(f"float* irc_c = {c};")
         row = "i"
     _emit_epilogue(em, op, strides, row, "irc_n" if g is not None else None)
-    em.line(f"irc_gemm({m}, {n}, {k}, irc_a, irc_b, irc_c, {n}, irc_epi, {mc}, {nc}, {kc}, {ms}, {'true' if op.parallel.value.data else 'false'});")
+    parallel = "true" if op.parallel.value.data else "false"
+    em.line(f"irc_gemm({m}, {n}, {k}, irc_a, irc_b, irc_c, {n}, irc_epi, {mc}, {nc}, {kc}, {ms}, {parallel});")
     if g is not None:
         em.depth -= 1
         em.line("}")

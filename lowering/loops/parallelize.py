@@ -7,8 +7,9 @@ than a small kernel takes. This pass estimates each top-level `scf.parallel`'s w
 iteration count times the ops of its body, where a nested `scf.for`/`scf.parallel` counts its
 trip count times its own body (constants, yields and reduce terminators are free; an op may
 say what it costs with an `irc_work() -> int` method). A trip count is `(ub - lb) / step` when
-that is a constant (also for `ub = lb + constant`), else `DYNAMIC_TRIPS` (16). It records `irc.work = N` and `irc.parallel = "omp"` when the work reaches the
-threshold (and there are at least two iterations), else `irc.parallel = "serial"`.
+that is a constant (also for `ub = lb + constant`), else `DYNAMIC_TRIPS` (16). It records
+`irc.work = N` and `irc.parallel = "omp"` when the work reaches the threshold (and there are at
+least two iterations), else `irc.parallel = "serial"`.
 
 The C++ emitter prints `#pragma omp parallel for` only for nests not marked "serial" (unmarked
 nests, from hand-written IR, keep the pragma).
@@ -29,6 +30,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from irc.lowering.loops.constants import constant_int
 from irc.target import DEFAULT_OMP_THRESHOLD
 
 PARALLEL_ATTR = "irc.parallel"
@@ -40,29 +42,22 @@ DYNAMIC_TRIPS = 16
 """The trip count assumed for a loop whose extent is not a constant (in irc: clamped windows)."""
 
 
-def _const(v: SSAValue) -> int | None:
-    op = v.owner
-    if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr):
-        return op.value.value.data
-    return None
-
-
 def _extent(lb: SSAValue, ub: SSAValue) -> int | None:
     """ub - lb when both are constants or ub is `lb + constant` (a window at a moving start)."""
-    lo, hi = _const(lb), _const(ub)
+    lo, hi = constant_int(lb), constant_int(ub)
     if lo is not None and hi is not None:
         return hi - lo
     add = ub.owner
     if isinstance(add, arith.AddiOp):
         if add.lhs is lb:
-            return _const(add.rhs)
+            return constant_int(add.rhs)
         if add.rhs is lb:
-            return _const(add.lhs)
+            return constant_int(add.lhs)
     return None
 
 
 def _trips(lb: SSAValue, ub: SSAValue, step: SSAValue) -> int:
-    extent, st = _extent(lb, ub), _const(step)
+    extent, st = _extent(lb, ub), constant_int(step)
     if extent is None or not st:
         return DYNAMIC_TRIPS
     return max(0, -(-extent // st))

@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, NoneAttr, S
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from irc.dialects.static_shape import row_major_strides
 from irc.target import DEFAULT_ALIGNMENT
 
 ARENA_BYTES = "irc.arena_bytes"
@@ -290,7 +291,11 @@ class FunctionPlan:
                 shape = op.memref.type.get_shape()
                 view = _arena_view(arena, buf.offset // ELEMENT_BYTES, shape, op.memref.name_hint)
                 self._replace(op, view, absolute)
-            elif isinstance(op, memref.ReinterpretCastOp) and op.source in absolute and self.offsets.get(op.results[0]) is not None:
+            elif (
+                isinstance(op, memref.ReinterpretCastOp)
+                and op.source in absolute
+                and self.offsets.get(op.results[0]) is not None
+            ):
                 own = op.static_offsets.get_values()[0]
                 view = _arena_view(arena, absolute[op.source] + own, op.result.type.get_shape(), op.result.name_hint)
                 self._replace(op, view, absolute)
@@ -309,7 +314,7 @@ class FunctionPlan:
 
 def _arena_view(arena: SSAValue, offset: int, shape: tuple[int, ...], name: str | None) -> memref.ReinterpretCastOp:
     """`shape` elements of the arena from element `offset` (a strided layout records a non-zero offset)."""
-    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+    strides = row_major_strides(shape)
     layout = StridedLayoutAttr(strides, offset) if offset else None
     t = MemRefType(f32, shape, layout) if layout else MemRefType(f32, shape)
     view = memref.ReinterpretCastOp(arena, [], [], [], [offset], list(shape), strides, t)

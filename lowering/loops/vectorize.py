@@ -42,6 +42,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from irc.lowering.loops.constants import constant_int
 from irc.lowering.to_loops.irc_to_loops import REDUCTION_ATTR
 
 VECTORIZE_ATTR = "irc.vectorize"
@@ -76,15 +77,9 @@ def _last_index(op: memref.LoadOp | memref.StoreOp) -> SSAValue | None:
     return op.indices[-1] if op.indices else None
 
 
-def _const_index(v: SSAValue) -> int | None:
-    if isinstance(v.owner, arith.ConstantOp) and isinstance(v.owner.value, IntegerAttr):
-        return v.owner.value.value.data
-    return None
-
-
 def constant_bounds(loop: scf.ForOp) -> tuple[int, int] | None:
     """(lower bound, trip count) of a unit-step loop with constant bounds, else None."""
-    lb, ub, step = (_const_index(v) for v in (loop.lb, loop.ub, loop.step))
+    lb, ub, step = (constant_int(v) for v in (loop.lb, loop.ub, loop.step))
     if lb is None or ub is None or step != 1:
         return None
     return lb, ub - lb
@@ -94,7 +89,7 @@ def simd_schedule(nest: scf.ParallelOp) -> str:
     """`irc.simd` of a marked nest (see the module doc); unknown bounds count as many iterations."""
     outer = 1
     for lb, ub in list(zip(nest.lowerBound, nest.upperBound))[:-1]:
-        lo, hi = _const_index(lb), _const_index(ub)
+        lo, hi = constant_int(lb), constant_int(ub)
         outer *= hi - lo if lo is not None and hi is not None else SIMD_MIN_OUTER
     return SIMD_SPLIT if len(nest.lowerBound) > 1 and outer >= SIMD_MIN_OUTER else SIMD_INNER
 
@@ -110,8 +105,8 @@ def _strided_in(ops: list[Operation], iv: SSAValue) -> dict[SSAValue, int]:
     """Index values of the form iv*s + c (c invariant), each with its stride s; iv itself is 1."""
     strided: dict[SSAValue, int] = {iv: 1}
     for op in ops:
-        if isinstance(op, arith.MuliOp) and op.lhs in strided and _const_index(op.rhs) is not None:
-            strided[op.result] = strided[op.lhs] * _const_index(op.rhs)  # type: ignore[operator]
+        if isinstance(op, arith.MuliOp) and op.lhs in strided and constant_int(op.rhs) is not None:
+            strided[op.result] = strided[op.lhs] * constant_int(op.rhs)  # type: ignore[operator]
         elif isinstance(op, (arith.AddiOp, arith.SubiOp)) and op.lhs in strided and op.rhs not in strided:
             strided[op.result] = strided[op.lhs]
         elif isinstance(op, arith.AddiOp) and op.rhs in strided and op.lhs not in strided:

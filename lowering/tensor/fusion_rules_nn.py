@@ -2,7 +2,7 @@
 
 | rule | consumer <- producer | constraints | result |
 |---|---|---|---|
-| `conv-batchnorm-fold` | batch_norm <- conv2d | x operand, single user, conv has no epilogue, BN stats are parameters | conv2d with w' and b' |
+| `conv-batchnorm-fold` | batch_norm <- conv2d | x operand, single user, no epilogue, BN stats are params | conv2d, w', b' |
 
 In inference a batch norm is a per-channel affine map, so after a convolution it folds into the
 convolution's weights: with scale = gamma / sqrt(var + eps),

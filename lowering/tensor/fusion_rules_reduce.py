@@ -2,8 +2,8 @@
 
 | rule | consumer <- producer | constraints | result |
 |---|---|---|---|
-| `batch-matmul-transpose` | batch_matmul <- transpose | rhs, swaps the last two dims, single user | `irt.batch_matmul linear` (reads k's rows in place) |
-| `attention` | batch_matmul <- softmax | lhs, softmax over the last dim, single user, scores are q @ k^T * scale [+ mask] with single users | one `irt.attention` |
+| `batch-matmul-transpose` | batch_matmul <- transpose | rhs, swaps the last two dims, single user | `linear` (k rows in place) |
+| `attention` | batch_matmul <- softmax | lhs, softmax over dim -1, single users, q @ k^T * scale [+ mask] | `irt.attention` |
 
 The attention rule recognizes attention written out by hand:
 `softmax(q @ k.transpose(-2, -1) * scale [/ sqrt(d)] [+ mask], dim=-1) @ v`. The scale and the
@@ -94,13 +94,6 @@ def _qk(value: SSAValue) -> Scores | None:
     return None
 
 
-def _splat(value: SSAValue) -> float | None:
-    op = value.owner
-    if isinstance(op, irt.ConstantOp) and op.value.is_splat():
-        return float(next(iter(op.value.iter_values())))
-    return None
-
-
 def _combine(kind: str, a: Form, b: Form) -> Form:
     """One step of the chain on symbolic values; None if it leaves the `scores * a + mask` form."""
     s, other = (a, b) if isinstance(a, Scores) else (b, a)
@@ -140,7 +133,7 @@ def read_scores(value: SSAValue) -> Form:
     qk = _qk(value)
     if qk is not None:
         return qk
-    c = _splat(value)
+    c = irt.splat_value(value)
     if c is not None:
         return c
     op = value.owner

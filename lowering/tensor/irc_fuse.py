@@ -40,10 +40,16 @@ RULES_BY_NAME = {rule.name: rule for rule in RULES}
 FUSED_ATTR = "irc.fused"
 
 
+def fused_names(op: Operation) -> list[str] | None:
+    """The ops a fused op replaced, in order, as its `irc.fused` records them; None if it was not fused."""
+    attr = op.attributes.get(FUSED_ATTR)
+    return [s.data for s in attr.data] if isinstance(attr, ArrayAttr) else None
+
+
 def fused_from(op: Operation) -> list[str]:
     """The original ops a (possibly fused) op computes, in order: its provenance."""
-    attr = op.attributes.get(FUSED_ATTR)
-    return [s.data for s in attr.data] if isinstance(attr, ArrayAttr) else [op.name]
+    names = fused_names(op)
+    return [op.name] if names is None else names
 
 
 # A fused op's provenance while the pass runs: the names, or a (producer's, consumer's) pair,

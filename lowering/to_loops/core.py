@@ -10,15 +10,14 @@ the same code.
 
 from __future__ import annotations
 
-import math
-
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import FloatAttr, IndexType, StringAttr, f32
+from xdsl.dialects.builtin import IndexType, StringAttr, f32
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
+from irc.dialects.static_shape import row_major_strides
 from irc.lowering.to_loops.function import REDUCTION_ATTR, FunctionLowering, describe
 
 
@@ -57,7 +56,7 @@ def lower_contraction(fl: FunctionLowering, op: irt.ContractionBase) -> None:
             w = kb.insert(memref.LoadOp.get(rhs, [j, k] if linear else [k, j])).res
         prod = kb.insert(arith.MulfOp(x, w)).result
         kb.insert(scf.YieldOp(kb.insert(arith.AddfOp(acc, prod)).result))
-        zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
+        zero = irt.fconst(b, 0.0)
         loop = b.insert(scf.ForOp(fl.index(0), fl.index(k_size), fl.index(1), [zero], Region(k_block)))
         loop.attributes[REDUCTION_ATTR] = StringAttr("add")
         args = [fl.load(b, e, ivs, shape) for e in op.epilogue_inputs]
@@ -97,7 +96,8 @@ def lower_constant(fl: FunctionLowering, op: irt.ConstantOp) -> None:
         return  # every reader takes the value as a scalar constant (see `load`)
     out = fl.result_buffer(op.result)
     shape = irt.shape_of(op.result)
+    strides = row_major_strides(shape)
     for flat, value in enumerate(op.value.iter_values()):
-        idx = [fl.index(flat // math.prod(shape[d + 1 :]) % shape[d]) for d in range(len(shape))]
-        c = fl.b.insert(arith.ConstantOp(FloatAttr(float(value), f32))).result
+        idx = [fl.index(flat // stride % size) for stride, size in zip(strides, shape)]
+        c = irt.fconst(fl.b, float(value))
         fl.b.insert(memref.StoreOp.get(c, out, idx))

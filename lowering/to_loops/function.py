@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
-    ArrayAttr,
-    FloatAttr,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -29,8 +27,8 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
-from irc.dialects.static_shape import check_static
-from irc.lowering.tensor.irc_fuse import FUSED_ATTR
+from irc.dialects.static_shape import check_static, row_major_strides
+from irc.lowering.tensor.irc_fuse import fused_names
 from irc.target import Target
 
 KERNEL_ATTR = "irc.kernel"
@@ -54,9 +52,9 @@ def memref_type(t: Attribute, what: str = "an argument or result") -> MemRefType
 def describe(op: Operation) -> str:
     """A one-line name of an irt op for kernel comments: `irt.contract linear (irt.linear + irt.relu) -> 4x16`."""
     head = f"{op.name} {op.contraction_kind}" if isinstance(op, irt.ContractOp) else op.name
-    fused = op.attributes.get(FUSED_ATTR)
-    if isinstance(fused, ArrayAttr):
-        head += f" ({' + '.join(s.data for s in fused.data)})"
+    fused = fused_names(op)
+    if fused is not None:
+        head += f" ({' + '.join(fused)})"
     return f"{head} -> {_shape_str(op.results[0])}"
 
 
@@ -128,16 +126,19 @@ class FunctionLowering:
 
     def load(self, b: Builder, tensor: SSAValue, ivs: Sequence[SSAValue], out_shape: Sequence[int]) -> SSAValue:
         """The element of `tensor` that broadcasts to position `ivs` of an `out_shape` result."""
-        producer = tensor.owner
-        if isinstance(producer, irt.ConstantOp) and producer.value.is_splat():
-            value = float(next(iter(producer.value.iter_values())))
-            return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
-        shape = irt.shape_of(tensor)
-        lead = len(out_shape) - len(shape)
-        indices = [
-            self.index(0) if size == 1 and out_shape[lead + d] != 1 else ivs[lead + d] for d, size in enumerate(shape)
-        ]
+        value = irt.splat_value(tensor)
+        if value is not None:
+            return irt.fconst(b, value)
+        indices = self.broadcast_indices(irt.shape_of(tensor), ivs, out_shape)
         return b.insert(memref.LoadOp.get(self.buffers[tensor], indices)).res
+
+    def broadcast_indices(
+        self, shape: Sequence[int], ivs: Sequence[SSAValue], out_shape: Sequence[int]
+    ) -> list[SSAValue]:
+        """Indices into an operand of `shape` that broadcasts to position `ivs` of an `out_shape`
+        result: right-aligned, index 0 along a stretched size-1 dim (`irt.stretched_dims`)."""
+        lead = len(out_shape) - len(shape)
+        return [self.index(0) if s else ivs[lead + d] for d, s in enumerate(irt.stretched_dims(shape, out_shape))]
 
     def result_buffer(self, value: SSAValue) -> SSAValue:
         """The buffer an op writes `value` into: an output buffer if returned, else a new allocation."""
@@ -215,7 +216,7 @@ class FunctionLowering:
 
     def view(self, buffer: SSAValue, shape: Sequence[int], name: str | None = None) -> SSAValue:
         """The same contiguous elements seen with another shape; no copy."""
-        strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+        strides = row_major_strides(shape)
         cast = memref.ReinterpretCastOp(buffer, [], [], [], [0], list(shape), strides, MemRefType(f32, shape))
         cast.result.name_hint = name
         return self.b.insert(cast).result

@@ -27,13 +27,14 @@ from collections.abc import Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, StringAttr
+from xdsl.dialects.builtin import IntegerAttr, StringAttr
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects import irl
 from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
+from irc.dialects.static_shape import row_major_strides
 from irc.lowering.to_loops.core import lower_contraction
 from irc.lowering.to_loops.function import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe
 from irc.lowering.to_loops.nn import lower_conv2d
@@ -86,18 +87,14 @@ def engine_runs(*sizes: int) -> bool:
     return min(sizes) >= 1
 
 
-def _dense_strides(shape: Sequence[int]) -> list[int]:
-    return [math.prod(shape[d + 1 :]) for d in range(len(shape))]
-
-
 def epilogue_strides(value: SSAValue, out_shape: Sequence[int], row_dims: Sequence[int], col_dims: Sequence[int],
                      batch_dims: Sequence[int] = ()) -> tuple[int, int, int] | None:
     """Element strides (per batch, row, column) reading `value` broadcast to `out_shape`, where
     the row index flattens `row_dims` and the column index `col_dims`; None if not affine."""
     shape = shape_of(value)
     lead = len(out_shape) - len(shape)
-    dense = _dense_strides(shape)
-    per_dim = [0] * lead + [0 if s == 1 and out_shape[lead + d] != 1 else dense[d] for d, s in enumerate(shape)]
+    dense = row_major_strides(shape)
+    per_dim = [0] * lead + [0 if s else dense[d] for d, s in enumerate(irt.stretched_dims(shape, out_shape))]
 
     def flat(dims: Sequence[int]) -> int | None:
         stride = None
@@ -119,15 +116,15 @@ def epilogue_region(build, inputs: Sequence[SSAValue], bias: bool = False) -> tu
     """The irl.gemm epilogue: `build(b, acc, args)` over (acc, *inputs) ending in irl.yield.
     Splat constants become literals in the body instead of inputs; with `bias`, the first input
     is added to the accumulator first. Returns the region and the inputs it reads."""
-    kept = [v for v in inputs if not _splat(v)]
+    kept = [v for v in inputs if irt.splat_value(v) is None]
     block = Block(arg_types=[f32] * (1 + len(kept)))
     block.args[0].name_hint = "acc"
     b = Builder(InsertPoint.at_end(block))
     args, it = [], iter(block.args[1:])
     for v in inputs:
-        if _splat(v):
-            value = float(next(iter(v.owner.value.iter_values())))  # type: ignore[attr-defined]
-            args.append(b.insert(arith.ConstantOp(FloatAttr(value, f32))).result)
+        value = irt.splat_value(v)
+        if value is not None:
+            args.append(irt.fconst(b, value))
         else:
             args.append(next(it))
     acc = block.args[0]
@@ -135,10 +132,6 @@ def epilogue_region(build, inputs: Sequence[SSAValue], bias: bool = False) -> tu
         acc = b.insert(arith.AddfOp(acc, args.pop(0))).result
     b.insert(irl.YieldOp(build(b, acc, args)))
     return Region(block), kept
-
-
-def _splat(v: SSAValue) -> bool:
-    return isinstance(v.owner, irt.ConstantOp) and v.owner.value.is_splat()
 
 
 def _emit(fl: FunctionLowering, op, gemm: irl.GemmOp) -> None:
@@ -153,7 +146,8 @@ def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionBase) -> Non
     lhs_shape = shape_of(op.lhs)  # type: ignore[attr-defined]
     m, n, k = math.prod(out_shape[:-1]), out_shape[-1], lhs_shape[-1]
     rows = list(range(len(out_shape) - 1))
-    strides = [epilogue_strides(e, out_shape, rows, [len(out_shape) - 1]) for e in op.epilogue_inputs if not _splat(e)]
+    cols = [len(out_shape) - 1]
+    strides = [epilogue_strides(e, out_shape, rows, cols) for e in op.epilogue_inputs if irt.splat_value(e) is None]
     mismatched = op.contraction_kind == ContractionKind.PACKED and shape_of(op.rhs)[-1] != fl.gemm_width  # type: ignore[attr-defined]
     if fl.strict or mismatched or not engine_runs(m, n, k) or any(s is None for s in strides):
         lower_contraction(fl, op)
@@ -181,7 +175,7 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     mg, kg, p = o // groups, cg * kh * kw, oh * ow
     inputs = ([op.bias] if op.bias is not None else []) + list(op.epilogue_inputs)
     strides = [(0, 1, 0) if op.bias is not None and v is op.bias else epilogue_strides(v, out_shape, [1], [2, 3], [0])
-               for v in inputs if not _splat(v)]
+               for v in inputs if irt.splat_value(v) is None]
     if fl.strict or mg < MR or not engine_runs(batch, p, kg) or any(s is None for s in strides):
         lower_conv2d(fl, op)
         return
@@ -221,7 +215,7 @@ def lower_pack(fl: FunctionLowering, op: irt.PackOp) -> None:
         inside = b.insert(arith.CmpiOp(d, fl.index(edge), "slt")).result
         clamped = b.insert(arith.MinSIOp(d, fl.index(edge - 1))).result
         value = b.insert(memref.LoadOp.get(src, [clamped, kk] if rows else [kk, clamped])).res
-        zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f32))).result
+        zero = irt.fconst(b, 0.0)
         b.insert(memref.StoreOp.get(b.insert(arith.SelectOp(inside, value, zero)).result, out, ivs))
 
     fl.nest(shape_of(op.result), describe(op), body)

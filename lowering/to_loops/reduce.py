@@ -117,12 +117,12 @@ def kernel(fl: FunctionLowering, shape: Sequence[int], label: str, body: Callabl
         op.attributes[KERNEL_ATTR] = StringAttr(label)
 
 
-def batch_indices(fl: FunctionLowering, shape: Sequence[int], batch: Sequence[SSAValue], batch_shape: Sequence[int]) -> list[SSAValue]:
+def batch_indices(
+    fl: FunctionLowering, shape: Sequence[int], batch: Sequence[SSAValue], batch_shape: Sequence[int]
+) -> list[SSAValue]:
     """Indices into the leading (batch) dims of an operand of `shape` whose batch dims broadcast
     to `batch_shape`: right-aligned, index 0 where the operand has size 1."""
-    own = list(shape[:-2])
-    lead = len(batch_shape) - len(own)
-    return [fl.index(0) if size == 1 and batch_shape[lead + d] != 1 else batch[lead + d] for d, size in enumerate(own)]
+    return fl.broadcast_indices(shape[:-2], batch, batch_shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,11 +199,11 @@ def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
                 store_at(kb, e, out, at(j))
             return [_bin(kb, arith.AddfOp, accs[0], e)]
 
-        (l,) = for_loop(fl, b, shape[axis], [fconst(b, 0.0)], exp_sum, reduction=True)
+        (total,) = for_loop(fl, b, shape[axis], [fconst(b, 0.0)], exp_sum, reduction=True)
         if op.LOG:
-            shift = _bin(b, arith.AddfOp, m, _un(b, xmath.LogOp, l))
+            shift = _bin(b, arith.AddfOp, m, _un(b, xmath.LogOp, total))
         else:
-            inv = _bin(b, arith.DivfOp, fconst(b, 1.0), l)
+            inv = _bin(b, arith.DivfOp, fconst(b, 1.0), total)
 
         def write(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
             if op.LOG:
@@ -328,7 +328,7 @@ def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
         for_loop(fl, b, ev, [], zero, name="e")
 
         def key(lb: Builder, j: SSAValue, accs: Accs) -> Accs:
-            m, l = accs
+            m, denom = accs
 
             def dot(db: Builder, e: SSAValue, a: Accs) -> Accs:
                 prod = _bin(db, arith.MulfOp, load_at(db, q, [*qb, i, e]), load_at(db, k, [*kb_, j, e]))
@@ -337,10 +337,7 @@ def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
             (s,) = for_loop(fl, lb, e_size, [fconst(lb, 0.0)], dot, name="e", reduction=True)
             s = _bin(lb, arith.MulfOp, s, fconst(lb, op.scale_value))
             if mask is not None:
-                mshape = irt.shape_of(op.mask)
-                full = [*batch, i, j]
-                lead = len(scores_shape) - len(mshape)
-                midx = [fl.index(0) if size == 1 and scores_shape[lead + d] != 1 else full[lead + d] for d, size in enumerate(mshape)]
+                midx = fl.broadcast_indices(irt.shape_of(op.mask), [*batch, i, j], scores_shape)
                 s = _bin(lb, arith.AddfOp, s, load_at(lb, mask, midx))
             m_new = _bin(lb, arith.MaximumfOp, m, s)
             corr = _un(lb, xmath.ExpOp, _bin(lb, arith.SubfOp, m, m_new))
@@ -353,17 +350,17 @@ def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
                 return []
 
             for_loop(fl, lb, ev, [], accumulate, name="e")
-            return [m_new, _bin(lb, arith.AddfOp, _bin(lb, arith.MulfOp, l, corr), p)]
+            return [m_new, _bin(lb, arith.AddfOp, _bin(lb, arith.MulfOp, denom, corr), p)]
 
         upper: int | SSAValue = lk
         if op.causal:  # keys j <= i: the loop ends at min(i + 1, Lk)
             upper = _bin(b, arith.AddiOp, i, fl.index(1))
             if lq > lk:
                 upper = _bin(b, arith.MinSIOp, upper, fl.index(lk))
-        _, l = for_loop(fl, b, upper, [fconst(b, NEG_FLT_MAX), fconst(b, 0.0)], key)
+        _, denom = for_loop(fl, b, upper, [fconst(b, NEG_FLT_MAX), fconst(b, 0.0)], key)
         if lk == 0:  # no keys: eager's softmax(empty) @ v sums nothing, the zeros stored above
             return
-        inv = _bin(b, arith.DivfOp, fconst(b, 1.0), l)
+        inv = _bin(b, arith.DivfOp, fconst(b, 1.0), denom)
 
         def normalize(nb: Builder, e: SSAValue, accs: Accs) -> Accs:
             store_at(nb, _bin(nb, arith.MulfOp, load_at(nb, out, [*row, e]), inv), out, [*row, e])

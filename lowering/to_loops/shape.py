@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import FloatAttr, IndexType, f32
+from xdsl.dialects.builtin import IndexType
 from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
@@ -87,7 +87,7 @@ def lower_embedding(fl: FunctionLowering, op: EmbeddingOp) -> None:
         safe = b.insert(arith.MinSIOp(safe, fl.index(rows - 1))).result
         valid = b.insert(arith.CmpiOp(safe, row, "eq")).result
         value = b.insert(memref.LoadOp.get(table, [safe, ivs[-1]])).res
-        nan = b.insert(arith.ConstantOp(FloatAttr(float("nan"), f32))).result
+        nan = irt.fconst(b, float("nan"))
         value = b.insert(arith.SelectOp(valid, value, nan)).result
         b.insert(memref.StoreOp.get(value, out, ivs))
 

@@ -1,11 +1,14 @@
 """Runs the lit + FileCheck goldens under tests/filecheck; each file is one pytest case.
 
 lit runs once for the whole suite (in parallel); each case then reports its own file's result
-and, on failure, lit's output for it.
+and, on failure, lit's output for it. Under pytest-xdist, the first worker to need the results
+runs lit and the others read them (a file lock in the run's shared temporary directory), so
+lit never runs twice even when the goldens are spread over workers.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -13,6 +16,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 SUITE = Path(__file__).parent / "filecheck"
 HELPERS = {"expect_exit.py"}  # run by the RUN lines, not tests (lit.cfg excludes them too)
@@ -24,8 +28,20 @@ GOLDENS = sorted(
 
 
 @pytest.fixture(scope="session")
-def lit_results(tmp_path_factory) -> dict[str, tuple[bool, str]]:
-    report = tmp_path_factory.mktemp("lit") / "lit.xml"
+def lit_results(tmp_path_factory, worker_id: str) -> dict[str, tuple[bool, str]]:
+    if worker_id == "master":  # no xdist: this process is the only one
+        return _run_lit(tmp_path_factory.mktemp("lit"))
+    shared = tmp_path_factory.getbasetemp().parent  # this run's, common to its workers
+    with FileLock(str(shared / "lit.lock")):
+        cached = shared / "lit.json"
+        if not cached.exists():
+            cached.write_text(json.dumps(_run_lit(tmp_path_factory.mktemp("lit"))))
+        return {k: tuple(v) for k, v in json.loads(cached.read_text()).items()}
+
+
+def _run_lit(directory: Path) -> dict[str, tuple[bool, str]]:
+    """Run lit over the suite once; each golden file's (passed, lit's output on failure)."""
+    report = directory / "lit.xml"
     bindir = os.path.dirname(sys.executable)
     env = {**os.environ, "PATH": bindir + os.pathsep + os.environ.get("PATH", "")}
     run = subprocess.run(

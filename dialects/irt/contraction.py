@@ -36,7 +36,6 @@ from irc.dialects.irt.interfaces import (
     _check_f32_tensor,
     _fmt,
     _verify_scalar_region,
-    broadcast_shapes,
     clone_body,
     shape_of,
 )
@@ -105,13 +104,7 @@ class ContractionBase(EpilogueOp):
             raise VerifyException(
                 f"{self.name}: result shape {_fmt(shape_of(res))} should be {_fmt(expected)}"
             )
-        for i, v in enumerate(self.epilogue_inputs):
-            _check_f32_tensor(self, v, f"epilogue input {i}")
-            if broadcast_shapes(shape_of(v), expected) != expected:
-                raise VerifyException(
-                    f"{self.name}: epilogue input {i} of shape {_fmt(shape_of(v))} does not broadcast "
-                    f"to the result shape {_fmt(expected)}"
-                )
+        self.verify_epilogue_inputs(self.epilogue_inputs, expected)
 
 
 

@@ -143,6 +143,17 @@ class EpilogueOp(StaticShapeOp):
         """The same accumulation with epilogue `body` over (acc, *inputs) in place of the current one."""
         raise NotImplementedError
 
+    def verify_epilogue_inputs(self, inputs: Sequence[SSAValue], result_shape: Sequence[int]) -> None:
+        """Each epilogue input is an f32 tensor that broadcasts to the result (verifiers' shared rule)."""
+        expected = tuple(result_shape)
+        for i, v in enumerate(inputs):
+            _check_f32_tensor(self, v, f"epilogue input {i}")
+            if broadcast_shapes(shape_of(v), expected) != expected:
+                raise VerifyException(
+                    f"{self.name}: epilogue input {i} of shape {_fmt(shape_of(v))} does not broadcast "
+                    f"to the result shape {_fmt(expected)}"
+                )
+
 
 @irdl_op_definition
 class YieldOp(StaticShapeOp):

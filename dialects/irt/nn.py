@@ -50,7 +50,6 @@ from irc.dialects.irt.core import (
     _check_f32_tensor,
     _fmt,
     _verify_scalar_region,
-    broadcast_shapes,
     clone_body,
     fconst,
     shape_of,
@@ -280,13 +279,7 @@ class Conv2dOp(StridedWindow, EpilogueOp):
                 f"(input {_fmt(x)}, weight {_fmt(wt)}, stride {list(self.strides)}, padding {list(self.paddings)}, "
                 f"dilation {list(self.dilations)})"
             )
-        for i, v in enumerate(self.epilogue):
-            _check_f32_tensor(self, v, f"epilogue input {i}")
-            if broadcast_shapes(shape_of(v), expected) != expected:
-                raise VerifyException(
-                    f"irt.conv2d: epilogue input {i} of shape {_fmt(shape_of(v))} does not broadcast "
-                    f"to the result shape {_fmt(expected)}"
-                )
+        self.verify_epilogue_inputs(self.epilogue, expected)
         if self.body.blocks:
             _verify_scalar_region(self, self.body, 1 + len(self.epilogue))
         elif self.epilogue:

@@ -7,7 +7,7 @@ nanoseconds); with it, a built-in model (irc.models). Times, interleaved, the me
 p10/p90) of `--repeat` rounds of `--number` calls each:
   raw ctypes   the entry point, one ctypes argument per buffer, pointers precomputed (outputs
                and arena preallocated): what "a bare ctypes call" costs
-  raw packed   the `__packed` twin the wrapper calls: one pointer array, precomputed
+  raw argv     the `__argv` twin the wrapper calls: one pointer array, precomputed
   forward      the generated wrapper: checks the inputs, allocates the outputs, follows the
                thread count, fills this thread's pointer array, calls once
   cm(x)        CompiledModule.__call__ (adds the shape-version dispatch try/except)
@@ -26,7 +26,7 @@ import torch
 import irc
 from irc.models import get_model
 from irc.runtime import load_library
-from irc.runtime.wrapper import PACKED_SUFFIX
+from irc.runtime.wrapper import ARGV_SUFFIX
 
 
 def main() -> None:
@@ -49,12 +49,12 @@ def main() -> None:
     ptrs = [x.data_ptr() for x in inputs] + [p.data_ptr() for p in version.bound] + [o.data_ptr() for o in outs]
     ptrs += [arena.data_ptr() + (-arena.data_ptr()) % 64] if version.memory["arena_bytes"] else []
     fn.argtypes, fn.restype = [ctypes.c_void_p] * len(ptrs), None
-    packed, array = getattr(lib, version.graph.func_name + PACKED_SUFFIX), (ctypes.c_void_p * len(ptrs))(*ptrs)
+    argv, array = getattr(lib, version.graph.func_name + ARGV_SUFFIX), (ctypes.c_void_p * len(ptrs))(*ptrs)
     with torch.no_grad():
         torch.testing.assert_close(cm(*inputs), model(*inputs))
     candidates = {
         "raw ctypes": lambda: fn(*ptrs),
-        "raw packed": lambda: packed(array),
+        "raw argv": lambda: argv(array),
         "forward": lambda: version.forward(*inputs),
         "cm(x)": lambda: cm(*inputs),
         "eager": lambda: model(*inputs),

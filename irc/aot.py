@@ -2,7 +2,7 @@
 `irc.load(dir)` runs it without recompiling and without importing xDSL or the compiler.
 
 An artifact directory holds every input-shape version the model was compiled for:
-  model-<sha>.so  one shared library per version (its entry point, `__packed` and `__signature`
+  model-<sha>.so  one shared library per version (its entry point, `__argv` and `__signature`
                   twins); named after its content, so a new save never reuses a loaded file's name
   weights.pt      the parameters the entry points take, after compile-time folding (each distinct
                   tensor once, shared by the versions that take it)
@@ -45,9 +45,9 @@ import torch.utils._pytree as pytree
 from irc.errors import InputError, IrcError
 from irc.runtime import TensorSpec, load_library, make_forward
 from irc.runtime.build import compiler_version, cpu_features, resolve_flags
-from irc.runtime.wrapper import PACKED_SUFFIX
+from irc.runtime.wrapper import ARGV_SUFFIX
 
-FORMAT = 2
+FORMAT = 3
 DTYPES = {"float32": torch.float32, "int64": torch.int64}
 WEIGHTS, MANIFEST = "weights.pt", "manifest.json"
 SIGNATURE_SUFFIX = "__signature"  # `const char* NAME__signature()`, emitted by lowering/cpp/emit_cpp.py
@@ -457,7 +457,7 @@ def _load_version(
         raise IrcError(f"{root}/{MANIFEST}: version {k}'s library {library!r} has no recorded sha256; save the model again")
     lib = load_library(root / library)  # hashed by `load` already
     name = entry["entry_point"]
-    fn, packed, set_threads = (_symbol(lib, s, root / library) for s in (name, name + PACKED_SUFFIX, "irc_set_num_threads"))
+    fn, argv, set_threads = (_symbol(lib, s, root / library) for s in (name, name + ARGV_SUFFIX, "irc_set_num_threads"))
     signature = _symbol(lib, name + SIGNATURE_SUFFIX, root / library)
     signature.restype, signature.argtypes = ctypes.c_char_p, []
     try:
@@ -516,7 +516,7 @@ def _load_version(
         return_tuple=entry["return_tuple"],
         set_threads=set_threads,
         scratch_bytes=arena,
-        packed=packed,
+        argv=argv,
         output_spec=spec,
     )
 

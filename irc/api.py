@@ -34,7 +34,7 @@ from irc.frontend.fx_importer import ImportedGraph, import_fx
 from irc.pipeline import lower
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
-from irc.runtime.wrapper import PACKED_SUFFIX, check_inputs
+from irc.runtime.wrapper import ARGV_SUFFIX, check_inputs
 from irc.target import Target
 from irc.weights import WeightGuard, mode_modules, read_tensor_names, sync, watch
 
@@ -559,7 +559,7 @@ def _native_version(
         output_spec=graph.output_spec,
         set_threads=lib.irc_set_num_threads,
         scratch_bytes=stats["arena_bytes"],
-        packed=getattr(lib, graph.func_name + PACKED_SUFFIX),
+        argv=getattr(lib, graph.func_name + ARGV_SUFFIX),
     )
     if plan is not None:  # weights updated in place are folded (packed) again before the next call
         forward = plan.guard(forward)

@@ -1,7 +1,7 @@
 """The Python side of a compiled function: exactly one native call per forward.
 
 ``make_forward`` writes the source of a ``forward(*args)`` specialised to one signature,
-executes it, and returns the function; everything the per-call path needs (the packed entry
+executes it, and returns the function; everything the per-call path needs (the argv entry
 point, parameter pointers, expected dtypes and shapes, output templates) is pre-bound as its
 globals, so a call is: check each input, allocate the outputs, fill this thread's pointer
 array, one native call, return. Why generated source and not a closure: a closure has to
@@ -20,7 +20,7 @@ not contiguous is copied for the call), except inputs
 whose spec is int64 (embedding indices: ``int64_t*``); then, for a function whose intermediates
 were planned by ``irc-plan-memory``, the scratch arena: one per calling thread, allocated on the
 thread's first call and reused, so concurrent calls never share scratch. The wrapper calls the
-entry point's ``__packed`` twin with one array of those pointers.
+entry point's ``__argv`` twin with one array of those pointers.
 
 The thread count follows ``IRC_NUM_THREADS`` if set (read at every call, with the C library's
 ``getenv``: about 0.1 us), else ``torch.get_num_threads()``; it is passed to ``irc_set_num_threads`` whenever it differs from
@@ -43,12 +43,12 @@ import torch
 
 from irc.errors import InputError
 
-__all__ = ["PACKED_SUFFIX", "TensorSpec", "check_inputs", "make_forward", "num_threads"]
+__all__ = ["ARGV_SUFFIX", "TensorSpec", "check_inputs", "make_forward", "num_threads"]
 
 ALIGN = 64  # bytes; the arena's alignment (irc-plan-memory aligns every buffer in it to 64)
 
-PACKED_SUFFIX = "__packed"
-"""``NAME__packed(void* const* a)``, emitted next to every entry point (lowering/cpp/emit_cpp.py),
+ARGV_SUFFIX = "__argv"
+"""``NAME__argv(void* const* a)``, emitted next to every entry point (lowering/cpp/emit_cpp.py),
 calls ``NAME(a[0], a[1], ...)``: one ctypes argument instead of one per buffer (ctypes converts
 each argument, about 0.1 us apiece: 5 us for ResNet-18's 45)."""
 
@@ -164,13 +164,13 @@ def _per_thread_arrays(n_args: int, fixed: dict[int, int], scratch_bytes: int) -
 
 
 def _unpacking(fn: Any, n_args: int) -> Callable[[Any], None]:
-    """A stand-in for the ``__packed`` twin of ``fn``, for a library without one (hand-written
+    """A stand-in for the ``__argv`` twin of ``fn``, for a library without one (hand-written
     kernels): calls ``fn`` with the array's first ``n_args`` pointers."""
 
-    def packed(a: Any) -> None:
+    def argv(a: Any) -> None:
         fn(*a[:n_args])
 
-    return packed
+    return argv
 
 
 def _ignore(n: int) -> None:
@@ -215,7 +215,7 @@ def make_forward(
     return_tuple: bool,
     set_threads: Any | None = None,
     scratch_bytes: int = 0,
-    packed: Any | None = None,
+    argv: Any | None = None,
     output_spec: Any | None = None,
 ) -> Callable[..., Any]:
     """Return ``forward(*args)`` calling the ctypes entry point ``fn`` once per call.
@@ -229,8 +229,8 @@ def make_forward(
     ``return_tuple``. ``set_threads`` (``irc_set_num_threads``), if given, is called whenever
     the thread count (``IRC_NUM_THREADS``, else ``torch.get_num_threads()``) differs from the
     value the calling thread last passed to it. ``scratch_bytes`` > 0 appends a per-thread arena
-    of that many bytes (64-byte aligned) as the last argument. ``packed``, the entry point's
-    ``__packed`` twin, is what is called, with one per-thread array of all the pointers
+    of that many bytes (64-byte aligned) as the last argument. ``argv``, the entry point's
+    ``__argv`` twin, is what is called, with one per-thread array of all the pointers
     (parameters and arena filled in once per thread); without it (a library that has none),
     ``fn`` is called with the array's pointers, at one ctypes conversion per pointer.
     ``output_spec``, a ``torch.utils._pytree.TreeSpec`` with one leaf per output, if given,
@@ -243,11 +243,11 @@ def make_forward(
     n_args = n_inputs + len(params) + len(outputs) + (scratch_bytes > 0)
     fn.argtypes = [ctypes.c_void_p] * n_args  # its ABI, for whoever calls it directly too
     fn.restype = None
-    if packed is None:
-        packed = _unpacking(fn, n_args)
+    if argv is None:
+        argv = _unpacking(fn, n_args)
     else:
-        packed.argtypes = None  # an array passes as its address; no per-call conversion (cheapest)
-        packed.restype = None
+        argv.argtypes = None  # an array passes as its address; no per-call conversion (cheapest)
+        argv.restype = None
     if set_threads is None:
         set_threads = _ignore
     else:
@@ -275,7 +275,7 @@ def make_forward(
         "torch_threads": torch.get_num_threads,
         "thread_count": _thread_count,
         "set_threads": set_threads,
-        "packed": packed,
+        "argv": argv,
         "spec": output_spec,
     }
     env.update({f"d{i}": d for i, d in enumerate(dtypes)})
@@ -316,7 +316,7 @@ def make_forward(
         f"    if n != c[{n_args}]:  # what this thread last set",
         "        set_threads(n)",
         f"        c[{n_args}] = n",
-        "    packed(c)",
+        "    argv(c)",
     ]
     if output_spec is not None:
         lines.append(f"    return spec.unflatten([{', '.join(outs)}])")

@@ -65,7 +65,7 @@ def test_save_then_load_in_a_fresh_process_without_xdsl(tmp_path):
     cm = irc.compile(m, (x,))
     cm.save(tmp_path / "art")
     manifest = _manifest(tmp_path / "art")
-    assert manifest["irc_version"] == irc.__version__ and manifest["format"] == 2
+    assert manifest["irc_version"] == irc.__version__ and manifest["format"] == 3
     assert manifest["versions"][0]["inputs"] == [{"name": "input_1", "shape": [2, 12], "dtype": "float32"}]
     assert "-march=native" in manifest["compiler"]["flags"] and "avx2" in manifest["cpu_features"]
     torch.save((x, m(x).detach()), tmp_path / "io.pt")
@@ -217,7 +217,7 @@ def test_check_library_accepts_a_whole_library(saved):
         (lambda art: (art / "manifest.json").write_text("[1, 2]"), "is not an irc manifest"),
         (lambda art: (art / "weights.pt").unlink(), "incomplete: weights.pt is missing"),
         (lambda art: _library(art).unlink(), r"incomplete: model-[0-9a-f]+\.so is missing"),
-        (lambda art: _edit(art, lambda m: m.update(format=1)), "artifact format 1 is not 2"),
+        (lambda art: _edit(art, lambda m: m.update(format=1)), "artifact format 1 is not 3"),
         (lambda art: _edit(art, lambda m: m.pop("content_hash"), rehash=False), "has no content_hash"),
         (lambda art: _edit(art, lambda m: m["versions"][0].pop("params")), r"versions\[0\].params is missing"),
         (

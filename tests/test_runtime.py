@@ -38,7 +38,7 @@ void add1(float* x, float* y, float* out) {
 }
 
 // what lowering/cpp/emit_cpp.py prints next to every entry point
-void add1__packed(void* const* a) { add1((float*)a[0], (float*)a[1], (float*)a[2]); }
+void add1__argv(void* const* a) { add1((float*)a[0], (float*)a[1], (float*)a[2]); }
 
 // out = x * w (elementwise, 4 floats, w is a parameter); out2 = x - w
 void mul_sub(float* x, float* w, float* out, float* out2) {
@@ -373,11 +373,11 @@ def test_irc_num_threads_written_through_os_environ_is_read_at_call_time(lib):
     assert num_threads() == torch.get_num_threads()
 
 
-def test_packed_twin_is_what_is_called(lib):
-    """With the `__packed` twin the wrapper makes one call with one argument; the entry point
+def test_argv_twin_is_what_is_called(lib):
+    """With the `__argv` twin the wrapper makes one call with one argument; the entry point
     itself keeps its declared ABI (pointer arguments) for whoever calls it directly."""
     calls = []
-    twin = lib.add1__packed
+    twin = lib.add1__argv
 
     class Spy:
         argtypes = restype = None
@@ -386,7 +386,7 @@ def test_packed_twin_is_what_is_called(lib):
             calls.append(a)
             twin(a)
 
-    forward = add1_forward(lib, packed=Spy())
+    forward = add1_forward(lib, argv=Spy())
     x, y = torch.randn(2, 3), torch.randn(2, 3)
     torch.testing.assert_close(forward(x, y), x + y + 1)
     assert len(calls) == 1

@@ -3,7 +3,7 @@
     irc-opt model.mlir -p irc-fuse,irc-to-loops -t cpp
 
 Each function becomes an `extern "C"` entry point taking one `float* __restrict__` per buffer,
-with two twins: `NAME__packed(void* const* a)` (one array of all the pointers, the Python
+with two twins: `NAME__argv(void* const* a)` (one array of all the pointers, the Python
 wrapper's cheap call) and `NAME__signature()`, a JSON string `{"args": [[dtype, shape], ...]}`
 naming every buffer's element type and shape in order, so a loader checks what it passes against
 what the library was built for (irc/aot.py).
@@ -188,7 +188,7 @@ class CppEmitter:
         # Its twin taking one array of pointers: the Python wrapper's cheap call (runtime/wrapper.py).
         types = [f"{ctype(a.type.element_type)}*" for a in op.body.block.args]
         casts = ", ".join(f"static_cast<{t}>(a[{i}])" for i, t in enumerate(types))
-        self.line(f'extern "C" void {op.sym_name.data}__packed(void* const* a) {{ {op.sym_name.data}({casts}); }}')
+        self.line(f'extern "C" void {op.sym_name.data}__argv(void* const* a) {{ {op.sym_name.data}({casts}); }}')
         signature = json.dumps({"args": [[SIGNATURE_DTYPES[ctype(a.type.element_type)], list(a.type.get_shape())]
                                          for a in op.body.block.args]}, separators=(",", ":"))
         self.line(f'extern "C" const char* {op.sym_name.data}{SIGNATURE_SUFFIX}() {{ return {json.dumps(signature)}; }}')

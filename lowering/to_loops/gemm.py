@@ -12,7 +12,7 @@ decides, per shape and written on the op:
 * whether the product runs on OpenMP threads (`PARALLEL_FLOPS`);
 * how each epilogue input is read per row and column (`strides`; 0 broadcasts).
 
-What stays on the scalar loop nests of `irc_to_loops`/`loops_nn`: `IRC_STRICT` builds (the
+What stays on the scalar loop nests of `to_loops/core.py`/`to_loops/nn.py`: strict builds (the
 engine reassociates sums and uses FMA), depthwise-like convolutions (fewer than `MR` output
 channels per group), a packed rhs whose panel width is not this machine's, and an epilogue
 input whose broadcast is not affine in the flattened row. Attention

@@ -43,7 +43,7 @@
 // CHECK-NEXT:  }
 // The twins: one array of pointers (the wrapper's call), and every buffer's dtype and shape in
 // order, which irc.load checks an artifact's manifest and weights against.
-// CHECK-NEXT:  extern "C" void mlp__packed(void* const* a) { mlp(static_cast<float*>(a[0]), {{.*}}, static_cast<float*>(a[5])); }
+// CHECK-NEXT:  extern "C" void mlp__argv(void* const* a) { mlp(static_cast<float*>(a[0]), {{.*}}, static_cast<float*>(a[5])); }
 // CHECK-NEXT:  extern "C" const char* mlp__signature() { return "{\"args\":{{\[\[}}\"float32\",{{\[}}2,8]],{{\[}}\"float32\",{{\[}}16,8]],{{\[}}\"float32\",{{\[}}16]],{{\[}}\"float32\",{{\[}}4,16]],{{\[}}\"float32\",{{\[}}4]],{{\[}}\"float32\",{{\[}}2,4]]]}"; }
 func.func @mlp(%x: tensor<2x8xf32>, %w1: tensor<16x8xf32>, %b1: tensor<16xf32>, %w2: tensor<4x16xf32>, %b2: tensor<4xf32>) -> tensor<2x4xf32> {
   %l1 = irt.linear %x, %w1, %b1 : (tensor<2x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<2x16xf32>

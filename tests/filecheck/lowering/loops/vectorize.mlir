@@ -134,7 +134,7 @@ func.func @max_pool_stride8(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x2x2xf32> {
 // CPP:           float {{acc[0-9_]*_parts}}[64];
 // CPP:           float {{acc[0-9_]*_parts}}[64];
 // CPP-NOT:       _parts[64];
-// CPP:         extern "C" void long_reductions__packed(
+// CPP:         extern "C" void long_reductions__argv(
 func.func @long_reductions(%x: tensor<4x256xf32>, %y: tensor<256x4xf32>, %z: tensor<4x255xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
   %s = irt.reduce sum %x [1] : (tensor<4x256xf32>) -> tensor<4xf32>
   %c = irt.reduce sum %y [0] : (tensor<256x4xf32>) -> tensor<4xf32>

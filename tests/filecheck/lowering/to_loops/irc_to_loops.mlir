@@ -1,5 +1,5 @@
 // RUN: irc-opt %s -p 'irc-to-loops{strict=true}' --split-input-file | filecheck %s
-// strict=true: the scalar nests (contractions and attention take the GEMM engine otherwise, see loops_gemm.mlir).
+// strict=true: the scalar nests (contractions and attention take the GEMM engine otherwise, see to_loops/gemm.mlir).
 
 // A fused linear+relu: outputs become caller-provided buffers, (i0, i1) one scf.parallel,
 // the reduction an scf.for carrying the accumulator, the epilogue runs on it before one store.

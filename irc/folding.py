@@ -80,7 +80,7 @@ def fold(
     them (None: nothing was folded). ValueError if the functions do not fit `params`."""
     if kept is None:
         return list(params), None
-    sources = param_indices(fold_fn) or [] if fold_fn is not None else []
+    sources = (param_indices(fold_fn) or []) if fold_fn is not None else []
     if any(not 0 <= i < len(params) for i in (*kept, *sources)):
         raise ValueError(f"irc.params names parameters beyond the {len(params)} given")
     out = [params[i] for i in kept]

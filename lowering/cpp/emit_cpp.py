@@ -91,6 +91,7 @@ class CppEmitter:
     out: IO[str]
     strict: bool = False  # no reassociation: reductions sum in sequential order
     profile: bool = False  # time every kernel (include/irc_profile.h)
+    gemm_width: int = 16  # IRC_NR: the GEMM engine's panel width (weights packed for another cannot be read)
     labels: list[str] = field(default_factory=list)  # kernel labels, in emission order
     depth: int = 0
     names: dict[SSAValue, str] = field(default_factory=dict)
@@ -426,7 +427,7 @@ def emit_cpp(
     Functions marked `irc.compile_time` (irc-fold-params' fold functions) are not emitted.
     """
     body = StringIO()
-    emitter = CppEmitter(body, strict=strict, profile=profile)
+    emitter = CppEmitter(body, strict=strict, profile=profile, gemm_width=gemm_width)
     for op in module.ops:
         if isinstance(op, func.FuncOp) and COMPILE_TIME_ATTR in op.attributes:
             continue

@@ -63,6 +63,13 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         em.line(f"float* irc_c = {c} + (irc_n*{g.out_channels} + irc_g*{m})*{n};")
         row = f"irc_g*{m} + i"
     else:
+        width = op.b.type.get_shape()[-1]
+        if layout == irl.GemmLayout.PANELS and width != em.gemm_width:
+            raise NotImplementedError(
+                f"cpp emitter: irl.gemm reads weights packed in {width}-column panels, but this target's GEMM "
+                f"panels are {em.gemm_width} wide (cpp{{gemm_width={em.gemm_width}}}); pack them for "
+                f"{em.gemm_width} (irc-pack-weights{{gemm_width={em.gemm_width}}}) or emit with gemm_width={width}"
+            )
         em.line(f"const irc_dense<IRC_MR, false> irc_a{{{a}, {k}, {m}}};")
         pb = {irl.GemmLayout.PANELS: f"irc_prepacked<IRC_NR>{{{b}, {k}}}",
               irl.GemmLayout.NK: f"irc_dense<IRC_NR, false>{{{b}, {k}, {n}}}",

@@ -81,6 +81,7 @@ from irc.dialects.irt.interfaces import (  # noqa: F401
     stretched_dims,
 )
 from irc.dialects.static_shape import StaticShapeOp
+from irc.dialects.symbolic import DimsAttr, format_dim, product
 
 # ---------------------------------------------------------------------------------------------
 # Scalar bodies of the core elementwise ops
@@ -292,6 +293,7 @@ class ElementwiseFusedOp(ElementwiseOp):
 class ReshapeOp(StaticShapeOp):
     """Same elements, new shape (view, reshape, flatten).   %y = irt.reshape %x : (tensor<2x6xf32>) -> tensor<12xf32>"""
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.reshape"
     input = operand_def(TensorType)
     result = result_def(TensorType)
@@ -303,10 +305,10 @@ class ReshapeOp(StaticShapeOp):
 
     def verify_(self) -> None:
         a, r = shape_of(self.input), shape_of(self.result)
-        if math.prod(a) != math.prod(r):
+        if product(a) != product(r):
             raise VerifyException(
-                f"irt.reshape: cannot reshape {_fmt(a)} ({math.prod(a)} elements) "
-                f"to {_fmt(r)} ({math.prod(r)} elements)"
+                f"irt.reshape: cannot reshape {_fmt(a)} ({format_dim(product(a))} elements) "
+                f"to {_fmt(r)} ({format_dim(product(r))} elements)"
             )
 
 
@@ -317,6 +319,7 @@ class TransposeOp(StaticShapeOp):
         %y = irt.transpose %x [1, 0] : (tensor<4x8xf32>) -> tensor<8x4xf32>
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.transpose"
     input = operand_def(TensorType)
     perm = prop_def(DenseArrayBase.constr(i64))
@@ -445,4 +448,4 @@ OPS = [
     PackOp,
     ConstantOp,
 ]
-ATTRS = [GeluApproxAttr, ContractionKindAttr]
+ATTRS = [GeluApproxAttr, ContractionKindAttr, DimsAttr]

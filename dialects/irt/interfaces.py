@@ -15,6 +15,7 @@ looks for them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
@@ -26,15 +27,16 @@ from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.static_shape import StaticShapeOp
+from irc.dialects.symbolic import Dim, dims_of, format_dim
 
 # ---------------------------------------------------------------------------------------------
 # Shapes
 # ---------------------------------------------------------------------------------------------
 
 
-def shape_of(value: SSAValue) -> tuple[int, ...]:
-    """The static shape of a tensor or memref value."""
-    return tuple(value.type.get_shape())  # type: ignore[attr-defined]
+def shape_of(value: SSAValue) -> tuple[Dim, ...]:
+    """The shape of a tensor or memref value: ints, and expressions for its symbolic sizes."""
+    return dims_of(value.type)
 
 
 def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...] | None:
@@ -56,8 +58,8 @@ def stretched_dims(shape: Sequence[int], out_shape: Sequence[int]) -> list[bool]
     return [size == 1 and out_shape[lead + d] != 1 for d, size in enumerate(shape)]
 
 
-def _fmt(shape: Sequence[int]) -> str:
-    return "x".join(map(str, shape)) or "scalar"
+def _fmt(shape: Sequence[Dim]) -> str:
+    return "x".join(map(format_dim, shape)) or "scalar"
 
 
 def _check_f32_tensor(op: Operation, value: SSAValue, what: str) -> None:
@@ -94,6 +96,8 @@ def clone_body(b: Builder, region: Region, args: Sequence[SSAValue]) -> SSAValue
 
 class ElementwiseOp(StaticShapeOp):
     """Base of the elementwise family: operands broadcast to the result shape."""
+
+    SYMBOLIC_DIMS: ClassVar[bool] = True
 
     def elementwise_inputs(self) -> Sequence[SSAValue]:
         return self.operands

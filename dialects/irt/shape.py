@@ -14,6 +14,7 @@ Permutations use `irt.transpose`, and views (squeeze, unsqueeze, flatten, ...) `
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, IntegerType, TensorType, i64
 from xdsl.ir import Attribute, SSAValue
@@ -142,6 +143,7 @@ class ExpandOp(StaticShapeOp):
         %e = irt.expand %x : (tensor<4x1xf32>) -> tensor<4x8xf32>
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.expand"
     input = operand_def(TensorType)
     result = result_def(TensorType)

@@ -28,6 +28,7 @@ from typing import IO
 from xdsl.context import Context
 from xdsl.dialects import arith, func, math as xmath, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     Float32Type,
     FloatAttr,
     IndexType,
@@ -41,7 +42,17 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from irc.dialects import irl
-from irc.dialects.static_shape import row_major_strides, static_shape_error
+from irc.dialects.static_shape import static_shape_error
+from irc.dialects.symbolic import (
+    SYMBOL_NAME,
+    align_up,
+    cpp_dim,
+    dims_of,
+    format_dim,
+    product,
+    row_major_strides,
+    symbolic_attr,
+)
 from irc.lowering.cpp.gemm import emit_attention, emit_gemm
 from irc.lowering.cpp.headers import header
 from irc.lowering.loops.parallelize import runs_serial
@@ -71,11 +82,19 @@ def ctype(t: Attribute) -> str:
 
 
 def static_buffer(t: Attribute, what: str) -> Attribute:
-    """`t` if it is a static shape; sizes, strides and bounds are all printed from it."""
-    reason = static_shape_error(what, t)
+    """`t` if its sizes are static or symbolic; sizes, strides and bounds are all printed from it."""
+    reason = static_shape_error(what, t, symbolic=True)
     if reason is not None:
         raise ValueError(f"cpp emitter: {reason}")
     return t
+
+
+def _signature_entry(t: Attribute) -> list:
+    """[dtype, shape] of one argument in `__signature`: a symbolic size as its expression, a size
+    argument as ["index", []]."""
+    if isinstance(t, IndexType):
+        return ["index", []]
+    return [SIGNATURE_DTYPES[ctype(t.element_type)], [d if isinstance(d, int) else format_dim(d) for d in dims_of(t)]]
 
 
 def float_literal(value: float) -> str:
@@ -119,16 +138,18 @@ class CppEmitter:
             self.emit(op)
 
     def element(self, ref: SSAValue, indices) -> str:
-        shape = ref.type.get_shape()  # type: ignore[attr-defined]
+        shape = dims_of(ref.type)
         terms = []
         for i, stride in zip(indices, row_major_strides(shape)):
-            terms.append(self.n(i) if stride == 1 else f"{self.n(i)}*{stride}")
+            terms.append(self.n(i) if stride == 1 else f"{self.n(i)}*{stride}" if isinstance(stride, int)
+                         else f"{self.n(i)}*({cpp_dim(stride)})")
         return f"{self.n(ref)}[{' + '.join(terms) or '0'}]"
 
     def value(self, op: Operation, expr: str) -> None:
         t = op.results[0].type
         cpp_type = self.lanes if self.lanes and isinstance(t, Float32Type) else ctype(t)
-        self.line(f"const {cpp_type} {self.fresh(op.results[0])} = {expr};")
+        unused = "[[maybe_unused]] " if isinstance(t, IndexType) else ""  # a size not every branch reads
+        self.line(f"{unused}const {cpp_type} {self.fresh(op.results[0])} = {expr};")
 
     @contextmanager
     def vector_lanes(self, cpp_type: str = "V"):
@@ -177,21 +198,41 @@ class CppEmitter:
     @emit.register
     def _(self, op: func.FuncOp) -> None:
         self.names, self.used = {}, set()
+        name = op.sym_name.data
+        args = list(op.body.block.args)
+        sizes = [a for a in args if isinstance(a.type, IndexType)]
+        if args[: len(sizes)] != sizes or any(a.name_hint is None or not SYMBOL_NAME.fullmatch(a.name_hint) for a in sizes):
+            raise NotImplementedError(f"cpp emitter: @{name}: size arguments (index, named s0, s1, ...) come first")
+        symbolic_arena = bool(args) and args[-1].name_hint == "arena" and symbolic_attr(args[-1].type) is not None
         params = []
-        for arg in op.body.block.args:
+        for arg in args:
+            if isinstance(arg.type, IndexType):
+                self.names[arg] = arg.name_hint
+                self.used.add(arg.name_hint)
+                params.append(f"const int64_t {arg.name_hint}")
+                continue
             if not isinstance(arg.type, MemRefType):
-                raise NotImplementedError(f"cpp emitter: function arguments must be memrefs, got {arg.type}")
-            static_buffer(arg.type, f"argument {arg.index} of @{op.sym_name.data}")
+                raise NotImplementedError(f"cpp emitter: function arguments must be memrefs or sizes, got {arg.type}")
+            static_buffer(arg.type, f"argument {arg.index} of @{name}")
             params.append(f"{ctype(arg.type.element_type)}* __restrict__ {self.fresh(arg, 'arg')}")
         self.line("")
-        self.line(f'extern "C" void {op.sym_name.data}({", ".join(params)})')
+        self.line(f'extern "C" void {name}({", ".join(params)})')
         self.nested(op.body.block)
         # Its twin taking one array of pointers: the Python wrapper's cheap call (runtime/wrapper.py).
-        types = [f"{ctype(a.type.element_type)}*" for a in op.body.block.args]
-        casts = ", ".join(f"static_cast<{t}>(a[{i}])" for i, t in enumerate(types))
-        self.line(f'extern "C" void {op.sym_name.data}__argv(void* const* a) {{ {op.sym_name.data}({casts}); }}')
-        signature = json.dumps({"args": [[SIGNATURE_DTYPES[ctype(a.type.element_type)], list(a.type.get_shape())]
-                                         for a in op.body.block.args]}, separators=(",", ":"))
+        # Sizes travel as the pointer-sized integers themselves; a symbolic arena is this thread's
+        # scratch, grown to the size this call needs (the caller passes none).
+        casts = []
+        for i, a in enumerate(args):
+            if isinstance(a.type, IndexType):
+                casts.append(f"static_cast<int64_t>(reinterpret_cast<intptr_t>(a[{i}]))")
+            elif symbolic_arena and a is args[-1]:
+                casts.append(f"irc_thread_arena({cpp_dim(product(dims_of(a.type)) * 4)})")
+            else:
+                casts.append(f"static_cast<{ctype(a.type.element_type)}*>(a[{i}])")
+        unpack = "".join(f"const int64_t {a.name_hint} = {casts[i]}; " for i, a in enumerate(sizes))
+        call = ", ".join(a.name_hint if a in sizes else casts[i] for i, a in enumerate(args))
+        self.line(f'extern "C" void {name}__argv(void* const* a) {{ {unpack}{name}({call}); }}')
+        signature = json.dumps({"args": [_signature_entry(a.type) for a in args]}, separators=(",", ":"))
         self.line(f'extern "C" const char* {op.sym_name.data}{SIGNATURE_SUFFIX}() {{ return {json.dumps(signature)}; }}')
 
     @emit.register
@@ -272,10 +313,9 @@ class CppEmitter:
     @emit.register
     def _(self, op: memref.AllocOp) -> None:
         t = static_buffer(op.memref.type, "a memref.alloc")
-        size = math.prod(t.get_shape()) * 4
-        size = (size + 63) // 64 * 64  # aligned_alloc wants a multiple of the alignment
+        size = align_up(product(dims_of(t)) * 4, 64)  # aligned_alloc wants a multiple of the alignment
         name = self.fresh(op.memref, "buf")
-        self.line(f"float* __restrict__ {name} = static_cast<float*>(std::aligned_alloc(64, {size}));")
+        self.line(f"float* __restrict__ {name} = static_cast<float*>(std::aligned_alloc(64, {cpp_dim(size)}));")
 
     @emit.register
     def _(self, op: memref.DeallocOp) -> None:
@@ -284,6 +324,8 @@ class CppEmitter:
     @emit.register
     def _(self, op: memref.ReinterpretCastOp) -> None:
         (offset,) = op.static_offsets.get_values()
+        if offset == DYNAMIC_INDEX:
+            offset = self.n(op.offsets[0])
         static_buffer(op.result.type, "a memref.reinterpret_cast")
         name = self.fresh(op.result, "view")
         self.line(f"[[maybe_unused]] float* __restrict__ {name} = {self.n(op.source)} + {offset};  // view as {op.result.type}")

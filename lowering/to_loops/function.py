@@ -9,13 +9,14 @@ lowerings import this module, never the table or the pass.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+import sympy
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     IndexType,
     IntegerAttr,
     MemRefType,
@@ -27,7 +28,17 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
-from irc.dialects.static_shape import check_static, row_major_strides
+from irc.dialects.static_shape import check_static
+from irc.dialects.symbolic import (
+    Dim,
+    dims_of,
+    format_dim,
+    memref_of,
+    product,
+    row_major_strides,
+    symbol_order,
+    symbols_of,
+)
 from irc.lowering.tensor.irc_fuse import fused_names
 from irc.target import Target
 
@@ -45,8 +56,28 @@ VIEW_OPS: set[type[Operation]] = {irt.ReshapeOp}
 def memref_type(t: Attribute, what: str = "an argument or result") -> MemRefType:
     if not isinstance(t, TensorType):
         raise ValueError(f"irc-to-loops expects functions on tensors (irt level), got {what} of type {t}")
-    check_static("irc-to-loops", what, t)
-    return MemRefType(t.element_type, t.get_shape())
+    check_static("irc-to-loops", what, t, symbolic=True)
+    return memref_of(t.element_type, dims_of(t))
+
+
+def bound_symbols(fn: func.FuncOp) -> list[sympy.Symbol]:
+    """The symbols a function's sizes use, in order; each must be some argument's whole size
+    (that is where the caller's value comes from), or the function cannot be called."""
+    name = fn.sym_name.data
+    bound, used = set(), set()
+    for t in fn.function_type.inputs.data:
+        dims = dims_of(t) if isinstance(t, TensorType) else ()
+        bound |= {d for d in dims if isinstance(d, sympy.Symbol)}
+        used |= symbols_of(dims)
+    for t in fn.function_type.outputs.data:
+        used |= symbols_of(dims_of(t) if isinstance(t, TensorType) else ())
+    unbound = sorted(used - bound, key=symbol_order)
+    if unbound:
+        raise ValueError(
+            f"irc-to-loops: @{name} uses the size symbol(s) {', '.join(map(str, unbound))} that no argument "
+            "has as a whole dimension, so a caller cannot give their values"
+        )
+    return sorted(used, key=symbol_order)
 
 
 def describe(op: Operation) -> str:
@@ -59,11 +90,49 @@ def describe(op: Operation) -> str:
 
 
 def _empty(v: SSAValue) -> bool:
-    return isinstance(v.type, TensorType) and math.prod(irt.shape_of(v)) == 0
+    return isinstance(v.type, TensorType) and product(irt.shape_of(v)) == 0
 
 
 def _shape_str(v: SSAValue) -> str:
-    return "x".join(map(str, irt.shape_of(v))) or "scalar"
+    return "x".join(map(format_dim, irt.shape_of(v))) or "scalar"
+
+
+def index_ops(value: Dim, symbols: Mapping[sympy.Symbol, SSAValue], constant: Callable[[int], SSAValue]) -> list[Operation]:
+    """The arith ops computing the index `value` from the `symbols`' values (`constant(n)` gives
+    the constant n); the last op's result is the value."""
+    ops: list[Operation] = []
+
+    def build(e: sympy.Expr) -> SSAValue:
+        if e.is_Integer:
+            return constant(int(e))
+        if e.is_Symbol:
+            return symbols[e]
+        if e.is_Add or e.is_Mul:
+            cls = arith.AddiOp if e.is_Add else arith.MuliOp
+            args = sorted(e.args, key=lambda t: (t.is_Number, sympy.default_sort_key(t)))
+            acc = build(args[0])
+            for a in args[1:]:
+                ops.append(cls(acc, build(a)))
+                acc = ops[-1].results[0]
+            return acc
+        if isinstance(e, sympy.floor):
+            num, den = sympy.fraction(sympy.together(e.args[0]))
+            ops.append(arith.DivSIOp(build(sympy.expand(num)), build(den)))
+            return ops[-1].results[0]
+        if isinstance(e, sympy.Mod):
+            ops.append(arith.RemSIOp(build(e.args[0]), build(e.args[1])))
+            return ops[-1].results[0]
+        if isinstance(e, (sympy.Max, sympy.Min)):
+            cls = arith.MaxSIOp if isinstance(e, sympy.Max) else arith.MinSIOp
+            acc = build(e.args[0])
+            for a in e.args[1:]:
+                ops.append(cls(acc, build(a)))
+                acc = ops[-1].results[0]
+            return acc
+        raise ValueError(f"irc-to-loops: cannot compute the size {format_dim(value)}")
+
+    build(sympy.sympify(value))
+    return ops
 
 
 def load_at(b: Builder, buf: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
@@ -86,7 +155,9 @@ class FunctionLowering:
     b: Builder = field(init=False)
     buffers: dict[SSAValue, SSAValue] = field(default_factory=dict)
     allocs: list[SSAValue] = field(default_factory=list)
-    index_consts: dict[int, SSAValue] = field(default_factory=dict)
+    index_consts: dict[Dim, SSAValue] = field(default_factory=dict)
+    symbols: dict[sympy.Symbol, SSAValue] = field(default_factory=dict)  # the function's size arguments
+    entry_last: Operation | None = None  # the last size computation at the function's entry
     tag_ops: bool = False  # mark each nest with the index of the irt op it lowers (profiling)
     gemm_width: int = Target.gemm_width  # the GEMM engine's panel width (packed weights of another width stay scalar)
     strict: bool = False  # no GEMM engine: the scalar nests sum in sequential order
@@ -94,19 +165,33 @@ class FunctionLowering:
     op_index: int = -1  # the irt op being lowered (-1: copies of the return)
 
     # -- small builders -------------------------------------------------------------------
-    def index(self, value: int) -> SSAValue:
-        """An index constant, created once per function at its entry."""
-        if value not in self.index_consts:
+    def index(self, value: Dim) -> SSAValue:
+        """An index value for a size: a constant, or a symbolic size computed from the function's
+        size arguments; each created once per function at its entry."""
+        if value in self.index_consts:
+            return self.index_consts[value]
+        if isinstance(value, int):
             op = arith.ConstantOp(IntegerAttr(value, IndexType()))
             first = self.block.first_op
             self.block.insert_op_before(op, first) if first else self.block.add_op(op)
             op.result.name_hint = f"c{value}"
+            self.entry_last = self.entry_last or op
             self.index_consts[value] = op.result
+            return op.result
+        ops = index_ops(value, self.symbols, self.index)
+        for op in ops:  # after the constants and the earlier sizes they use
+            if self.entry_last is None:
+                first = self.block.first_op
+                self.block.insert_op_before(op, first) if first else self.block.add_op(op)
+            else:
+                self.block.insert_op_after(op, self.entry_last)
+            self.entry_last = op
+        self.index_consts[value] = ops[-1].results[0] if ops else self.symbols[value]
         return self.index_consts[value]
 
     def nest(self, shape: Sequence[int], label: str, body: Callable[[Builder, list[SSAValue]], None]) -> None:
         """One parallel loop nest over `shape`; `body(builder, ivs)` builds the per-element work."""
-        if any(s < 0 for s in shape):  # verifiers reject dynamic dims: never print one as a bound
+        if any(isinstance(s, int) and s < 0 for s in shape):  # never print xDSL's `?` placeholder as a bound
             raise ValueError(f"irc-to-loops: loop bounds {list(shape)} of `{label}` are not static sizes >= 0")
         if not shape:
             body(self.b, [])
@@ -144,7 +229,9 @@ class FunctionLowering:
         """The buffer an op writes `value` into: an output buffer if returned, else a new allocation."""
         if value in self.buffers:
             return self.buffers[value]
-        alloc = self.b.insert(memref.AllocOp.get(f32, 64, irt.shape_of(value)))
+        dims = irt.shape_of(value)
+        sizes = [self.index(d) for d in dims if not isinstance(d, int)]
+        alloc = self.b.insert(memref.AllocOp(sizes, [], memref_of(f32, dims), IntegerAttr(64, 64)))
         alloc.memref.name_hint = value.name_hint
         self.allocs.append(alloc.memref)
         self.buffers[value] = alloc.memref
@@ -158,12 +245,17 @@ class FunctionLowering:
         name = self.fn.sym_name.data
         in_types = [memref_type(a.type, f"argument {i} of @{name}") for i, a in enumerate(old.args)]
         out_types = [memref_type(v.type, f"result {i} of @{name}") for i, v in enumerate(ret.arguments)]
-        self.block = Block(arg_types=in_types + out_types)
+        symbols = bound_symbols(self.fn)
+        size_types = [IndexType()] * len(symbols)
+        self.block = Block(arg_types=size_types + in_types + out_types)
         self.b = Builder(InsertPoint.at_end(self.block))
-        for a, new in zip(old.args, self.block.args):
+        for s, arg in zip(symbols, self.block.args):
+            arg.name_hint = s.name
+            self.symbols[s] = arg
+        for a, new in zip(old.args, self.block.args[len(symbols) :]):
             new.name_hint = a.name_hint
             self.buffers[a] = new
-        outs = list(self.block.args[len(old.args) :])
+        outs = list(self.block.args[len(symbols) + len(old.args) :])
         copies = self._assign_outputs(list(ret.arguments), outs)
         for self.op_index, op in enumerate(old.ops):
             if op is not ret:
@@ -174,7 +266,7 @@ class FunctionLowering:
         for buf in self.allocs:
             self.b.insert(memref.DeallocOp.get(buf))
         self.b.insert(func.ReturnOp())
-        return func.FuncOp(self.fn.sym_name.data, (in_types + out_types, []), Region(self.block))
+        return func.FuncOp(self.fn.sym_name.data, (size_types + in_types + out_types, []), Region(self.block))
 
     def _assign_outputs(self, results: list[SSAValue], outs: list[SSAValue]) -> list[tuple[SSAValue, SSAValue]]:
         """Let each returned value be computed in place in its output buffer (a reshaped result:
@@ -217,6 +309,12 @@ class FunctionLowering:
     def view(self, buffer: SSAValue, shape: Sequence[int], name: str | None = None) -> SSAValue:
         """The same contiguous elements seen with another shape; no copy."""
         strides = row_major_strides(shape)
-        cast = memref.ReinterpretCastOp(buffer, [], [], [], [0], list(shape), strides, MemRefType(f32, shape))
+        dynamic = [self.index(d) for d in (*shape, *strides) if not isinstance(d, int)]
+        static = [d if isinstance(d, int) else DYNAMIC_INDEX for d in (*shape, *strides)]
+        n = len(shape)
+        cast = memref.ReinterpretCastOp(
+            buffer, [], dynamic[: sum(1 for d in shape if not isinstance(d, int))],
+            dynamic[sum(1 for d in shape if not isinstance(d, int)) :], [0], static[:n], static[n:], memref_of(f32, shape),
+        )
         cast.result.name_hint = name
         return self.b.insert(cast).result

@@ -1,10 +1,12 @@
 // RUN: irc-opt %s --verify-diagnostics --split-input-file | filecheck %s
 
-// Every irt and irl op rejects a dynamic dimension (until they are supported), naming itself,
-// the operand or result and its type; a zero-size dimension is a static size and verifies.
+// Every irt and irl op rejects a `?` dimension without its size expression (#irt.dims), and
+// an op not written for symbolic sizes rejects them, naming itself, the operand or result and
+// its type; a zero-size dimension is a static size and verifies. (Symbolic sizes where they
+// are supported: dialects/symbolic.mlir.)
 
 func.func @dynamic_operand(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  // expected-error @+1 {{irt.relu: dynamic dimensions are not supported yet: operand 0 has type tensor<?x4xf32>; give every dimension a static size (irc compiles one version per input shape)}}
+  // expected-error @+1 {{irt.relu: operand 0: type tensor<?x4xf32> has 1 dynamic dimension(s) but 0 size expression(s) (a `?` dimension needs its size in an #irt.dims attribute)}}
   %0 = irt.relu %x : tensor<?x4xf32>
   func.return %0 : tensor<?x4xf32>
 }
@@ -12,23 +14,23 @@ func.func @dynamic_operand(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
 // -----
 
 func.func @dynamic_result(%x: tensor<2x6xf32>) -> tensor<?xf32> {
-  // expected-error @+1 {{irt.reshape: dynamic dimensions are not supported yet: result 0 has type tensor<?xf32>}}
+  // expected-error @+1 {{irt.reshape: result 0: type tensor<?xf32> has 1 dynamic dimension(s) but 0 size expression(s)}}
   %0 = irt.reshape %x : (tensor<2x6xf32>) -> tensor<?xf32>
   func.return %0 : tensor<?xf32>
 }
 
 // -----
 
-func.func @dynamic_weight(%x: tensor<4x8xf32>, %w: tensor<?x8xf32>) -> tensor<4x16xf32> {
-  // expected-error @+1 {{irt.linear: dynamic dimensions are not supported yet: operand 1 has type tensor<?x8xf32>}}
-  %0 = irt.linear %x, %w : (tensor<4x8xf32>, tensor<?x8xf32>) -> tensor<4x16xf32>
-  func.return %0 : tensor<4x16xf32>
+func.func @not_yet_symbolic(%x: tensor<4x3x8x8xf32>, %w: tensor<?x3x3x3xf32, #irt.dims<"s0">>) -> tensor<4x?x8x8xf32, #irt.dims<"s0">> {
+  // expected-error @+1 {{irt.conv2d: symbolic sizes are not supported by this op yet: operand 1 has type tensor<?x3x3x3xf32, #irt.dims<"s0">>}}
+  %0 = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<4x3x8x8xf32>, tensor<?x3x3x3xf32, #irt.dims<"s0">>) -> tensor<4x?x8x8xf32, #irt.dims<"s0">>
+  func.return %0 : tensor<4x?x8x8xf32, #irt.dims<"s0">>
 }
 
 // -----
 
 func.func @dynamic_memref(%a: memref<?x8xf32>, %b: memref<16x8xf32>, %c: memref<4x16xf32>) {
-  // expected-error @+1 {{irl.gemm: dynamic dimensions are not supported yet: operand 0 has type memref<?x8xf32>}}
+  // expected-error @+1 {{irl.gemm: operand 0: type memref<?x8xf32> has 1 dynamic dimension(s) but 0 size expression(s)}}
   irl.gemm nk %a, %b -> %c sizes [4, 16, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<?x8xf32>, memref<16x8xf32>, memref<4x16xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32

@@ -3,7 +3,7 @@
 // CHECK: irc-opt: error: {{.*}}dynamic_dim_op.mlir:7:8: {{.+}}
 // CHECK-NOT: Traceback
 func.func @f(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  // expected-error @+1 {{irt.relu: dynamic dimensions are not supported yet: operand 0 has type tensor<?x4xf32>; give every dimension a static size (irc compiles one version per input shape)}}
+  // expected-error @+1 {{irt.relu: operand 0: type tensor<?x4xf32> has 1 dynamic dimension(s) but 0 size expression(s) (a `?` dimension needs its size in an #irt.dims attribute)}}
   %0 = irt.relu %x : tensor<?x4xf32>
   func.return %0 : tensor<?x4xf32>
 }

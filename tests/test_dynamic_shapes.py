@@ -167,3 +167,23 @@ def test_explain_reports_counts_at_the_example_sizes():
     report = cm.explain()
     assert "counts below are at the example inputs' sizes (s0 = 3)" in report
     assert " s0x16 " in report and "per forward" in report
+
+
+def test_a_region_with_autocast_disabled_compiles_natively(fresh_cache):
+    """Llama's rotary embedding computes under `torch.autocast(..., enabled=False)`: in a float32
+    graph that changes nothing, so it compiles (one symbolic build)."""
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            with torch.autocast(device_type="cpu", enabled=False):
+                y = x.float() * 2
+            return torch.relu(y)
+
+    m = M()
+    torch._dynamo.reset()
+    f = torch.compile(m, backend="irc", dynamic=True, options={"fallback": False})
+    before = compiler_invocations()
+    for n in (3, 5, 9):
+        x = torch.randn(n, 8)
+        torch.testing.assert_close(f(x), m(x))
+    assert compiler_invocations() - before == 1

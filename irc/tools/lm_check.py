@@ -165,21 +165,27 @@ def fresh_state() -> Iterator[Builds]:
 
 
 def dynamo_counts() -> dict[str, int]:
-    """Graphs Dynamo compiled, recompiles (guard failures) and graph breaks since `fresh_state()`."""
-    from torch._dynamo.utils import counters, guard_failures
+    """Since `fresh_state()`: graphs Dynamo compiled, recompiles (compiles of a frame after its
+    first, from Dynamo's per-frame compile counter; a recompile's guard failures are one per cached
+    entry, so they are not counted) and graph breaks."""
+    from torch._dynamo import convert_frame
+    from torch._dynamo.utils import counters
 
     return {
         "graphs": int(counters["stats"]["unique_graphs"]),
-        "recompiles": sum(len(v) for v in guard_failures.values()),
+        "recompiles": sum(max(0, n - 1) for n in convert_frame.FRAME_COMPILE_COUNTER.values()),
         "breaks": int(sum(counters["graph_break"].values())),
     }
 
 
-def recompile_reasons(limit: int = 3) -> list[str]:
+def recompile_reasons(limit: int = 4) -> list[str]:
+    """The distinct guard failures that made Dynamo recompile (first line each, compile id dropped)."""
     from torch._dynamo.utils import guard_failures
 
-    reasons = [r.splitlines()[0] for v in guard_failures.values() for r in v]
-    return [short(r, 140) for r in reasons[:limit]]
+    reasons = dict.fromkeys(
+        r.splitlines()[0].split(": ", 1)[-1] for v in guard_failures.values() for r in v
+    )
+    return [short(r, 160) for r in list(reasons)[:limit]]
 
 
 class CellTimeout(Exception):
@@ -213,26 +219,36 @@ def threading_main() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
-class WarningLog(logging.Handler):
-    """Collects logger "irc"'s WARNINGs during a row (instead of printing them)."""
+class IrcLog(logging.Handler):
+    """Collects what logger "irc" says at INFO and above while attached (instead of printing it)."""
 
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.messages: list[str] = []
+        super().__init__(logging.INFO)
+        self.records: list[tuple[int, str]] = []
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.messages.append(record.getMessage())
+        self.records.append((record.levelno, record.getMessage()))
+
+    @property
+    def warnings(self) -> list[str]:
+        return [m for level, m in self.records if level >= logging.WARNING]
+
+    def count(self, text: str) -> int:
+        """How many messages contain `text`."""
+        return sum(text in m for _, m in self.records)
 
     @contextlib.contextmanager
-    def attached(self) -> Iterator[WarningLog]:
-        propagate = log.propagate
+    def attached(self) -> Iterator[IrcLog]:
+        propagate, level = log.propagate, log.level
         log.addHandler(self)
         log.propagate = False
+        if log.getEffectiveLevel() > logging.INFO:
+            log.setLevel(logging.INFO)
         try:
             yield self
         finally:
             log.removeHandler(self)
-            log.propagate = propagate
+            log.propagate, log.level = propagate, level
 
 
 # --- comparing outputs ------------------------------------------------------------------------
@@ -426,15 +442,20 @@ def check_generate(
     inputs["attention_mask"] = inputs["attention_mask"].flip(-1)  # generate wants padding on the left
     kwargs = dict(max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=0)
     with torch.no_grad():
+        start = time.perf_counter()
         expected, eager = profile_matmuls(lambda: model.generate(**inputs, **kwargs))
+        eager_seconds = time.perf_counter() - start
     with fresh_state() as builds, torch._dynamo.config.patch(allow_unspec_int_on_nn_module=unspec_int):
         eager_forward = model.forward
         model.forward = torch.compile(model.forward, backend="irc", dynamic=True)
         try:
             with torch.no_grad():
                 first = model.generate(**inputs, **kwargs)
-                counts_first = dynamo_counts()
-                second, compiled = profile_matmuls(lambda: model.generate(**inputs, **kwargs))
+                counts_first, gxx_first, libs_first = dynamo_counts(), builds.gxx, builds.libs
+                with IrcLog().attached() as second_log:
+                    start = time.perf_counter()
+                    second, compiled = profile_matmuls(lambda: model.generate(**inputs, **kwargs))
+                    second_seconds = time.perf_counter() - start
         finally:
             model.forward = eager_forward
         _finish(row, builds)
@@ -451,11 +472,17 @@ def check_generate(
         f"(second call {'the same' if torch.equal(first, second) else second[0, -max_new_tokens:].tolist()})"
     )
     row.details.append(
-        f"first generate: {counts_first['graphs']} graph(s), {counts_first['recompiles']} recompile(s); "
-        f"second generate native {_pct(row.native)} (eager generate {eager.flops} matmul FLOPs, "
-        f"compiled {compiled.flops})"
+        f"first generate: {counts_first['graphs']} graph(s), {counts_first['recompiles']} recompile(s), "
+        f"{gxx_first} g++ run(s), {libs_first} librar(ies)"
     )
-    row.details += [f"recompile: {r}" for r in reasons]
+    row.details.append(
+        f"second generate: native {_pct(row.native)} (eager generate {eager.flops} matmul FLOPs, compiled "
+        f"{compiled.flops}); {row.gxx - gxx_first} more g++ run(s), {row.libs - libs_first} more librar(ies), "
+        f"irc said 'rebuilding' {second_log.count('rebuilding')} time(s) and 'compiling' "
+        f"{second_log.count('compiling')} time(s); {second_seconds:.2f} s (eager generate {eager_seconds:.2f} s, "
+        "both profiled)"
+    )
+    row.details += [f"recompiled for: {r}" for r in reasons]
     if not same:
         row.note = "tokens differ from eager"
     return row
@@ -473,9 +500,9 @@ def _tokens_differing(actual: torch.Tensor, expected: torch.Tensor) -> int:
 def run_cell(fn: Callable[[], Row], model: str, check: str, timeout: float | None) -> Row:
     """One cell; any exception (or the time limit) becomes the cell's result."""
     start = time.perf_counter()
-    warnings = WarningLog()
+    irc_log = IrcLog()
     try:
-        with warnings.attached(), time_limit(timeout):
+        with irc_log.attached(), time_limit(timeout):
             row = fn()
     except BaseException as e:  # noqa: B036 - KeyboardInterrupt stops the run; the rest is the cell's result
         if isinstance(e, KeyboardInterrupt):
@@ -487,9 +514,22 @@ def run_cell(fn: Callable[[], Row], model: str, check: str, timeout: float | Non
             torch._dynamo.reset()
     row.seconds = time.perf_counter() - start
     row.goal = goal(row)
-    if warnings.messages:
-        row.details.append(f"irc logged {len(warnings.messages)} warning(s); the first: {short(warnings.messages[0], 300)}")
+    if irc_log.warnings:
+        distinct = list(dict.fromkeys(warning_summary(m) for m in irc_log.warnings))
+        row.details.append(f"irc logged {len(irc_log.warnings)} warning(s), {len(distinct)} distinct:")
+        row.details += [f"  {m}" for m in distinct[:3]]
     return row
+
+
+FAILED_PARTITIONS = "partitions left eager because compiling them failed"
+
+
+def warning_summary(message: str) -> str:
+    """An irc warning, short: its beginning, and the partitions that failed to compile if it names them."""
+    head = short(message, 220)
+    if FAILED_PARTITIONS in message and FAILED_PARTITIONS not in head:
+        head += " ... " + short(message[message.index(FAILED_PARTITIONS):], 220)
+    return head
 
 
 def where(error: BaseException) -> str:
@@ -571,7 +611,7 @@ def format_report(rows: Sequence[Row], shapes: Sequence[tuple[int, int]], second
         "native: share of eager's matmul FLOPs (torch.profiler) that PyTorch did not run in the compiled call "
         "(all shapes; worst: lowest shape).\n"
         "g++: compiler runs, libs: distinct native libraries loaded (fresh IRC_CACHE_DIR per row). "
-        "graphs/recomp/breaks: Dynamo's (fx: native partitions / - / eager nodes).\n"
+        "graphs/recomp/breaks: Dynamo's graphs, recompiles, graph breaks (fx: native partitions / - / eager nodes).\n"
         f"goal (issue 12): correct, native >= {NATIVE_GOAL:.0%}, libs <= {LIBRARY_GOAL}. "
         "generate rows: shapes = generate calls with eager's tokens, max|err| = tokens differing."
     )
@@ -589,7 +629,7 @@ def format_report(rows: Sequence[Row], shapes: Sequence[tuple[int, int]], second
 def run(
     models: Sequence[str] = tuple(LM_MODELS), shapes: Sequence[tuple[int, int]] = DEFAULT_SHAPES,
     checks: Sequence[str] = CHECKS, prompt: tuple[int, int] = (1, 5), max_new_tokens: int = 8,
-    timeout: float | None = 600.0, progress: Callable[[Row], None] | None = None,
+    timeout: float | None = 300.0, progress: Callable[[Row], None] | None = None,
 ) -> list[Row]:
     """Every (model, check) cell, in order; `progress(row)` after each."""
     cells: list[tuple[str, str, Callable[[], Row]]] = []
@@ -649,7 +689,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--shapes", type=lambda t: [_shape(s) for s in t.split(",")], default=list(DEFAULT_SHAPES))
     p.add_argument("--prompt", type=_shape, default=(1, 5), help="generate's prompt, BATCHxLENGTH (default 1x5)")
     p.add_argument("--max-new-tokens", type=int, default=8)
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per row before it is cut off (0: none)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds per row before it is cut off (0: none)")
     args = p.parse_args(argv)
 
     import transformers

@@ -22,13 +22,14 @@ if TYPE_CHECKING:
 def buffers_kept(gm: fx.GraphModule):
     """Run `gm` (to trace shapes, to recompute for a backward) without changing its buffers:
     in train mode a batch norm updates its running statistics on every run."""
-    saved = [(b, b.clone()) for b in gm.buffers()] if any(m.training for m in gm.modules()) else []
+    saved = [(b, b._version, b.clone()) for b in gm.buffers()] if any(m.training for m in gm.modules()) else []
     try:
         yield
     finally:
         with torch.no_grad():
-            for b, before in saved:
-                b.copy_(before)
+            for b, version, before in saved:
+                if b._version != version:  # written by the run: put back. Untouched: leave it be, since a
+                    b.copy_(before)  # copy would bump its version and look like an update to the weight guard
 
 
 class NativeForward(torch.autograd.Function):

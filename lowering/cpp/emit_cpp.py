@@ -280,6 +280,14 @@ class CppEmitter:
         cmp = CMPI[op.predicate.value.data]  # signed/unsigned alike: irc compares index values only
         self.line(f"const bool {self.fresh(op.result)} = {self.n(op.lhs)} {cmp} {self.n(op.rhs)};")
 
+    @emit.register(arith.AndIOp)
+    @emit.register(arith.OrIOp)
+    def _(self, op: Operation) -> None:
+        if op.results[0].type != IntegerType(1):
+            raise NotImplementedError(f"cpp emitter: {op.name} on {op.results[0].type} (irc combines i1 conditions only)")
+        both = "&&" if isinstance(op, arith.AndIOp) else "||"
+        self.line(f"const bool {self.fresh(op.results[0])} = {self.n(op.lhs)} {both} {self.n(op.rhs)};")
+
     @emit.register
     def _(self, op: arith.IndexCastOp) -> None:
         self.names[op.result] = self.n(op.input)  # index and i64 are both int64_t

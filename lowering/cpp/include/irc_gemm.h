@@ -229,10 +229,16 @@ static inline void irc_tile(int64_t rows, int64_t kc, const float* __restrict__ 
   }
 }
 
-// One task: C rows [i0, i0+ms) x columns [j0, j0+nc), all of K in KC steps.
+// One task: C rows [i0, i0+ms) x columns [j0, j0+nc), all of K in KC steps. K = 0 (a size
+// known only at call time) sums nothing: each element is the epilogue of 0.
 template <class PA, class PB, class Epi>
 static inline void irc_gemm_task(int64_t K, const PA& pa, const PB& pb, float* c, int64_t ldc, const Epi& epi,
                                  int64_t i0, int64_t ms, int64_t j0, int64_t nc, int64_t MC, int64_t KC) {
+  if (K <= 0) {
+    for (int64_t i = i0; i < i0 + ms; ++i)
+      for (int64_t j = j0; j < j0 + nc; ++j) c[i * ldc + j] = epi(0.0f, i, j);
+    return;
+  }
   for (int64_t p0 = 0; p0 < K; p0 += KC) {
     const int64_t kc = K - p0 < KC ? K - p0 : KC;
     const irc_panels B = pb.get(1, j0, nc, p0, kc);
@@ -250,10 +256,13 @@ static inline void irc_gemm_task(int64_t K, const PA& pa, const PB& pb, float* c
 
 // The product as tasks of MS rows x NC columns, shared among OpenMP threads when `parallel`.
 // Rows are split only to share the work: on one thread the task takes all M rows, so the B
-// panels (an im2col matrix, say) are packed once rather than once per row task.
+// panels (an im2col matrix, say) are packed once rather than once per row task. Sizes known
+// only at call time may be 0 (no task for M or N = 0; see irc_gemm_task for K); the tiles are
+// then >= 1 all the same (lowering/to_loops/gemm.py clamps them).
 template <class PA, class PB, class Epi>
 static void irc_gemm(int64_t M, int64_t N, int64_t K, const PA& pa, const PB& pb, float* c, int64_t ldc,
                      const Epi& epi, int64_t MC, int64_t NC, int64_t KC, int64_t MS, bool parallel) {
+  if (M <= 0 || N <= 0) return;
 #ifdef _OPENMP
   if (!parallel || omp_get_max_threads() == 1) MS = M;
 #else

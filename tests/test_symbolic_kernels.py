@@ -1,0 +1,188 @@
+"""Kernels with symbolic sizes against eager PyTorch: each test compiles ONE library from irc-opt
+text IR whose sizes are symbols (`#irt.dims`), through the whole declared pipeline, and calls its
+plain entry point at several sizes (0 or 1 where legal, odd ones like 7, 13, 65, 129), passing
+each symbol's value as an int64 and each buffer as a pointer, as the Python runtime will."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import IndexType
+from xdsl.ir import Block
+from xdsl.rewriter import InsertPoint
+
+from irc.dialects.symbolic import symbol
+from irc.lowering.to_loops.function import FunctionLowering
+from irc.lowering.to_loops.gemm import choose_tiles
+from irc.lowering.to_loops.index_arith import IndexArith
+from irc.runtime.build import build_library, load_library
+
+torch.manual_seed(0)
+
+SIZES = [0, 1, 7, 13, 65, 129]
+
+
+def build(ir: str, options: str = "", target: str = "cpp") -> ctypes.CDLL:
+    """The library irc-opt's whole pipeline makes of `ir` (every argument a run-time input:
+    nothing is packed or folded, and every loop pass runs)."""
+    inputs = len(re.findall(r"%\w+\s*:", re.split(r"\)\s*->", ir)[0]))
+    passes = f"irc-pipeline{{inputs={inputs} {options}}}"
+    cpp = subprocess.run(
+        [sys.executable, "-m", "irc.tools.irc_opt", "-p", passes, "-t", target],
+        input=ir, capture_output=True, text=True,
+    )
+    assert cpp.returncode == 0, cpp.stderr
+    return load_library(build_library(cpp.stdout))
+
+
+def call(lib: ctypes.CDLL, name: str, sizes: list[int], *buffers: torch.Tensor) -> None:
+    """fn(s0, s1, ..., buffers...): sizes as int64, buffers (contiguous float/int64) as pointers."""
+    fn = getattr(lib, name)
+    fn.restype = None
+    args = [ctypes.c_int64(s) for s in sizes] + [ctypes.c_void_p(b.data_ptr()) for b in buffers]
+    assert all(b.is_contiguous() for b in buffers)
+    fn(*args)
+
+
+def empty(*shape: int) -> torch.Tensor:
+    return torch.full(shape, float("nan"))
+
+
+def close(actual: torch.Tensor, expected: torch.Tensor, **tol) -> None:
+    torch.testing.assert_close(actual, expected, equal_nan=True, **tol)
+
+
+# ---------------------------------------------------------------------------------------------
+# Contractions: run-time M (batch x sequence rows), and run-time N and K
+# ---------------------------------------------------------------------------------------------
+
+LINEAR = """
+!X = tensor<?x?x48xf32, #irt.dims<"s0", "s1">>
+!Y = tensor<?x?x40xf32, #irt.dims<"s0", "s1">>
+func.func @f(%x: !X, %w: tensor<40x48xf32>, %b: tensor<40xf32>, %r: !Y) -> !Y {
+  %y = irt.linear %x, %w, %b : (!X, tensor<40x48xf32>, tensor<40xf32>) -> !Y
+  %g = irt.gelu %y : !Y
+  %a = irt.add %g, %r : (!Y, !Y) -> !Y
+  func.return %a : !Y
+}
+"""
+
+
+def test_linear_with_runtime_rows():
+    """M = batch x sequence, both symbols; the bias, GELU and residual run as the epilogue."""
+    lib = build(LINEAR)
+    w, b = torch.randn(40, 48), torch.randn(40)
+    for batch, seq in [(1, 1), (0, 5), (2, 0), (1, 7), (3, 13), (1, 65), (2, 129)]:
+        x, r = torch.randn(batch, seq, 48), torch.randn(batch, seq, 40)
+        out = empty(batch, seq, 40)
+        call(lib, "f", [batch, seq], x, w, b, r, out)
+        close(out, F.gelu(F.linear(x, w, b)) + r)
+
+
+RUNTIME_NK = """
+!MK = tensor<?x?xf32, #irt.dims<"s0", "s1">>
+!NK = tensor<?x?xf32, #irt.dims<"s2", "s1">>
+!KN = tensor<?x?xf32, #irt.dims<"s1", "s2">>
+!MN = tensor<?x?xf32, #irt.dims<"s0", "s2">>
+func.func @f(%a: !MK, %b: !NK, %c: !KN, %r: !MN) -> (!MN, !MN) {
+  %y = irt.linear %a, %b : (!MK, !NK) -> !MN
+  %z = irt.matmul %a, %c : (!MK, !KN) -> !MN
+  %s = irt.add %z, %r : (!MN, !MN) -> !MN
+  func.return %y, %s : !MN, !MN
+}
+"""
+
+
+def test_runtime_n_and_k_in_both_layouts():
+    """Every size a symbol (q @ k^T, p @ v); K = 0 gives the epilogue of 0, the residual read
+    with a run-time row stride (N)."""
+    lib = build(RUNTIME_NK)
+    for m, k, n in [(1, 1, 1), (7, 13, 65), (13, 0, 7), (0, 5, 3), (65, 129, 1), (129, 7, 13), (6, 320, 33)]:
+        a, b, c, r = torch.randn(m, k), torch.randn(n, k), torch.randn(k, n), torch.randn(m, n)
+        y, s = empty(m, n), empty(m, n)
+        call(lib, "f", [m, k, n], a, b, c, r, y, s)
+        close(y, a @ b.t())
+        close(s, a @ c + r)
+
+
+PACKED = """
+!X = tensor<?x20xf32, #irt.dims<"s0">>
+!Y = tensor<?x40xf32, #irt.dims<"s0">>
+func.func @f(%x: !X, %wp: tensor<3x20x16xf32>, %b: tensor<40xf32>) -> !Y {
+  %y = irt.contract packed %x, %wp epilogue(%b : tensor<40xf32>) : (!X, tensor<3x20x16xf32>) -> !Y {
+  ^bb0(%acc: f32, %bias: f32):
+    %s = arith.addf %acc, %bias : f32
+    %z = arith.constant 0.000000e+00 : f32
+    %r = arith.maximumf %s, %z : f32
+    irt.yield %r : f32
+  }
+  func.return %y : !Y
+}
+"""
+
+
+def test_packed_weight_panels_with_runtime_rows():
+    lib = build(PACKED)
+    w, b = torch.randn(40, 20), torch.randn(40)
+    panels = torch.zeros(48, 20)
+    panels[:40] = w
+    wp = panels.reshape(3, 16, 20).transpose(1, 2).contiguous()  # [N/16, K, 16]: wp[q, k, r] = w[16q + r, k]
+    for m in SIZES:
+        x, out = torch.randn(m, 20), empty(m, 40)
+        call(lib, "f", [m], x, wp, b, out)
+        close(out, torch.relu(F.linear(x, w, b)))
+
+
+def test_strict_contraction_with_runtime_sizes():
+    """A strict build keeps contractions on the scalar nest, with run-time bounds."""
+    lib = build(RUNTIME_NK, "strict=true", "cpp{strict=true}")
+    for m, k, n in [(1, 1, 1), (7, 13, 65), (13, 0, 7), (0, 5, 3)]:
+        a, b, c, r = torch.randn(m, k), torch.randn(n, k), torch.randn(k, n), torch.randn(m, n)
+        y, s = empty(m, n), empty(m, n)
+        call(lib, "f", [m, k, n], a, b, c, r, y, s)
+        close(y, a @ b.t())
+        close(s, a @ c + r)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gemm_tiles_at_call_time_are_the_static_rule(threads):
+    """The blocking computed by arith ops at call time is the one chosen at compile time for
+    the same sizes (one rule, `choose_tiles`, evaluated both ways)."""
+    for m, n, k in [(1, 256, 256), (128, 256, 256), (7, 13, 65), (129, 1, 700), (2048, 64, 64), (6, 4096, 33)]:
+        for width in (16, 32):
+            assert call_time_tiles(m, n, k, width, threads) == choose_tiles(m, n, k, width, threads)
+
+
+_ARITH = {arith.AddiOp: lambda a, b: a + b, arith.SubiOp: lambda a, b: a - b, arith.MuliOp: lambda a, b: a * b,
+          arith.DivSIOp: lambda a, b: a // b, arith.MinSIOp: min, arith.MaxSIOp: max,
+          arith.AndIOp: lambda a, b: a and b, arith.OrIOp: lambda a, b: a or b}
+_CMPI = {2: lambda a, b: a < b, 3: lambda a, b: a <= b, 4: lambda a, b: a > b, 5: lambda a, b: a >= b}
+
+
+def call_time_tiles(m: int, n: int, k: int, width: int, threads: int) -> tuple[int, ...]:
+    """`choose_tiles` on three symbolic sizes, its arith ops then evaluated for m, n, k."""
+    fl = FunctionLowering(func.FuncOp("tiles", ([], [])), {}, threads=threads)
+    fl.block = Block(arg_types=[IndexType()] * 3)
+    fl.b = Builder(InsertPoint.at_end(fl.block))
+    for i, arg in enumerate(fl.block.args):
+        fl.symbols[symbol(f"s{i}")] = arg
+    tiles = choose_tiles(*(fl.index(symbol(f"s{i}")) for i in range(3)), width, threads, IndexArith(fl))
+    env = dict(zip(fl.block.args, (m, n, k)))
+    for op in fl.block.ops:
+        if isinstance(op, arith.ConstantOp):
+            env[op.result] = op.value.value.data
+        elif isinstance(op, arith.CmpiOp):
+            env[op.result] = _CMPI[op.predicate.value.data](env[op.lhs], env[op.rhs])
+        elif isinstance(op, arith.SelectOp):
+            env[op.result] = env[op.lhs] if env[op.cond] else env[op.rhs]
+        else:
+            env[op.results[0]] = _ARITH[type(op)](*(env[v] for v in op.operands))
+    return tuple(t if isinstance(t, int) else env[t] for t in tiles)

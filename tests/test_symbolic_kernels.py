@@ -186,3 +186,104 @@ def call_time_tiles(m: int, n: int, k: int, width: int, threads: int) -> tuple[i
         else:
             env[op.results[0]] = _ARITH[type(op)](*(env[v] for v in op.operands))
     return tuple(t if isinstance(t, int) else env[t] for t in tiles)
+
+
+# ---------------------------------------------------------------------------------------------
+# Batched matmul and attention: run-time batch, Lq, Lk (E static)
+# ---------------------------------------------------------------------------------------------
+
+BATCH_MATMUL = """
+!Q = tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
+!K = tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>
+!S = tensor<?x4x?x?xf32, #irt.dims<"s0", "s1", "s2">>
+!W = tensor<4x?x16xf32, #irt.dims<"s2">>
+func.func @f(%q: !Q, %k: !K, %v: !K, %w: !W) -> (!S, !Q, !S) {
+  %s = irt.batch_matmul linear %q, %k : (!Q, !K) -> !S
+  %o = irt.batch_matmul matmul %s, %v : (!S, !K) -> !Q
+  %b = irt.batch_matmul linear %q, %w : (!Q, !W) -> !S
+  func.return %s, %o, %b : !S, !Q, !S
+}
+"""
+
+
+def test_batch_matmul_with_runtime_batch_and_lengths():
+    """q @ k^T, p @ v, and a rhs whose batch dims broadcast ([4, Lk, E] against [B, 4, ...])."""
+    lib = build(BATCH_MATMUL)
+    for b, lq, lk in [(1, 1, 1), (2, 7, 13), (1, 13, 0), (0, 3, 5), (1, 65, 7), (2, 1, 129)]:
+        q, k, v, w = torch.randn(b, 4, lq, 16), torch.randn(b, 4, lk, 16), torch.randn(b, 4, lk, 16), torch.randn(4, lk, 16)
+        s, o, bw = empty(b, 4, lq, lk), empty(b, 4, lq, 16), empty(b, 4, lq, lk)
+        call(lib, "f", [b, lq, lk], q, k, v, w, s, o, bw)
+        close(s, q @ k.transpose(-1, -2))
+        close(o, (q @ k.transpose(-1, -2)) @ v, rtol=1e-4, atol=1e-4)  # sums of O(10) products
+        close(bw, q @ w.transpose(-1, -2))
+
+
+ATTENTION = """
+!Q = tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
+!K = tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>
+!M = tensor<?x?xf32, #irt.dims<"s1", "s2">>
+func.func @f(%q: !Q, %k: !K, %v: !K, %m: !M) -> (!Q, !Q, !Q) {
+  %a = irt.attention %q, %k, %v scale 0.25 : (!Q, !K, !K) -> !Q
+  %b = irt.attention %q, %k, %v mask %m scale 0.25 : (!Q, !K, !K, !M) -> !Q
+  %c = irt.attention %q, %k, %v scale 0.25 causal : (!Q, !K, !K) -> !Q
+  func.return %a, %b, %c : !Q, !Q, !Q
+}
+"""
+
+ATTENTION_SIZES = [(1, 1, 1), (2, 7, 13), (1, 13, 7), (1, 5, 0), (0, 3, 3), (1, 65, 65), (1, 1, 129), (2, 129, 66)]
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["engine", "scalar"])
+def test_attention_with_runtime_batch_and_lengths(strict):
+    """Plain, with an additive mask [Lq, Lk], and causal (top-left aligned when Lq != Lk), on
+    the GEMM engine and on the scalar online-softmax nest (strict); no keys gives zeros."""
+    lib = build(ATTENTION, "strict=true" if strict else "", "cpp{strict=true}" if strict else "cpp")
+    for b, lq, lk in ATTENTION_SIZES:
+        q, k, v = torch.randn(b, 4, lq, 16), torch.randn(b, 4, lk, 16), torch.randn(b, 4, lk, 16)
+        m = torch.randn(lq, lk)
+        outs = [empty(b, 4, lq, 16) for _ in range(3)]
+        call(lib, "f", [b, lq, lk], q, k, v, m, *outs)
+        sdpa = F.scaled_dot_product_attention
+        close(outs[0], sdpa(q, k, v, scale=0.25) if lk else torch.zeros(b, 4, lq, 16))
+        close(outs[1], sdpa(q, k, v, attn_mask=m, scale=0.25) if lk else torch.zeros(b, 4, lq, 16))
+        causal = torch.ones(lq, lk, dtype=torch.bool).tril()
+        close(outs[2], sdpa(q, k, v, attn_mask=causal, scale=0.25) if lk else torch.zeros(b, 4, lq, 16))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions and normalizations
+# ---------------------------------------------------------------------------------------------
+
+REDUCE = """
+!X = tensor<?x?x12xf32, #irt.dims<"s0", "s1">>
+!S = tensor<?x?xf32, #irt.dims<"s0", "s1">>
+!R = tensor<?x12xf32, #irt.dims<"s0">>
+!M = tensor<?x1x1xf32, #irt.dims<"s0">>
+func.func @f(%x: !X, %w: tensor<12xf32>, %b: tensor<12xf32>, %y: !S) -> (!R, !M, !S, !X, !X, !S, !X) {
+  %sum = irt.reduce sum %x [1] : (!X) -> !R
+  %mean = irt.reduce mean %x [1, 2] keepdim : (!X) -> !M
+  %max = irt.reduce max %x [2] : (!X) -> !S
+  %sm = irt.softmax %x dim -1 : !X
+  %ls = irt.log_softmax %x dim 1 : !X
+  %sy = irt.softmax %y dim 1 : !S
+  %ln = irt.layer_norm %x : !X weight %w : tensor<12xf32> bias %b : tensor<12xf32> dims 1 eps 1.0e-05 -> !X
+  func.return %sum, %mean, %max, %sm, %ls, %sy, %ln : !R, !M, !S, !X, !X, !S, !X
+}
+"""
+
+
+def test_reductions_over_static_and_runtime_dims():
+    """sum over a run-time dim, mean over a run-time and a static one (the count 12 * s1 at call
+    time; NaN for none, as eager), max over a static dim with run-time outer dims; softmax over
+    a static last dim, log_softmax over a run-time middle one, softmax over a run-time last dim
+    (attention scores); layer_norm with run-time outer dims."""
+    lib = build(REDUCE)
+    w, b = torch.randn(12), torch.randn(12)
+    for n, s in [(1, 1), (2, 7), (1, 13), (3, 0), (0, 5), (1, 65), (2, 129)]:
+        x, y = torch.randn(n, s, 12), torch.randn(n, s)
+        outs = [empty(n, 12), empty(n, 1, 1), empty(n, s), empty(n, s, 12), empty(n, s, 12), empty(n, s), empty(n, s, 12)]
+        call(lib, "f", [n, s], x, w, b, y, *outs)
+        expected = [x.sum(1), x.mean((1, 2), keepdim=True), x.amax(2), x.softmax(-1), x.log_softmax(1),
+                    y.softmax(1), F.layer_norm(x, (12,), w, b)]
+        for got, want in zip(outs, expected):
+            close(got, want)

@@ -34,3 +34,55 @@ func.func @epilogue(%x: tensor<?x48xf32, #irt.dims<"s0">>, %w: tensor<40x48xf32>
   }
   func.return %y : tensor<?x40xf32, #irt.dims<"s0">>
 }
+
+// -----
+
+// Reductions, normalizations, batched matmul and attention with run-time batch and lengths.
+// CHECK-LABEL: func.func @reductions
+// CHECK:         irt.reduce mean %x [1, 2] keepdim : (tensor<?x?x12xf32, #irt.dims<"s0", "s1">>) -> tensor<?x1x1xf32, #irt.dims<"s0">>
+// CHECK:         irt.softmax %y dim 1 : tensor<?x?xf32, #irt.dims<"s0", "s1">>
+// CHECK:         irt.layer_norm %x : tensor<?x?x12xf32, #irt.dims<"s0", "s1">> dims 1
+// CHECK:         irt.batch_matmul linear %q, %k : (tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>) -> tensor<?x4x?x?xf32, #irt.dims<"s0", "s1", "s2">>
+// CHECK:         irt.attention %q, %k, %k mask %m scale 2.500000e-01 causal
+func.func @reductions(%x: tensor<?x?x12xf32, #irt.dims<"s0", "s1">>, %y: tensor<?x?xf32, #irt.dims<"s0", "s1">>,
+                      %q: tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, %k: tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>,
+                      %m: tensor<?x?xf32, #irt.dims<"s1", "s2">>) {
+  %mean = irt.reduce mean %x [1, 2] keepdim : (tensor<?x?x12xf32, #irt.dims<"s0", "s1">>) -> tensor<?x1x1xf32, #irt.dims<"s0">>
+  %sm = irt.softmax %y dim 1 : tensor<?x?xf32, #irt.dims<"s0", "s1">>
+  %ln = irt.layer_norm %x : tensor<?x?x12xf32, #irt.dims<"s0", "s1">> dims 1 eps 1.0e-05 -> tensor<?x?x12xf32, #irt.dims<"s0", "s1">>
+  %s = irt.batch_matmul linear %q, %k : (tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>) -> tensor<?x4x?x?xf32, #irt.dims<"s0", "s1", "s2">>
+  %o = irt.attention %q, %k, %k mask %m scale 0.25 causal : (tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>, tensor<?x?xf32, #irt.dims<"s1", "s2">>) -> tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
+  func.return
+}
+
+// -----
+
+func.func @reduce_result(%x: tensor<?x?x12xf32, #irt.dims<"s0", "s1">>) -> tensor<?x12xf32, #irt.dims<"s1">> {
+  // expected-error @+1 {{irt.reduce: reducing s0xs1x12 over [1] gives s0x12, not s1x12}}
+  %0 = irt.reduce sum %x [1] : (tensor<?x?x12xf32, #irt.dims<"s0", "s1">>) -> tensor<?x12xf32, #irt.dims<"s1">>
+  func.return %0 : tensor<?x12xf32, #irt.dims<"s1">>
+}
+
+// -----
+
+func.func @batch_matmul_k(%q: tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, %v: tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>) -> tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">> {
+  // expected-error @+1 {{irt.batch_matmul: contracting dimensions differ: lhs s0x4xs1x16 has 16, rhs s0x4xs2x16 has s2 (matmul expects rhs as [..., K, N])}}
+  %0 = irt.batch_matmul matmul %q, %v : (tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>) -> tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
+  func.return %0 : tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
+}
+
+// -----
+
+func.func @attention_lengths(%q: tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, %k: tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>, %v: tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>) -> tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">> {
+  // expected-error @+1 {{irt.attention: k s0x4xs2x16 and v s0x4xs1x16 have different lengths (s2 vs s1)}}
+  %0 = irt.attention %q, %k, %v scale 0.25 : (tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>) -> tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
+  func.return %0 : tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
+}
+
+// -----
+
+func.func @attention_mask(%q: tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, %k: tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>, %m: tensor<?x?xf32, #irt.dims<"s2", "s1">>) -> tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">> {
+  // expected-error @+1 {{irt.attention: mask of shape s2xs1 does not broadcast to the scores shape s0x4xs1xs2}}
+  %0 = irt.attention %q, %k, %k mask %m scale 0.25 : (tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>, tensor<?x?xf32, #irt.dims<"s2", "s1">>) -> tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
+  func.return %0 : tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
+}

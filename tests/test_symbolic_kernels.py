@@ -17,8 +17,11 @@ from xdsl.builder import Builder
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Block
+from xdsl.parser import Parser
 from xdsl.rewriter import InsertPoint
 
+from irc.context import irc_context
+from irc.dialects.irt.shape import SliceOp
 from irc.dialects.symbolic import symbol
 from irc.lowering.to_loops.function import FunctionLowering
 from irc.lowering.to_loops.gemm import choose_tiles
@@ -287,3 +290,61 @@ def test_reductions_over_static_and_runtime_dims():
                     y.softmax(1), F.layer_norm(x, (12,), w, b)]
         for got, want in zip(outs, expected):
             close(got, want)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape ops: the KV-cache concat (s1 + s2), slices of run-time dims, embedding, expand, transpose
+# ---------------------------------------------------------------------------------------------
+
+SHAPES = """
+!C = tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
+!N = tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>
+!T = tensor<?x4x?x16xf32, #irt.dims<"s0", "s1 + s2">>
+!X = tensor<?x?x8xf32, #irt.dims<"s0", "s1">>
+!I = tensor<?x?xi64, #irt.dims<"s0", "s2">>
+!L = tensor<?x?x4xf32, #irt.dims<"s0", "s1 - 1">>
+!F = tensor<?x1x8xf32, #irt.dims<"s0">>
+!E = tensor<?x?x8xf32, #irt.dims<"s0", "s2">>
+!R = tensor<8x?x?xf32, #irt.dims<"s1", "s0">>
+func.func @f(%cache: !C, %new: !N, %x: !X, %idx: !I, %w: tensor<10x8xf32>, %e: !F) -> (!T, !L, !F, !E, !X, !R) {
+  %t = irt.concat %cache, %new dim 2 : (!C, !N) -> !T
+  %s = irt.slice %x offsets [0, 1, 2] strides [1, 1, 1] : (!X) -> !L
+  %first = irt.slice %x offsets [0, 0, 0] strides [1, 1, 1] : (!X) -> !F
+  %em = irt.embedding %idx, %w : (!I, tensor<10x8xf32>) -> !E
+  %ex = irt.expand %e : (!F) -> !X
+  %tr = irt.transpose %x [2, 1, 0] : (!X) -> !R
+  func.return %t, %s, %first, %em, %ex, %tr : !T, !L, !F, !E, !X, !R
+}
+"""
+
+
+def test_shape_ops_with_runtime_sizes():
+    """cat(cache [.., s1, ..], new [.., s2, ..]) along the sequence (s1 + s2), x[:, 1:, 2:6]
+    (s1 - 1 rows), x[:, :1] (needs s1 >= 1), an embedding of [s0, s2] indices (one out of
+    range: a NaN row), an expand along s1 and a transpose."""
+    lib = build(SHAPES)
+    w = torch.randn(10, 8)
+    for b, past, new in [(1, 1, 1), (2, 7, 1), (1, 13, 0), (0, 3, 2), (1, 65, 7), (2, 129, 13), (1, 1, 65)]:
+        cache, knew = torch.randn(b, 4, past, 16), torch.randn(b, 4, new, 16)
+        x, e = torch.randn(b, past, 8), torch.randn(b, 1, 8)
+        idx = torch.randint(0, 10, (b, new))
+        if idx.numel():
+            idx.view(-1)[-1] = 10  # outside the table
+        outs = [empty(b, 4, past + new, 16), empty(b, past - 1, 4), empty(b, 1, 8), empty(b, new, 8),
+                empty(b, past, 8), empty(8, past, b)]
+        call(lib, "f", [b, past, new], cache, knew, x, idx, w, e, *outs)
+        table = torch.cat([w, torch.full((1, 8), float("nan"))])
+        expected = [torch.cat([cache, knew], 2), x[:, 1:, 2:6], x[:, :1], F.embedding(idx, table),
+                    e.expand(b, past, 8), x.permute(2, 1, 0)]
+        for got, want in zip(outs, expected):
+            close(got, want)
+
+
+def test_slice_lists_what_a_call_must_satisfy():
+    """x[:, 1:] of an s1-long dim stays inside for any s1; x[:, :1] needs s1 >= 1 (room s1 - 1
+    when its size, 1, is > 0): the verifier accepts both, the caller checks the second."""
+    module = Parser(irc_context(), SHAPES).parse_module()
+    slices = [op for op in module.walk() if isinstance(op, SliceOp)]
+    s1 = symbol("s1")
+    assert slices[0].call_time_requirements() == [(symbol("s0"), 0), (s1 - 1, 0)]
+    assert slices[1].call_time_requirements() == [(symbol("s0"), 0), (1, s1 - 1)]

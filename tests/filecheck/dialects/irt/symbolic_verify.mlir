@@ -86,3 +86,38 @@ func.func @attention_mask(%q: tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, %k: t
   %0 = irt.attention %q, %k, %k mask %m scale 0.25 : (tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>, tensor<?x?xf32, #irt.dims<"s2", "s1">>) -> tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
   func.return %0 : tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>
 }
+
+// -----
+
+// Shape ops: the KV-cache concat along the sequence (s1 + s2), slices of run-time dims (s1 - 1
+// rows; x[:, :1] stays inside for s1 >= 1, a call-time requirement), an embedding of run-time
+// index shape, an expand along a run-time dim.
+// CHECK-LABEL: func.func @shapes
+// CHECK:         irt.concat %cache, %new dim 2 : (tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>) -> tensor<?x4x?x16xf32, #irt.dims<"s0", "s1 + s2">>
+// CHECK:         irt.slice %x offsets [0, 1, 2] strides [1, 1, 1] : (tensor<?x?x8xf32, #irt.dims<"s0", "s1">>) -> tensor<?x?x4xf32, #irt.dims<"s0", "s1 - 1">>
+// CHECK:         irt.slice %x offsets [0, 0, 0] strides [1, 1, 1] : (tensor<?x?x8xf32, #irt.dims<"s0", "s1">>) -> tensor<?x1x8xf32, #irt.dims<"s0">>
+// CHECK:         irt.embedding %idx, %w : (tensor<?x?xi64, #irt.dims<"s0", "s2">>, tensor<10x8xf32>) -> tensor<?x?x8xf32, #irt.dims<"s0", "s2">>
+func.func @shapes(%cache: tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, %new: tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>,
+                  %x: tensor<?x?x8xf32, #irt.dims<"s0", "s1">>, %idx: tensor<?x?xi64, #irt.dims<"s0", "s2">>, %w: tensor<10x8xf32>) {
+  %t = irt.concat %cache, %new dim 2 : (tensor<?x4x?x16xf32, #irt.dims<"s0", "s1">>, tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>) -> tensor<?x4x?x16xf32, #irt.dims<"s0", "s2 + s1 * 1">>
+  %s = irt.slice %x offsets [0, 1, 2] strides [1, 1, 1] : (tensor<?x?x8xf32, #irt.dims<"s0", "s1">>) -> tensor<?x?x4xf32, #irt.dims<"s0", "s1 - 1">>
+  %f = irt.slice %x offsets [0, 0, 0] strides [1, 1, 1] : (tensor<?x?x8xf32, #irt.dims<"s0", "s1">>) -> tensor<?x1x8xf32, #irt.dims<"s0">>
+  %e = irt.embedding %idx, %w : (tensor<?x?xi64, #irt.dims<"s0", "s2">>, tensor<10x8xf32>) -> tensor<?x?x8xf32, #irt.dims<"s0", "s2">>
+  func.return
+}
+
+// -----
+
+func.func @concat_sum(%a: tensor<?x8xf32, #irt.dims<"s0">>, %b: tensor<?x8xf32, #irt.dims<"s1">>) -> tensor<?x8xf32, #irt.dims<"s0 + s1 + 1">> {
+  // expected-error @+1 {{irt.concat: inputs s0x8, s1x8 add up to s0 + s1 in dimension 0, the result s0 + s1 + 1x8 has s0 + s1 + 1}}
+  %0 = irt.concat %a, %b dim 0 : (tensor<?x8xf32, #irt.dims<"s0">>, tensor<?x8xf32, #irt.dims<"s1">>) -> tensor<?x8xf32, #irt.dims<"s0 + s1 + 1">>
+  func.return %0 : tensor<?x8xf32, #irt.dims<"s0 + s1 + 1">>
+}
+
+// -----
+
+func.func @slice_past_end(%x: tensor<?x8xf32, #irt.dims<"s0">>) -> tensor<?x8xf32, #irt.dims<"s0">> {
+  // expected-error @+1 {{irt.slice: dimension 0 takes s0 element(s) from offset 1 with stride 1, outside the input's size s0 (input s0x8, result s0x8)}}
+  %0 = irt.slice %x offsets [1, 0] strides [1, 1] : (tensor<?x8xf32, #irt.dims<"s0">>) -> tensor<?x8xf32, #irt.dims<"s0">>
+  func.return %0 : tensor<?x8xf32, #irt.dims<"s0">>
+}

@@ -348,3 +348,23 @@ def test_slice_lists_what_a_call_must_satisfy():
     s1 = symbol("s1")
     assert slices[0].call_time_requirements() == [(symbol("s0"), 0), (s1 - 1, 0)]
     assert slices[1].call_time_requirements() == [(symbol("s0"), 0), (1, s1 - 1)]
+
+
+BATCH_NORM = """
+!X = tensor<?x16x5x5xf32, #irt.dims<"s0">>
+!C = tensor<16x1x1xf32>
+func.func @f(%x: !X, %m: !C, %v: !C, %w: !C, %b: !C) -> !X {
+  %0 = irt.batch_norm %x, %m, %v, %w, %b eps 1.000000e-05 : (!X, !C, !C, !C, !C) -> !X
+  func.return %0 : !X
+}
+"""
+
+
+def test_batch_norm_with_runtime_batch():
+    """Batch norm (eval) is elementwise, so a run-time batch runs like any elementwise op."""
+    lib = build(BATCH_NORM)
+    m, v, w, b = torch.randn(16), torch.rand(16) + 0.5, torch.randn(16), torch.randn(16)
+    for n in SIZES:
+        x, out = torch.randn(n, 16, 5, 5), empty(n, 16, 5, 5)
+        call(lib, "f", [n], x, *(t.view(16, 1, 1) for t in (m, v, w, b)), out)
+        close(out, F.batch_norm(x, m, v, w, b, eps=1e-5))

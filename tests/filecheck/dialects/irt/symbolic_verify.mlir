@@ -121,3 +121,39 @@ func.func @slice_past_end(%x: tensor<?x8xf32, #irt.dims<"s0">>) -> tensor<?x8xf3
   %0 = irt.slice %x offsets [1, 0] strides [1, 1] : (tensor<?x8xf32, #irt.dims<"s0">>) -> tensor<?x8xf32, #irt.dims<"s0">>
   func.return %0 : tensor<?x8xf32, #irt.dims<"s0">>
 }
+
+// -----
+
+// Convolutions and pooling keep static shapes (vision models; their geometry and the GEMM
+// blocking of a convolution are decided at compile time): a symbolic size is refused by name.
+func.func @conv_batch(%x: tensor<?x3x8x8xf32, #irt.dims<"s0">>, %w: tensor<4x3x3x3xf32>) -> tensor<?x4x8x8xf32, #irt.dims<"s0">> {
+  // expected-error @+1 {{irt.conv2d: symbolic sizes are not supported by this op yet: operand 0 has type tensor<?x3x8x8xf32, #irt.dims<"s0">>}}
+  %0 = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<?x3x8x8xf32, #irt.dims<"s0">>, tensor<4x3x3x3xf32>) -> tensor<?x4x8x8xf32, #irt.dims<"s0">>
+  func.return %0 : tensor<?x4x8x8xf32, #irt.dims<"s0">>
+}
+
+// -----
+
+func.func @pool_batch(%x: tensor<?x16x4x4xf32, #irt.dims<"s0">>) -> tensor<?x16x3x3xf32, #irt.dims<"s0">> {
+  // expected-error @+1 {{irt.max_pool2d: symbolic sizes are not supported by this op yet: operand 0 has type tensor<?x16x4x4xf32, #irt.dims<"s0">>}}
+  %0 = irt.max_pool2d %x kernel [3, 3] stride [2, 2] padding [1, 1] dilation [1, 1] ceil_mode : (tensor<?x16x4x4xf32, #irt.dims<"s0">>) -> tensor<?x16x3x3xf32, #irt.dims<"s0">>
+  func.return %0 : tensor<?x16x3x3xf32, #irt.dims<"s0">>
+}
+
+// -----
+
+func.func @avg_pool_batch(%x: tensor<?x16x4x4xf32, #irt.dims<"s0">>) -> tensor<?x16x1x1xf32, #irt.dims<"s0">> {
+  // expected-error @+1 {{irt.adaptive_avg_pool2d: symbolic sizes are not supported by this op yet: operand 0 has type tensor<?x16x4x4xf32, #irt.dims<"s0">>}}
+  %0 = irt.adaptive_avg_pool2d %x : (tensor<?x16x4x4xf32, #irt.dims<"s0">>) -> tensor<?x16x1x1xf32, #irt.dims<"s0">>
+  func.return %0 : tensor<?x16x1x1xf32, #irt.dims<"s0">>
+}
+
+// -----
+
+// Batch norm (eval) is elementwise: a run-time batch is fine, as for every elementwise op.
+// CHECK-LABEL: func.func @batch_norm_batch
+// CHECK:         irt.batch_norm %x, %m, %m, %m, %m eps 1.000000e-05 : (tensor<?x16x4x4xf32, #irt.dims<"s0">>,
+func.func @batch_norm_batch(%x: tensor<?x16x4x4xf32, #irt.dims<"s0">>, %m: tensor<16x1x1xf32>) -> tensor<?x16x4x4xf32, #irt.dims<"s0">> {
+  %0 = irt.batch_norm %x, %m, %m, %m, %m eps 1.000000e-05 : (tensor<?x16x4x4xf32, #irt.dims<"s0">>, tensor<16x1x1xf32>, tensor<16x1x1xf32>, tensor<16x1x1xf32>, tensor<16x1x1xf32>) -> tensor<?x16x4x4xf32, #irt.dims<"s0">>
+  func.return %0 : tensor<?x16x4x4xf32, #irt.dims<"s0">>
+}

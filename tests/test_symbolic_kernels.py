@@ -368,3 +368,56 @@ def test_batch_norm_with_runtime_batch():
         x, out = torch.randn(n, 16, 5, 5), empty(n, 16, 5, 5)
         call(lib, "f", [n], x, *(t.view(16, 1, 1) for t in (m, v, w, b)), out)
         close(out, F.batch_norm(x, m, v, w, b, eps=1e-5))
+
+
+# ---------------------------------------------------------------------------------------------
+# A transformer block with a run-time sequence length, end to end
+# ---------------------------------------------------------------------------------------------
+
+BLOCK = """
+!X = tensor<1x?x32xf32, #irt.dims<"s0">>
+!H = tensor<1x?x64xf32, #irt.dims<"s0">>
+!Q = tensor<1x4x?x8xf32, #irt.dims<"s0">>
+!Q2 = tensor<1x?x4x8xf32, #irt.dims<"s0">>
+!S = tensor<1x4x?x?xf32, #irt.dims<"s0", "s0">>
+!W = tensor<32x32xf32>
+func.func @f(%x: !X, %g: tensor<32xf32>, %wq: !W, %wk: !W, %w1: tensor<64x32xf32>, %w2: tensor<32x64xf32>, %t: !W) -> !X {
+  %n = irt.layer_norm %x : !X weight %g : tensor<32xf32> dims 1 eps 1.0e-05 -> !X
+  %q = irt.linear %n, %wq : (!X, !W) -> !X
+  %k = irt.linear %n, %wk : (!X, !W) -> !X
+  %q2 = irt.reshape %q : (!X) -> !Q2
+  %k2 = irt.reshape %k : (!X) -> !Q2
+  %qh = irt.transpose %q2 [0, 2, 1, 3] : (!Q2) -> !Q
+  %kh = irt.transpose %k2 [0, 2, 1, 3] : (!Q2) -> !Q
+  %s = irt.batch_matmul linear %qh, %kh : (!Q, !Q) -> !S
+  %p = irt.softmax %s dim -1 : !S
+  %o = irt.batch_matmul matmul %p, %kh : (!S, !Q) -> !Q
+  %ot = irt.transpose %o [0, 2, 1, 3] : (!Q) -> !Q2
+  %of = irt.reshape %ot : (!Q2) -> !X
+  %wt = irt.transpose %t [1, 0] : (!W) -> !W
+  %a = irt.matmul %of, %wt : (!X, !W) -> !X
+  %r = irt.add %a, %x : (!X, !X) -> !X
+  %h = irt.linear %r, %w1 : (!X, tensor<64x32xf32>) -> !H
+  %ge = irt.gelu %h : !H
+  %d = irt.linear %ge, %w2 : (!H, tensor<32x64xf32>) -> !X
+  %y = irt.add %d, %r : (!X, !X) -> !X
+  func.return %y : !X
+}
+"""
+
+
+def test_transformer_block_with_runtime_sequence():
+    """layer_norm, projections, heads (reshape + transpose), q @ k^T -> softmax -> @ v (fused into
+    one attention over s0 x s0 scores), output projection, residual, GELU MLP: one library for
+    every sequence length."""
+    lib = build(BLOCK)
+    g, wq, wk, t = torch.randn(32), torch.randn(32, 32) / 6, torch.randn(32, 32) / 6, torch.randn(32, 32) / 6
+    w1, w2 = torch.randn(64, 32) / 6, torch.randn(32, 64) / 8
+    for s in [1, 2, 7, 13, 65, 129]:
+        x, out = torch.randn(1, s, 32), empty(1, s, 32)
+        call(lib, "f", [s], x, g, wq, wk, w1, w2, t, out)
+        n = F.layer_norm(x, (32,), g)
+        qh, kh = ((n @ w.t()).view(1, s, 4, 8).transpose(1, 2) for w in (wq, wk))
+        o = torch.softmax(qh @ kh.transpose(-1, -2), -1) @ kh
+        r = o.transpose(1, 2).reshape(1, s, 32) @ t.t() + x
+        close(out, F.gelu(r @ w1.t()) @ w2.t() + r, rtol=1e-4, atol=1e-4)

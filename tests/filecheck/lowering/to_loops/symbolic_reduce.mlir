@@ -72,6 +72,19 @@ func.func @attention(%q: !Q, %k: !K, %v: !K, %m: tensor<?x?xf32, #irt.dims<"s1",
   func.return %a, %c : !Q, !Q
 }
 
+// Self-attention scores are s0 x s0: their strides and sizes are products of a symbol with
+// itself (sympy's s0**2), spelled s0 * s0 in the IR, at the loop level and in C++.
+// CHECK-LABEL: func.func @self_scores(%s0: index, %y: memref<4x?x?xf32, #irt.dims<"s0", "s0">>, %out0: memref<?xf32, #irt.dims<"4 * (s0 * s0)">>)
+// CHECK:         %[[SQ:.*]] = arith.muli %s0, %s0 : index
+// CHECK:         memref.reinterpret_cast %out0 to offset: [0], sizes: [4, %s0, %s0], strides: [%[[SQ]], %s0, 1] : memref<?xf32, #irt.dims<"4 * (s0 * s0)">> to memref<4x?x?xf32, #irt.dims<"s0", "s0">>
+// CPP-LABEL: extern "C" void self_scores(
+// CPP:         view{{[0-9]+}}[{{.*}}*(s0 * s0) + {{.*}}*(s0) + {{.*}}] =
+func.func @self_scores(%y: tensor<4x?x?xf32, #irt.dims<"s0", "s0">>) -> tensor<?xf32, #irt.dims<"4 * s0 * s0">> {
+  %p = irt.softmax %y dim 2 : tensor<4x?x?xf32, #irt.dims<"s0", "s0">>
+  %f = irt.reshape %p : (tensor<4x?x?xf32, #irt.dims<"s0", "s0">>) -> tensor<?xf32, #irt.dims<"4 * s0 * s0">>
+  func.return %f : tensor<?xf32, #irt.dims<"4 * s0 * s0">>
+}
+
 // Batched matmul: q @ k^T with run-time batch and lengths, the rhs batch dims broadcast.
 // CHECK-LABEL: func.func @bmm(%s0: index, %s1: index, %s2: index,
 // CHECK:         "scf.parallel"(%c0, %c0, %c0, %c0, %s0, %c4, %s1, %s2, %c1, %c1, %c1, %c1)

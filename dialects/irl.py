@@ -26,10 +26,14 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
 * `im2col_panels`: as `im2col`, with `a` the weights already in the engine's 6-row panels,
   [ceil(O/6), C/groups*kH*kW, 6] (`irt.pack "rows" 6`, at compile time).
 
+`batch [count, sa, sb, sc]` (optional, not with im2col) makes it `count` products, the n-th reading
+A, B and C `sa`, `sb`, `sc` elements further on (0: shared, a broadcast batch dim) and its
+epilogue inputs at the per-batch strides: a batched matmul (attention's q @ k^T, p @ v).
+
 `tiles` = [MC, NC, KC, MS] is the cache blocking: OpenMP tasks of MS rows x NC columns of C,
 each taking K in steps of KC and its rows MC at a time;
-`strides` has three element strides per epilogue input (per image, per row i, per column j; 0
-broadcasts), `parallel` = 1 shares C blocks among OpenMP threads.
+`strides` has three element strides per epilogue input (per image or batch entry, per row i, per
+column j; 0 broadcasts), `parallel` = 1 shares C blocks among OpenMP threads.
 
 Sizes known only at call time (symbolic dimensions, `dialects/symbolic.py`) are `index`
 operands in these lists, as in MLIR's mixed static/dynamic lists (`memref.subview`): the
@@ -295,10 +299,12 @@ class GemmOp(IntArrays, StaticShapeOp):
     dynamic_sizes = var_operand_def(IndexType)
     dynamic_tiles = var_operand_def(IndexType)
     dynamic_strides = var_operand_def(IndexType)
+    dynamic_batch = var_operand_def(IndexType)
     parallel_if = opt_operand_def(i1)
     sizes = prop_def(DenseArrayBase.constr(i64))
     tiles = prop_def(DenseArrayBase.constr(i64))
     strides = prop_def(DenseArrayBase.constr(i64))
+    batch = prop_def(DenseArrayBase.constr(i64))  # [] or [count, sa, sb, sc]
     conv = opt_prop_def(ConvAttr)
     parallel = prop_def(IntegerAttr[I64])
     body = region_def("single_block")
@@ -306,6 +312,7 @@ class GemmOp(IntArrays, StaticShapeOp):
     custom_directives = (DynamicIndexList,)
     assembly_format = (
         "$layout $a `,` $b `->` $c (`epilogue` `(` $epilogue^ `:` type($epilogue) `)`)? "
+        "(`batch` custom<DynamicIndexList>($dynamic_batch, $batch)^)? "
         "`sizes` custom<DynamicIndexList>($dynamic_sizes, $sizes) "
         "`tiles` custom<DynamicIndexList>($dynamic_tiles, $tiles) "
         "`strides` custom<DynamicIndexList>($dynamic_strides, $strides) (`conv` $conv^)? "
@@ -326,22 +333,24 @@ class GemmOp(IntArrays, StaticShapeOp):
         strides: Sequence[Index],
         body: Region,
         conv: ConvGeometry | None = None,
+        batch: Sequence[Index] = (),
         parallel: bool | SSAValue = True,
     ):
-        (sizes_attr, dyn_sizes), (tiles_attr, dyn_tiles), (strides_attr, dyn_strides) = (
-            _mixed(sizes), _mixed(tiles), _mixed(strides))
+        (sizes_attr, dyn_sizes), (tiles_attr, dyn_tiles), (strides_attr, dyn_strides), (batch_attr, dyn_batch) = (
+            _mixed(sizes), _mixed(tiles), _mixed(strides), _mixed(batch))
         parallel_attr, parallel_if = _parallel(parallel)
         properties: dict[str, Attribute] = {
             "layout": GemmLayoutAttr(layout),
             "sizes": sizes_attr,
             "tiles": tiles_attr,
             "strides": strides_attr,
+            "batch": batch_attr,
             "parallel": parallel_attr,
         }
         if conv is not None:
             properties["conv"] = ConvAttr.get(conv)
         super().__init__(
-            operands=[a, b, c, list(epilogue), dyn_sizes, dyn_tiles, dyn_strides, parallel_if],
+            operands=[a, b, c, list(epilogue), dyn_sizes, dyn_tiles, dyn_strides, dyn_batch, parallel_if],
             regions=[body], properties=properties,
         )
 
@@ -353,12 +362,18 @@ class GemmOp(IntArrays, StaticShapeOp):
                 f"irl.gemm: strides needs 3 entries per epilogue input ({len(self.epilogue)}), got {len(self.mixed('strides'))}"
             )
         self.verify_list("strides", None, "per-input (batch, row, column) strides")
+        if self.mixed("batch"):
+            self.verify_list("batch", 4, "[count, sa, sb, sc], count >= 1 and strides >= 0", minimum=0)
+            if self.mixed("batch")[0] == 0:
+                raise VerifyException("irl.gemm: the batch count must be >= 1 (or a run-time size), got 0")
         self.verify_parallel()
         if (self.layout.data in CONV_LAYOUTS) != (self.conv is not None):
             raise VerifyException("irl.gemm: the im2col layouts (and only they) take the convolution geometry (`conv <...>`)")
         if self.conv is not None:
             if self.dynamic_sizes or self.dynamic_tiles or self.dynamic_strides or self.parallel_if is not None:
                 raise VerifyException("irl.gemm: a convolution's sizes, tiles and strides are static")
+            if self.mixed("batch"):
+                raise VerifyException("irl.gemm: a convolution runs per image already (no `batch`)")
             g = self.conv.geometry
             implied = (g.out_channels // g.groups, g.out_height * g.out_width, g.channels // g.groups * g.kernel_h * g.kernel_w)
             if self.ints("sizes") != implied:

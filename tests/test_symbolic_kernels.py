@@ -200,25 +200,33 @@ BATCH_MATMUL = """
 !K = tensor<?x4x?x16xf32, #irt.dims<"s0", "s2">>
 !S = tensor<?x4x?x?xf32, #irt.dims<"s0", "s1", "s2">>
 !W = tensor<4x?x16xf32, #irt.dims<"s2">>
-func.func @f(%q: !Q, %k: !K, %v: !K, %w: !W) -> (!S, !Q, !S) {
+!V = tensor<?x16xf32, #irt.dims<"s2">>
+func.func @f(%q: !Q, %k: !K, %v: !K, %w: !W, %u: !V) -> (!S, !Q, !S, !Q) {
   %s = irt.batch_matmul linear %q, %k : (!Q, !K) -> !S
   %o = irt.batch_matmul matmul %s, %v : (!S, !K) -> !Q
   %b = irt.batch_matmul linear %q, %w : (!Q, !W) -> !S
-  func.return %s, %o, %b : !S, !Q, !S
+  %c = irt.batch_matmul matmul %s, %u : (!S, !V) -> !Q
+  func.return %s, %o, %b, %c : !S, !Q, !S, !Q
 }
 """
 
 
-def test_batch_matmul_with_runtime_batch_and_lengths():
-    """q @ k^T, p @ v, and a rhs whose batch dims broadcast ([4, Lk, E] against [B, 4, ...])."""
-    lib = build(BATCH_MATMUL)
-    for b, lq, lk in [(1, 1, 1), (2, 7, 13), (1, 13, 0), (0, 3, 5), (1, 65, 7), (2, 1, 129)]:
-        q, k, v, w = torch.randn(b, 4, lq, 16), torch.randn(b, 4, lk, 16), torch.randn(b, 4, lk, 16), torch.randn(4, lk, 16)
-        s, o, bw = empty(b, 4, lq, lk), empty(b, 4, lq, 16), empty(b, 4, lq, lk)
-        call(lib, "f", [b, lq, lk], q, k, v, w, s, o, bw)
-        close(s, q @ k.transpose(-1, -2))
-        close(o, (q @ k.transpose(-1, -2)) @ v, rtol=1e-4, atol=1e-4)  # sums of O(10) products
+@pytest.mark.parametrize("strict", [False, True], ids=["engine", "scalar"])
+def test_batch_matmul_with_runtime_batch_and_lengths(strict):
+    """q @ k^T and p @ v (batched GEMMs on the engine), a rhs whose batch dims broadcast
+    ([4, Lk, E] against [B, 4, ...]: the scalar nest) and one shared by every batch entry
+    ([Lk, E]: batch stride 0)."""
+    lib = build(BATCH_MATMUL, "strict=true" if strict else "", "cpp{strict=true}" if strict else "cpp")
+    for b, lq, lk in [(1, 1, 1), (2, 7, 13), (1, 13, 0), (0, 3, 5), (1, 65, 7), (2, 1, 129), (1, 129, 65)]:
+        q, k, v = torch.randn(b, 4, lq, 16), torch.randn(b, 4, lk, 16) / 4, torch.randn(b, 4, lk, 16)
+        w, u = torch.randn(4, lk, 16), torch.randn(lk, 16)
+        s, o, bw, c = empty(b, 4, lq, lk), empty(b, 4, lq, 16), empty(b, 4, lq, lk), empty(b, 4, lq, 16)
+        call(lib, "f", [b, lq, lk], q, k, v, w, u, s, o, bw, c)
+        scores = q @ k.transpose(-1, -2)
+        close(s, scores)
+        close(o, scores @ v, rtol=1e-4, atol=1e-4)  # sums of up to 129 O(1) products
         close(bw, q @ w.transpose(-1, -2))
+        close(c, scores @ u, rtol=1e-4, atol=1e-4)
 
 
 ATTENTION = """

@@ -56,7 +56,8 @@ def _operand_access(em, value, strides: tuple[irl.Index, irl.Index, irl.Index], 
 
 
 def emit_gemm(em, op: irl.GemmOp) -> None:
-    """One `irl.gemm` as a call to `irc_gemm` with a generic lambda for the epilogue."""
+    """One `irl.gemm` as a call to `irc_gemm` (`irc_gemm_batched` with a `batch`) with a generic
+    lambda for the epilogue."""
     layout = op.layout.data
     a, b, c = em.n(op.a), em.n(op.b), em.n(op.c)
     strides = op.mixed("strides")
@@ -94,9 +95,11 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         em.line(f"const auto irc_b = {pb};")
         em.line(f"float* irc_c = {c};")
         row = "i"
-    _emit_epilogue(em, op, strides, row, "irc_n" if g is not None else None)
+    batch = [_ix(em, v) for v in op.mixed("batch")]  # [count, sa, sb, sc]: the n-th product is irc_n
+    _emit_epilogue(em, op, strides, row, "irc_n" if g is not None or batch else None, per_batch=bool(batch))
     mc, nc, kc, ms = (_ix(em, v) for v in op.mixed("tiles"))
-    em.line(f"irc_gemm({m}, {n}, {k}, irc_a, irc_b, irc_c, {n}, irc_epi, {mc}, {nc}, {kc}, {ms}, {_parallel(em, op)});")
+    rest = f"{m}, {n}, {k}, irc_a, irc_b, irc_c, {n}, irc_epi, {mc}, {nc}, {kc}, {ms}, {_parallel(em, op)}"
+    em.line(f"irc_gemm_batched({', '.join(batch)}, {rest});" if batch else f"irc_gemm({rest});")
     if g is not None:
         em.depth -= 1
         em.line("}")
@@ -104,9 +107,11 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
     em.line("}")
 
 
-def _emit_epilogue(em, op: irl.GemmOp, strides, row: str, batch: str | None) -> None:
+def _emit_epilogue(em, op: irl.GemmOp, strides, row: str, batch: str | None, per_batch: bool = False) -> None:
+    """The epilogue lambda: (acc, i, j), or (acc, irc_n, i, j) for a batched product."""
     block = op.body.block
-    em.line("const auto irc_epi = [&](auto acc, int64_t i, int64_t j) {")
+    batch_arg = "[[maybe_unused]] int64_t irc_n, " if per_batch else ""
+    em.line(f"const auto irc_epi = [&](auto acc, {batch_arg}int64_t i, int64_t j) {{")
     em.depth += 1
     em.line("using V [[maybe_unused]] = decltype(acc);")
     em.line(f"[[maybe_unused]] const int64_t irc_row = {row};")

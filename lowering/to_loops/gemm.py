@@ -40,7 +40,7 @@ from irc.lowering.to_loops.core import lower_contraction
 from irc.lowering.to_loops.function import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe
 from irc.lowering.to_loops.index_arith import STATIC, Cond, Index, IndexArith
 from irc.lowering.to_loops.nn import lower_conv2d
-from irc.lowering.to_loops.reduce import lower_attention
+from irc.lowering.to_loops.reduce import lower_attention, lower_batch_matmul
 from irc.target import GEMM_ROWS
 
 MR = GEMM_ROWS  # register tile rows (the micro-kernel keeps MR x width floats in 12 vector registers)
@@ -112,32 +112,49 @@ def _exact_div(a: Dim, b: Dim) -> Dim | None:
     return dim(num)
 
 
+def _flat_stride(per_dim: Sequence[Dim], out_shape: Sequence[Dim], dims: Sequence[int]) -> Dim | None:
+    """The one element stride of an index flattening `dims` of `out_shape`, for an operand read
+    with stride `per_dim[d]` along each dim d; None if no single stride does (not affine)."""
+    stride: Dim | None = None
+    for pos, d in enumerate(dims):
+        if out_shape[d] == 1:
+            continue
+        inner = product(out_shape[e] for e in dims[pos + 1 :])
+        if stride is None:
+            stride = _exact_div(per_dim[d], inner)
+            if stride is None:
+                return None
+        if dim(per_dim[d]) != dim(stride * inner):
+            return None
+    return 0 if stride is None else stride
+
+
+def _broadcast_strides(value: SSAValue, out_shape: Sequence[Dim], rank: int | None = None) -> list[Dim]:
+    """Per dim of `out_shape`, the element stride of `value` (its leading `rank` dims, all by
+    default) broadcast to it: 0 where it is stretched or absent."""
+    shape = shape_of(value)
+    dense = row_major_strides(shape)
+    shape, dense = (shape, dense) if rank is None else (shape[:rank], dense[:rank])
+    lead = len(out_shape) - len(shape)
+    return [0] * lead + [0 if s else dense[d] for d, s in enumerate(irt.stretched_dims(shape, out_shape))]
+
+
 def epilogue_strides(value: SSAValue, out_shape: Sequence[Dim], row_dims: Sequence[int], col_dims: Sequence[int],
                      batch_dims: Sequence[int] = ()) -> tuple[Dim, Dim, Dim] | None:
     """Element strides (per batch, row, column) reading `value` broadcast to `out_shape`, where
     the row index flattens `row_dims` and the column index `col_dims`; None if not affine.
     Symbolic sizes give strides that are expressions of them."""
-    shape = shape_of(value)
-    lead = len(out_shape) - len(shape)
-    dense = row_major_strides(shape)
-    per_dim = [0] * lead + [0 if s else dense[d] for d, s in enumerate(irt.stretched_dims(shape, out_shape))]
-
-    def flat(dims: Sequence[int]) -> Dim | None:
-        stride: Dim | None = None
-        for pos, d in enumerate(dims):
-            if out_shape[d] == 1:
-                continue
-            inner = product(out_shape[e] for e in dims[pos + 1 :])
-            if stride is None:
-                stride = _exact_div(per_dim[d], inner)
-                if stride is None:
-                    return None
-            if dim(per_dim[d]) != dim(stride * inner):
-                return None
-        return 0 if stride is None else stride
-
-    strides = (flat(batch_dims), flat(row_dims), flat(col_dims))
+    per_dim = _broadcast_strides(value, out_shape)
+    strides = tuple(_flat_stride(per_dim, out_shape, dims) for dims in (batch_dims, row_dims, col_dims))
     return None if any(s is None for s in strides) else strides  # type: ignore[return-value]
+
+
+def batch_stride(value: SSAValue, batch_shape: Sequence[Dim]) -> Dim | None:
+    """Elements between consecutive entries of the flattened `batch_shape` in `value` (a
+    [*batch, rows, cols] operand whose batch dims broadcast to it): 0 when it is shared, None
+    when no single stride does."""
+    per_dim = _broadcast_strides(value, batch_shape, len(shape_of(value)) - 2)
+    return _flat_stride(per_dim, batch_shape, range(len(batch_shape)))
 
 
 def epilogue_region(build, inputs: Sequence[SSAValue], bias: bool = False) -> tuple[Region, list[SSAValue]]:
@@ -193,6 +210,30 @@ def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionBase) -> Non
         sizes=sizes, tiles=choose_tiles(*sizes, fl.gemm_width, fl.threads, ix),
         strides=[ix.dim(x) for s in strides for x in s],  # type: ignore[union-attr]
         body=body, parallel=parallel_if(ix, dim(2 * m * n * k)),
+    )
+    ix.erase_unused()
+    _emit(fl, op, gemm)
+
+
+def lower_batch_matmul_gemm(fl: FunctionLowering, op: irt_reduce.BatchMatmulOp) -> None:
+    """A batched matmul as one `irl.gemm` with a `batch`: each operand's per-batch stride from
+    its broadcast batch dims (0 for a shared rhs), the tasks of every product shared among the
+    threads. Batch dims whose broadcast is not one stride stay on the scalar nest."""
+    out_shape = shape_of(op.result)
+    batch_shape, (m, n), k = out_shape[:-2], out_shape[-2:], shape_of(op.lhs)[-1]
+    sa, sb = batch_stride(op.lhs, batch_shape), batch_stride(op.rhs, batch_shape)
+    count = product(batch_shape)
+    if fl.strict or sa is None or sb is None or not engine_runs(count, m, n, k):
+        lower_batch_matmul(fl, op)
+        return
+    ix = IndexArith(fl)
+    sizes = [ix.dim(d) for d in (m, n, k)]
+    body, _ = epilogue_region(lambda b, acc, args: acc, [])
+    gemm = irl.GemmOp(
+        LAYOUT[op.contraction_kind], fl.buffers[op.lhs], fl.buffers[op.rhs], fl.result_buffer(op.result), [],
+        sizes=sizes, tiles=choose_tiles(*sizes, fl.gemm_width, fl.threads, ix), strides=[],
+        batch=[] if count == 1 else [ix.dim(d) for d in (count, sa, sb, dim(m * n))],
+        body=body, parallel=parallel_if(ix, dim(2 * count * m * n * k)),
     )
     ix.erase_unused()
     _emit(fl, op, gemm)

@@ -85,12 +85,28 @@ func.func @self_scores(%y: tensor<4x?x?xf32, #irt.dims<"s0", "s0">>) -> tensor<?
   func.return %f : tensor<?xf32, #irt.dims<"4 * s0 * s0">>
 }
 
-// Batched matmul: q @ k^T with run-time batch and lengths, the rhs batch dims broadcast.
+// Batched matmuls on the engine: q @ k^T and p @ v with run-time batch and lengths are one
+// irl.gemm each with `batch [count, sa, sb, sc]` (count 4 * s0, the per-entry strides of A, B
+// and C); a rhs shared by every batch entry has stride 0. A broadcast that is no single stride
+// per flattened entry ([4, s2, 16] against a [s0, 4] batch) stays on the scalar nest.
 // CHECK-LABEL: func.func @bmm(%s0: index, %s1: index, %s2: index,
+// CHECK-DAG:     %[[B:.*]] = arith.muli %s0, %c4 : index
+// CHECK-DAG:     %[[SQ:.*]] = arith.muli %s1, %c16 : index
+// CHECK-DAG:     %[[SK:.*]] = arith.muli %s2, %c16 : index
+// CHECK-DAG:     %[[SS:.*]] = arith.muli %s1, %s2 : index
+// CHECK:         irl.gemm nk %q, %k -> %out0 batch [%[[B]], %[[SQ]], %[[SK]], %[[SS]]] sizes [%s1, %s2, 16] tiles
+// CHECK:         irl.gemm kn %out0, %k -> %out1 batch [%[[B]], %[[SS]], %[[SK]], %[[SQ]]] sizes [%s1, 16, %s2] tiles
+// CHECK:         irl.gemm kn %out0, %shared -> %out2 batch [%[[B]], %[[SS]], 0, %[[SQ]]] sizes [%s1, 16, %s2] tiles
 // CHECK:         "scf.parallel"(%c0, %c0, %c0, %c0, %s0, %c4, %s1, %s2, %c1, %c1, %c1, %c1)
-// CHECK:           scf.for %k = %c0 to %c16 step %c1 iter_args
-// CHECK:             memref.load %w[%i1, %i3, %k] : memref<4x?x16xf32, #irt.dims<"s2">>
-func.func @bmm(%q: !Q, %w: !W) -> !P {
+// CHECK:           scf.for %k_1 = %c0 to %c16 step %c1 iter_args
+// CHECK:             memref.load %w[%i1, %i3, %k_1] : memref<4x?x16xf32, #irt.dims<"s2">>
+// CPP-LABEL: extern "C" void bmm(
+// CPP:         const auto irc_epi = [&](auto acc, {{\[\[}}maybe_unused{{\]\]}} int64_t irc_n, int64_t i, int64_t j) {
+// CPP:         irc_gemm_batched([[B:.*]], [[SQ:.*]], [[SK:.*]], [[SS:.*]], s1, s2, 16, irc_a, irc_b, irc_c, s2, irc_epi,
+func.func @bmm(%q: !Q, %k: !K, %shared: tensor<?x16xf32, #irt.dims<"s2">>, %w: !W) -> (!P, !Q, !Q, !P) {
+  %s = irt.batch_matmul linear %q, %k : (!Q, !K) -> !P
+  %o = irt.batch_matmul matmul %s, %k : (!P, !K) -> !Q
+  %o2 = irt.batch_matmul matmul %s, %shared : (!P, tensor<?x16xf32, #irt.dims<"s2">>) -> !Q
   %b = irt.batch_matmul linear %q, %w : (!Q, !W) -> !P
-  func.return %b : !P
+  func.return %s, %o, %o2, %b : !P, !Q, !Q, !P
 }

@@ -50,3 +50,16 @@ func.func @symbolic(%s0: index, %s1: index, %mc: index, %ms: index, %p: i1, %x: 
   irl.attention %q, %k, %v -> %o mask(%m : memref<?x?xf32, #irt.dims<"s0", "s1">>) sizes [4, %s0, %s1, 8, 8] rows 64 scale 0.125 causal 0 mask_strides [0, %s1, 1] parallel 1 if %p : memref<4x?x8xf32, #irt.dims<"s0">>, memref<4x?x8xf32, #irt.dims<"s1">>, memref<4x?x8xf32, #irt.dims<"s1">>, memref<4x?x8xf32, #irt.dims<"s0">>
   func.return
 }
+
+// A batched product: `batch [count, sa, sb, sc]`, the n-th product reading A, B, C that many
+// elements further on (0: a shared operand).
+// CHECK-LABEL: func.func @batched
+// CHECK-NEXT:    irl.gemm nk %q, %k -> %s batch [%b, %sq, 0, %ss] sizes [%s0, %s1, 8] tiles [6, 16, 8, 6] strides [] parallel 1 if %p : memref<?x?x8xf32, #irt.dims<"s2", "s0">>, memref<?x8xf32, #irt.dims<"s1">>, memref<?x?x?xf32, #irt.dims<"s2", "s0", "s1">> {
+func.func @batched(%s0: index, %s1: index, %b: index, %sq: index, %ss: index, %p: i1, %q: memref<?x?x8xf32, #irt.dims<"s2", "s0">>,
+                   %k: memref<?x8xf32, #irt.dims<"s1">>, %s: memref<?x?x?xf32, #irt.dims<"s2", "s0", "s1">>) {
+  irl.gemm nk %q, %k -> %s batch [%b, %sq, 0, %ss] sizes [%s0, %s1, 8] tiles [6, 16, 8, 6] strides [] parallel 1 if %p : memref<?x?x8xf32, #irt.dims<"s2", "s0">>, memref<?x8xf32, #irt.dims<"s1">>, memref<?x?x?xf32, #irt.dims<"s2", "s0", "s1">> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}

@@ -104,3 +104,25 @@ func.func @conv_symbolic(%m: index, %w: memref<12x27xf32>, %x: memref<1x6x8x8xf3
   }
   func.return
 }
+
+// -----
+
+func.func @batch_count(%x: memref<2x4x8xf32>, %w: memref<8x4xf32>, %y: memref<2x4x4xf32>) {
+  // expected-error @+1 {{irl.gemm: the batch count must be >= 1 (or a run-time size), got 0}}
+  irl.gemm kn %x, %w -> %y batch [0, 32, 0, 16] sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<2x4x8xf32>, memref<8x4xf32>, memref<2x4x4xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @batch_entries(%x: memref<2x4x8xf32>, %w: memref<8x4xf32>, %y: memref<2x4x4xf32>) {
+  // expected-error @+1 {{irl.gemm: batch must be [count, sa, sb, sc], count >= 1 and strides >= 0, got [2, 32, 16]}}
+  irl.gemm kn %x, %w -> %y batch [2, 32, 16] sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<2x4x8xf32>, memref<8x4xf32>, memref<2x4x4xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}

@@ -6,6 +6,8 @@ each symbol's value as an int64 and each buffer as a pointer, as the Python runt
 from __future__ import annotations
 
 import ctypes
+import json
+import math
 import re
 import subprocess
 import sys
@@ -22,7 +24,7 @@ from xdsl.rewriter import InsertPoint
 
 from irc.context import irc_context
 from irc.dialects.irt.shape import SliceOp
-from irc.dialects.symbolic import symbol
+from irc.dialects.symbolic import evaluate, parse_dim, symbol
 from irc.lowering.to_loops.function import FunctionLowering
 from irc.lowering.to_loops.gemm import choose_tiles
 from irc.lowering.to_loops.index_arith import IndexArith
@@ -47,7 +49,17 @@ def build(ir: str, options: str = "", target: str = "cpp") -> ctypes.CDLL:
 
 
 def call(lib: ctypes.CDLL, name: str, sizes: list[int], *buffers: torch.Tensor) -> None:
-    """fn(s0, s1, ..., buffers...): sizes as int64, buffers (contiguous float/int64) as pointers."""
+    """fn(s0, s1, ..., buffers...): sizes as int64, buffers (contiguous float/int64) as pointers;
+    the scratch arena irc-plan-memory adds last (its size an expression of the symbols in
+    `NAME__signature`) is allocated here for these sizes."""
+    signature = getattr(lib, f"{name}__signature")
+    signature.restype = ctypes.c_char_p
+    args = json.loads(signature())["args"]
+    if len(args) == len(sizes) + len(buffers) + 1:
+        values = {f"s{i}": v for i, v in enumerate(sizes)}
+        elements = math.prod(evaluate(parse_dim(str(d)), values) for d in args[-1][1])
+        buffers = (*buffers, torch.empty(max(elements, 1)))
+    assert len(args) == len(sizes) + len(buffers), args
     fn = getattr(lib, name)
     fn.restype = None
     args = [ctypes.c_int64(s) for s in sizes] + [ctypes.c_void_p(b.data_ptr()) for b in buffers]

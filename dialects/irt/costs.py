@@ -100,6 +100,7 @@ FLOPS: dict[type[Operation], FlopsFn] = {
     irt_shape.ConcatOp: _no_flops,
     irt_shape.ExpandOp: _no_flops,
     irt_shape.EmbeddingOp: _no_flops,
+    irt_shape.SizeOp: _no_flops,
 }
 """Op (or op family base class) -> FLOPs of its accumulation, per forward (elementwise ops need
 no entry: their body is counted)."""

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from xdsl.ir import Operation
 
 from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce, shape as irt_shape
+from irc.dialects.symbolic import evaluate
 
 Tensor = torch.Tensor
 Semantics = Callable[[Operation, list[Tensor]], Tensor]
@@ -161,6 +162,13 @@ def _expand(op: irt_shape.ExpandOp, inputs: list[Tensor]) -> Tensor:
     return inputs[0].expand(irt.shape_of(op.result))
 
 
+def _size(op: irt_shape.SizeOp, inputs: list[Tensor]) -> Tensor:
+    """The expression with each symbol bound from the operand's actual shape."""
+    dims = irt.shape_of(op.source)
+    values = {d: n for d, n in zip(dims, inputs[0].shape) if not isinstance(d, int) and d.is_Symbol}
+    return torch.tensor(float(evaluate(op.value, values)))
+
+
 def _embedding(op: irt_shape.EmbeddingOp, inputs: list[Tensor]) -> Tensor:
     """Eager embedding, with the lowering's NaN rows for indices outside [0, V)."""
     idx, weight = inputs[0].to(torch.int64), inputs[1]
@@ -200,6 +208,7 @@ REFERENCE: dict[type[Operation], Semantics] = {
     irt_shape.ConcatOp: _concat,
     irt_shape.ExpandOp: _expand,
     irt_shape.EmbeddingOp: _embedding,
+    irt_shape.SizeOp: _size,
 }
 """Every other non-elementwise op -> its result."""
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +22,8 @@ from xdsl.dialects.builtin import IntegerType, TensorType, f32, i64
 from xdsl.ir import Block, SSAValue
 
 from irc.dialects.irt import core as irt
-from irc.dialects.irt.shape import ExpandOp, SliceOp
+from irc.dialects.irt.shape import ExpandOp, SizeOp, SliceOp
+from irc.dialects.symbolic import Dim, dim, is_expr, sympy, tensor_of
 
 
 class Unsupported(Exception):
@@ -31,9 +33,26 @@ class Unsupported(Exception):
 Converter = Callable[..., SSAValue]
 
 
-def tensor_type(shape: Sequence[int], dtype: torch.dtype = torch.float32) -> TensorType:
-    """`tensor<...xf32>`, or `tensor<...xi64>` for int64 (irc's only other dtype: embedding indices)."""
-    return TensorType(i64 if dtype == torch.int64 else f32, list(shape))
+SYMBOLS: ContextVar[Callable[[Any], Dim] | None] = ContextVar("irc_import_symbols", default=None)
+"""While a graph with symbolic sizes is imported: how torch's SymInt sizes become irc's Dims."""
+
+
+def size(d: Any) -> Dim:
+    """A size as irc writes it: an int, or (a torch SymInt, or an irc expression) a Dim."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, torch.SymInt):
+        translate = SYMBOLS.get()
+        if translate is None:
+            raise Unsupported(f"size {d} is symbolic, and this import has no symbols")
+        return translate(d)
+    return dim(d)
+
+
+def tensor_type(shape: Sequence[Any], dtype: torch.dtype = torch.float32) -> TensorType:
+    """`tensor<...xf32>`, or `tensor<...xi64>` for int64 (irc's only other dtype: embedding
+    indices); symbolic sizes (torch SymInts while a dynamic graph is imported) get `#irt.dims`."""
+    return tensor_of(i64 if dtype == torch.int64 else f32, [size(d) for d in shape])
 
 
 def accepts_int64(converter: Converter) -> Converter:
@@ -95,7 +114,17 @@ class ImportContext:
             return self.builder.insert(irt.ConstantOp.from_floats([float(value)])).result
         if isinstance(value, torch.Tensor):
             return self.constant(value)
+        if is_expr(value):
+            return self.size_value(value)
         raise Unsupported(f"argument {value!r} is not a tensor or a number")
+
+    def size_value(self, value: sympy.Expr) -> SSAValue:
+        """A symbolic size used as a number: `irt.size` of an argument that has its symbols."""
+        needed = value.free_symbols
+        for arg in self.block.args:
+            if isinstance(arg.type, TensorType) and needed <= {d for d in irt.shape_of(arg) if not isinstance(d, int)}:
+                return self.insert(SizeOp(arg, value))
+        raise Unsupported(f"the size {value} is used as a number, and no single input has all its symbols")
 
     def insert(self, op) -> SSAValue:
         return self.builder.insert(op).results[0]

@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import sympy
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import IntegerAttr, StringAttr
@@ -35,7 +34,7 @@ from xdsl.rewriter import InsertPoint
 from irc.dialects import irl
 from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
-from irc.dialects.symbolic import Dim, dim, product, row_major_strides
+from irc.dialects.symbolic import Dim, dim, product, row_major_strides, sympy
 from irc.lowering.to_loops.core import lower_contraction
 from irc.lowering.to_loops.function import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe
 from irc.lowering.to_loops.index_arith import STATIC, Cond, Index, IndexArith

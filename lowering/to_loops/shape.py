@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import IndexType
+from xdsl.dialects.builtin import IndexType, f32, i64
 from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
-from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, SliceOp
+from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, SizeOp, SliceOp
 from irc.dialects.symbolic import Dim, dim, format_dim
 from irc.lowering.to_loops.function import FunctionLowering, describe
 
@@ -94,3 +94,11 @@ def lower_embedding(fl: FunctionLowering, op: EmbeddingOp) -> None:
         b.insert(memref.StoreOp.get(value, out, ivs))
 
     fl.nest(shape, describe(op), body)
+
+
+def lower_size(fl: FunctionLowering, op: SizeOp) -> None:
+    """The 0-d result holds the size, computed from the function's size arguments."""
+    out = fl.result_buffer(op.result)
+    n = fl.b.insert(arith.IndexCastOp(fl.index(op.value), i64)).result
+    value = fl.b.insert(arith.SIToFPOp(n, f32)).result
+    fl.b.insert(memref.StoreOp.get(value, out, []))

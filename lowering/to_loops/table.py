@@ -44,6 +44,7 @@ SCALAR_NESTS: dict[type[Operation], LoweringFn] = {
     irt_shape.ConcatOp: shape.lower_concat,
     irt_shape.ExpandOp: shape.lower_expand,
     irt_shape.EmbeddingOp: shape.lower_embedding,
+    irt_shape.SizeOp: shape.lower_size,
 }
 """Every op as loop nests of its own (`scf.parallel`/`scf.for`)."""
 

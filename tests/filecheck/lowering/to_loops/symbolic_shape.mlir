@@ -17,14 +17,14 @@
 // CHECK-LABEL: func.func @f(%s0: index, %s1: index, %s2: index,
 // CHECK:         %[[L:.*]] = arith.addi %s1, %c-1 : index
 // CHECK:         "scf.parallel"(%c0, %c0, %c0, %c0, %s0, %c4, %s1, %c16, %c1, %c1, %c1, %c1)
-// CHECK:         }) {irc.kernel = "irt.concat -> s0x4xs1 + s2x16 (input 0 at 0)"}
+// CHECK:         }) {irc.kernel = "irt.concat -> s0x4x(s1 + s2)x16 (input 0 at 0)"}
 // CHECK:         "scf.parallel"(%c0, %c0, %c0, %c0, %s0, %c4, %s2, %c16, %c1, %c1, %c1, %c1)
 // CHECK:           %[[AT:.*]] = arith.addi %i2_1, %s1 : index
 // CHECK-NEXT:      memref.store %{{.*}}, %out0[%i0_1, %i1_1, %[[AT]], %i3_1] : memref<?x4x?x16xf32, #irt.dims<"s0", "s1 + s2">>
-// CHECK:         }) {irc.kernel = "irt.concat -> s0x4xs1 + s2x16 (input 1 at s1)"}
+// CHECK:         }) {irc.kernel = "irt.concat -> s0x4x(s1 + s2)x16 (input 1 at s1)"}
 // A slice of s1 - 1 rows from row 1 (its size computed at entry), then one row of a run-time dim.
 // CHECK:         "scf.parallel"(%c0, %c0, %c0, %s0, %[[L]], %c4, %c1, %c1, %c1)
-// CHECK:         }) {irc.kernel = "irt.slice -> s0xs1 - 1x4"}
+// CHECK:         }) {irc.kernel = "irt.slice -> s0x(s1 - 1)x4"}
 // CHECK:         }) {irc.kernel = "irt.slice -> s0x1x8"}
 // The embedding over a run-time index shape, the expand along s1, the transpose.
 // CHECK:         "scf.parallel"(%c0, %c0, %c0, %s0, %s2, %c8, %c1, %c1, %c1)
@@ -36,7 +36,7 @@
 // CHECK:         }) {irc.kernel = "irt.transpose -> 8xs1xs0"}
 // In C++ the strides of run-time shapes are expressions of the sizes.
 // CPP:         extern "C" void f(const int64_t s0, const int64_t s1, const int64_t s2, float* __restrict__ cache, float* __restrict__ [[NEW:new_[0-9]+]],
-// CPP:         // kernel 1: irt.concat -> s0x4xs1 + s2x16 (input 1 at s1)
+// CPP:         // kernel 1: irt.concat -> s0x4x(s1 + s2)x16 (input 1 at s1)
 // CPP:           const float [[V:.*]] = [[NEW]][{{.*}}*(64 * s2) + {{.*}}*(16 * s2) + {{.*}}*16 + {{.*}}];
 // CPP:           out0[{{.*}}*(64 * s1 + 64 * s2) + {{.*}}*(16 * s1 + 16 * s2) + {{.*}}*16 + {{.*}}] = [[V]];
 func.func @f(%cache: !C, %new: !N, %x: !X, %idx: !I, %w: tensor<10x8xf32>, %e: !F) -> (!T, !L, !F, !E, !X, !R) {

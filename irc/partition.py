@@ -270,11 +270,14 @@ def partition(
 def _tuple_producers(gm: fx.GraphModule, eager: set[str]) -> list[UnsupportedNode]:
     """Nodes with several results (`max_pool2d_with_indices`, `native_layer_norm` ...) of which
     an eager node takes one: a partition cannot hand a tuple over, so the producer and its other
-    `getitem`s run eagerly too."""
+    `getitem`s run eagerly too. A getitem of a tensor (`y[:, :n]`, eager because `n` is) is
+    not one: `y` is a tensor a partition can return."""
     found: list[UnsupportedNode] = []
     for node in gm.graph.nodes:
         producer = node.args[0] if node.target is operator.getitem and node.args else None
         if node.name not in eager or not isinstance(producer, fx.Node) or producer.op not in CALLABLE:
+            continue
+        if not _returns_sequence(producer):
             continue
         for n in (producer, *producer.users):
             if n.name not in eager and (n is producer or n.target is operator.getitem):
@@ -283,6 +286,18 @@ def _tuple_producers(gm: fx.GraphModule, eager: set[str]) -> list[UnsupportedNod
                     n.name, describe_target(n, gm), f"{node.name}, a result of {producer.name}, runs in eager PyTorch"
                 ))
     return found
+
+
+def _returns_sequence(node: fx.Node) -> bool:
+    """Whether `node` returns a tuple or list, as ShapeProp (the probe) or Dynamo recorded it;
+    True when nothing was recorded."""
+    kind = node.meta.get("type")
+    if isinstance(kind, type):
+        return issubclass(kind, (tuple, list))
+    for key in ("example_value", "val"):
+        if key in node.meta:
+            return isinstance(node.meta[key], (tuple, list))
+    return True
 
 
 def _partition_inputs(split: fx.GraphModule, example_inputs: Sequence[torch.Tensor], names: set[str]) -> dict[str, tuple]:

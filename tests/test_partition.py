@@ -74,6 +74,22 @@ def test_a_getitem_of_two_partitions_terminates_and_matches_eager():
     assert len(version.partitions) == 2  # x * 2 and relu; the add after the eager slice
 
 
+def test_a_tensor_sliced_by_an_eager_bound_stays_native():
+    """`y[:, 0:n]` with an eager `n` is eager, but `y` is a tensor, not a tuple a partition
+    would have to hand over: relu stays native (Llama's causal mask `clone()` ran eagerly)."""
+
+    def f(x):
+        y = torch.relu(x * 2)
+        return y[:, 0 : opaque_len(x)] * 3
+
+    gm, x = fx.symbolic_trace(f), torch.randn(3, 8)
+    with deadline(60):
+        cm = irc.compile(gm, (x,))
+    torch.testing.assert_close(cm(x), f(x))
+    assert [n.node for n in cm.eager_nodes] == ["opaque_len", "getitem"]
+    assert "irt.relu" in cm.ir("import")
+
+
 # --- the partitioning itself, on random graphs ----------------------------------------------------
 
 

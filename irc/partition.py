@@ -268,36 +268,40 @@ def partition(
 
 
 def _tuple_producers(gm: fx.GraphModule, eager: set[str]) -> list[UnsupportedNode]:
-    """Nodes with several results (`max_pool2d_with_indices`, `native_layer_norm` ...) of which
-    an eager node takes one: a partition cannot hand a tuple over, so the producer and its other
-    `getitem`s run eagerly too. A getitem of a tensor (`y[:, :n]`, eager because `n` is) is
-    not one: `y` is a tensor a partition can return."""
+    """Nodes with several results (`max_pool2d_with_indices`, `native_layer_norm`, `split` ...)
+    of which an eager node takes one, or the whole tuple (as the output may): a partition cannot
+    hand a tuple over, so the producer and its `getitem`s run eagerly too (and so on up, when
+    the producer is itself a getitem of a tuple). A getitem of a tensor (`y[:, :n]`, eager
+    because `n` is) is not one: `y` is a tensor a partition can return."""
     found: list[UnsupportedNode] = []
-    for node in gm.graph.nodes:
-        producer = node.args[0] if node.target is operator.getitem and node.args else None
-        if node.name not in eager or not isinstance(producer, fx.Node) or producer.op not in CALLABLE:
-            continue
-        if not _returns_sequence(producer):
-            continue
-        for n in (producer, *producer.users):
-            if n.name not in eager and (n is producer or n.target is operator.getitem):
-                eager.add(n.name)
-                found.append(UnsupportedNode(
-                    n.name, describe_target(n, gm), f"{node.name}, a result of {producer.name}, runs in eager PyTorch"
-                ))
+    todo = [n for n in gm.graph.nodes if n.name in eager or n.op == "output"]
+    while todo:
+        node = todo.pop()
+        one = node.target is operator.getitem and bool(node.args)
+        taken = ([node.args[0]] if isinstance(node.args[0], fx.Node) else []) if one else node.all_input_nodes
+        for producer in taken:
+            if producer.name in eager or producer.op not in CALLABLE or not _returns_sequence(producer, unknown=one):
+                continue
+            why = (f"{node.name}, a result of {producer.name}, runs in eager PyTorch" if one
+                   else f"{node.name} takes the tuple {producer.name} returns and runs in eager PyTorch")
+            for n in (producer, *producer.users):
+                if n.name not in eager and (n is producer or n.target is operator.getitem):
+                    eager.add(n.name)
+                    found.append(UnsupportedNode(n.name, describe_target(n, gm), why))
+                    todo.append(n)
     return found
 
 
-def _returns_sequence(node: fx.Node) -> bool:
+def _returns_sequence(node: fx.Node, unknown: bool) -> bool:
     """Whether `node` returns a tuple or list, as ShapeProp (the probe) or Dynamo recorded it;
-    True when nothing was recorded."""
+    `unknown` when nothing was recorded."""
     kind = node.meta.get("type")
     if isinstance(kind, type):
         return issubclass(kind, (tuple, list))
     for key in ("example_value", "val"):
         if key in node.meta:
             return isinstance(node.meta[key], (tuple, list))
-    return True
+    return unknown
 
 
 def _partition_inputs(split: fx.GraphModule, example_inputs: Sequence[torch.Tensor], names: set[str]) -> dict[str, tuple]:

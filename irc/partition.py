@@ -22,7 +22,7 @@ from torch import fx, nn
 from torch._prims_common import is_non_overlapping_and_dense_or_false
 from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 
-from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
+from irc.errors import InputError, IrcError, UnsupportedNode, UnsupportedOpError
 from irc.frontend.folding import has_runtime_value
 from irc.frontend.fx_importer import INPUT_DTYPES, EagerTensor, FxImporter, describe_target, tensor_type
 from irc.frontend.order_mutations import order_mutations
@@ -170,16 +170,36 @@ def _share(graph: fx.Graph, parts: list[list[fx.Node]], free: set[fx.Node]) -> N
 
 class NativePartition(nn.Module):
     """A compiled partition inside the split GraphModule: inputs made contiguous for it, results
-    laid out like the traced ones (`like_traced`), for the eager nodes and autograd after it."""
+    laid out like the traced ones (`like_traced`), for the eager nodes and autograd after it.
 
-    def __init__(self, forward: Callable[..., Any], source: Any, layouts: list | None = None):
+    An eager node before it may make a tensor whose shape depends on the values
+    (`x[:, :int(mask.sum())]`): inputs the native code was not built for (an `InputError`) run
+    through `graph`, the partition as a GraphModule, in eager PyTorch (one WARNING)."""
+
+    def __init__(
+        self, forward: Callable[..., Any], source: Any, layouts: list | None = None,
+        graph: fx.GraphModule | None = None, name: str = "",
+    ):
         super().__init__()
         self._native = forward
         self.compiled = source  # what compile_graph returned (IR, C++ source, library)
         self._layouts = layouts  # per result: (shape, stride) as traced, or None
+        self.graph = graph
+        self._name = name
+        self._warned = False
 
     def forward(self, *args: Any) -> Any:
-        out = self._native(*(a if a.is_contiguous() else a.contiguous() for a in args))
+        args = tuple(a.contiguous() if isinstance(a, torch.Tensor) and not a.is_contiguous() else a for a in args)
+        try:
+            out = self._native(*args)
+        except InputError as e:
+            if self.graph is None:
+                raise
+            if not self._warned:
+                self._warned = True
+                log.warning("irc runs native partition %s in eager PyTorch for inputs it was not compiled for "
+                            "(an eager node before it makes shapes that depend on the values): %s", self._name, e)
+            return self.graph(*args)
         if not self._layouts:
             return out
         if isinstance(out, (tuple, list)):
@@ -262,7 +282,7 @@ def partition(
                 for n in sub.graph.nodes if n.op in CALLABLE
             ]
             continue
-        setattr(split, name, NativePartition(forward, info, traced_layouts(sub)))
+        setattr(split, name, NativePartition(forward, info, traced_layouts(sub), sub, name))
         result.native[name] = info
     return result
 

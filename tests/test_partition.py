@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import logging
 import operator
 import random
 import signal
@@ -110,6 +111,32 @@ def test_a_tuple_an_eager_node_takes_whole_keeps_its_producer_eager():
     torch.testing.assert_close(cm(x), f(x))
     eager = {n.node: n.reason for n in cm.eager_nodes}
     assert set(eager) == {"opaque_cat", "split"} and "takes the tuple split returns" in eager["split"]
+
+
+@torch.fx.wrap
+def positives(x):
+    """How many entries of the first row are positive: a size that depends on the values."""
+    return int((x[0] > 0).sum())
+
+
+def test_a_shape_an_eager_node_makes_from_values_runs_its_partition_eagerly(caplog):
+    """`x[:, :positives(x)]` has another width at every call: the partition after it gets inputs
+    of a shape it was not compiled for, which it now runs in eager PyTorch (one WARNING) instead
+    of raising InputError from inside the user's call."""
+
+    def f(x):
+        return x[:, 0 : positives(x)] * 3 + 1, torch.relu(x * 2)
+
+    first = torch.tensor([[1.0, -1, 2, -2, 3, -3]]).repeat(3, 1)
+    cm = irc.compile(fx.symbolic_trace(f), (first,))
+    assert [n.node for n in cm.eager_nodes] == ["positives", "getitem"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="irc"):
+        for row in ([1.0, 1, 1, 1, -1, 1], [-1.0, -1, -1, -1, -1, 2], [1.0, -1, 2, -2, 3, -3], [1.0] * 6):
+            x = torch.tensor([row]).repeat(3, 1)
+            torch.testing.assert_close(cm(x), f(x))
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "irc" and r.levelno >= logging.WARNING]
+    assert "inputs it was not compiled for" in warning
 
 
 # --- the partitioning itself, on random graphs ----------------------------------------------------

@@ -27,13 +27,14 @@ def buffers_kept(gm: fx.GraphModule):
     change a buffer, parameter or constant in place (`self.buf.add_(x)`)."""
     kept = list(gm.buffers()) if any(m.training for m in gm.modules()) else []
     with torch.no_grad():
-        saved = [(b, b.clone()) for b in dict.fromkeys(kept + mutated_attributes(gm))]
+        saved = [(b, b._version, b.clone()) for b in dict.fromkeys(kept + mutated_attributes(gm))]
     try:
         yield
     finally:
         with torch.no_grad():
-            for b, before in saved:
-                b.copy_(before)
+            for b, version, before in saved:
+                if b._version != version:  # written by the run: put back. Untouched: leave it be, since a
+                    b.copy_(before)  # copy would bump its version and look like an update to the weight guard
 
 
 class NativeForward(torch.autograd.Function):

@@ -33,8 +33,11 @@ def buffers_kept(gm: fx.GraphModule):
     finally:
         with torch.no_grad():
             for b, version, before in saved:
-                if b._version != version:  # written by the run: put back. Untouched: leave it be, since a
-                    b.copy_(before)  # copy would bump its version and look like an update to the weight guard
+                # Written by the run: put back. A batch norm's kernel writes its running statistics
+                # without a version bump, so the values are compared too. Untouched: leave it be,
+                # since a copy would bump its version and look like an update to the weight guard.
+                if b._version != version or not torch.equal(b, before):
+                    b.copy_(before)
 
 
 class NativeForward(torch.autograd.Function):

@@ -187,3 +187,28 @@ def test_a_region_with_autocast_disabled_compiles_natively(fresh_cache):
         x = torch.randn(n, 8)
         torch.testing.assert_close(f(x), m(x))
     assert compiler_invocations() - before == 1
+
+
+def test_compiling_a_dynamo_graph_leaves_its_buffers_untouched(fresh_cache, caplog):
+    """A buffer the graph reads (GPT-2's causal-mask buffer) must keep its version: a copy-back
+    after each build bumped it, the weight guard took that for an in-place update, and every
+    call rebuilt (4x eager's work in generate)."""
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("scale", torch.full((8,), 2.0))
+
+        def forward(self, x):
+            return torch.relu(x * self.scale)
+
+    m = M().eval()
+    torch._dynamo.reset()
+    f = torch.compile(m, backend="irc", dynamic=True)
+    version = m.scale._version
+    with torch.no_grad(), caplog.at_level("INFO", logger="irc"):
+        for n in (3, 4, 5, 6):
+            x = torch.randn(n, 8)
+            torch.testing.assert_close(f(x), m(x))
+    assert m.scale._version == version
+    assert not [r for r in caplog.records if "rebuilding" in r.getMessage()]

@@ -35,6 +35,7 @@ def test_gemm_engine_takes_precedence_over_the_scalar_nests_it_falls_back_to():
         irt.ContractionBase: (gemm.lower_contraction_gemm, core.lower_contraction),
         irt_nn.Conv2dOp: (gemm.lower_conv2d_gemm, nn.lower_conv2d),
         irt_reduce.AttentionOp: (gemm.lower_attention_gemm, reduce.lower_attention),
+        irt_reduce.BatchMatmulOp: (gemm.lower_batch_matmul_gemm, reduce.lower_batch_matmul),
     }
     for op, (engine_fn, scalar_fn) in engine.items():
         assert table.LOWERINGS[op] is engine_fn

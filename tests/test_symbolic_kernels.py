@@ -124,8 +124,8 @@ def test_runtime_n_and_k_in_both_layouts():
         a, b, c, r = torch.randn(m, k), torch.randn(n, k), torch.randn(k, n), torch.randn(m, n)
         y, s = empty(m, n), empty(m, n)
         call(lib, "f", [m, k, n], a, b, c, r, y, s)
-        close(y, a @ b.t())
-        close(s, a @ c + r)
+        close(y, a @ b.t(), rtol=1e-4, atol=1e-4)  # sums of up to 320 O(1) products
+        close(s, a @ c + r, rtol=1e-4, atol=1e-4)
 
 
 PACKED = """
@@ -163,8 +163,8 @@ def test_strict_contraction_with_runtime_sizes():
         a, b, c, r = torch.randn(m, k), torch.randn(n, k), torch.randn(k, n), torch.randn(m, n)
         y, s = empty(m, n), empty(m, n)
         call(lib, "f", [m, k, n], a, b, c, r, y, s)
-        close(y, a @ b.t())
-        close(s, a @ c + r)
+        close(y, a @ b.t(), rtol=1e-4, atol=1e-4)  # sums of up to 320 O(1) products
+        close(s, a @ c + r, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -2,7 +2,8 @@
 
     irc-opt model.mlir -p irc-fuse,irc-to-loops -t cpp
 
-Each function becomes an `extern "C"` entry point taking one `float* __restrict__` per buffer,
+Each function becomes an `extern "C"` entry point taking one `float* __restrict__` per buffer
+(`int64_t*` for i64 elements, `bool*` for i1: one byte, as torch.bool stores it),
 with two twins: `NAME__argv(void* const* a)` (one array of all the pointers, the Python
 wrapper's cheap call) and `NAME__signature()`, a JSON string `{"args": [[dtype, shape], ...]}`
 naming every buffer's element type and shape in order, so a loader checks what it passes against
@@ -61,8 +62,12 @@ from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
 
 BINARY = {arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*", arith.DivfOp: "/",
-          arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivSIOp: "/", arith.RemSIOp: "%"}
+          arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivSIOp: "/", arith.RemSIOp: "%",
+          arith.AndIOp: "&", arith.OrIOp: "|", arith.XOrIOp: "^"}
 CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}  # arith.cmpi predicates
+CMPF = {1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 13: "!="}
+"""arith.cmpf predicates irc emits (oeq, ogt, oge, olt, ole: false with a NaN, as C++'s
+comparisons are; une: true with a NaN, as C++'s != is)."""
 CALLS = {arith.MaximumfOp: "irc_maxf", arith.MinimumfOp: "irc_minf", xmath.ExpOp: "irc_exp",
          xmath.TanhOp: "irc_tanh", xmath.ErfOp: "irc_erf", xmath.SqrtOp: "__builtin_sqrtf",
          xmath.LogOp: "irc_log", xmath.AbsFOp: "__builtin_fabsf", xmath.CosOp: "__builtin_cosf",
@@ -70,15 +75,30 @@ CALLS = {arith.MaximumfOp: "irc_maxf", arith.MinimumfOp: "irc_minf", xmath.ExpOp
 
 
 SIGNATURE_SUFFIX = "__signature"
-SIGNATURE_DTYPES = {"float": "float32", "int64_t": "int64"}  # C++ element type -> torch's name in `__signature`
+SIGNATURE_DTYPES = {"float": "float32", "int64_t": "int64", "bool": "bool"}  # C++ element type -> torch's name in `__signature`
 
 
 def ctype(t: Attribute) -> str:
     if isinstance(t, Float32Type):
         return "float"
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return "bool"  # one byte holding 0 or 1, as torch.bool
     if isinstance(t, (IndexType, IntegerType)):
         return "int64_t"
     raise NotImplementedError(f"cpp emitter: no C++ type for {t}")
+
+
+def element_bytes(t: Attribute) -> int:
+    """Bytes per element of a buffer of element type `t` in the generated C++."""
+    return 1 if ctype(t) == "bool" else 4 if ctype(t) == "float" else 8
+
+
+def int_literal(value: int, t: Attribute) -> str:
+    if ctype(t) == "bool":
+        return "true" if value else "false"
+    if value == -(2**63):  # the literal 9223372036854775808 does not fit: negate after
+        return "(-9223372036854775807LL - 1)"
+    return str(value)
 
 
 def static_buffer(t: Attribute, what: str) -> Attribute:
@@ -248,7 +268,7 @@ class CppEmitter:
         elif isinstance(attr, FloatAttr):
             self.names[op.result] = float_literal(attr.value.data)
         elif isinstance(attr, IntegerAttr):
-            self.names[op.result] = str(attr.value.data)
+            self.names[op.result] = int_literal(attr.value.data, attr.type)
         else:
             raise NotImplementedError(f"cpp emitter: constant {attr}")
 
@@ -265,6 +285,9 @@ class CppEmitter:
     @emit.register(arith.MuliOp)
     @emit.register(arith.DivSIOp)
     @emit.register(arith.RemSIOp)
+    @emit.register(arith.AndIOp)
+    @emit.register(arith.OrIOp)
+    @emit.register(arith.XOrIOp)
     def _(self, op: Operation) -> None:
         lhs, rhs = op.operands
         self.value(op, f"{self.n(lhs)} {BINARY[type(op)]} {self.n(rhs)}")
@@ -281,12 +304,22 @@ class CppEmitter:
         self.line(f"const bool {self.fresh(op.result)} = {self.n(op.lhs)} {cmp} {self.n(op.rhs)};")
 
     @emit.register
+    def _(self, op: arith.CmpfOp) -> None:
+        cmp = CMPF.get(op.predicate.value.data)
+        if cmp is None:
+            raise NotImplementedError(f"cpp emitter: arith.cmpf predicate {op.predicate.value.data}")
+        self.line(f"const bool {self.fresh(op.result)} = {self.n(op.lhs)} {cmp} {self.n(op.rhs)};")
+
+    @emit.register
     def _(self, op: arith.IndexCastOp) -> None:
         self.names[op.result] = self.n(op.input)  # index and i64 are both int64_t
 
-    @emit.register
-    def _(self, op: arith.SIToFPOp) -> None:
-        self.value(op, f"static_cast<float>({self.n(op.input)})")
+    @emit.register(arith.SIToFPOp)
+    @emit.register(arith.UIToFPOp)
+    @emit.register(arith.FPToSIOp)
+    @emit.register(arith.ExtUIOp)
+    def _(self, op: Operation) -> None:  # float <-> int64 (toward zero), bool -> 0/1
+        self.value(op, f"static_cast<{ctype(op.results[0].type)}>({self.n(op.input)})")
 
     @emit.register(arith.MaximumfOp)
     @emit.register(arith.MinimumfOp)
@@ -313,9 +346,9 @@ class CppEmitter:
     @emit.register
     def _(self, op: memref.AllocOp) -> None:
         t = static_buffer(op.memref.type, "a memref.alloc")
-        size = align_up(product(dims_of(t)) * 4, 64)  # aligned_alloc wants a multiple of the alignment
-        name = self.fresh(op.memref, "buf")
-        self.line(f"float* __restrict__ {name} = static_cast<float*>(std::aligned_alloc(64, {cpp_dim(size)}));")
+        size = align_up(product(dims_of(t)) * element_bytes(t.element_type), 64)  # a multiple of the alignment
+        name, c = self.fresh(op.memref, "buf"), ctype(t.element_type)
+        self.line(f"{c}* __restrict__ {name} = static_cast<{c}*>(std::aligned_alloc(64, {cpp_dim(size)}));")
 
     @emit.register
     def _(self, op: memref.DeallocOp) -> None:
@@ -327,8 +360,8 @@ class CppEmitter:
         if offset == DYNAMIC_INDEX:
             offset = self.n(op.offsets[0])
         static_buffer(op.result.type, "a memref.reinterpret_cast")
-        name = self.fresh(op.result, "view")
-        self.line(f"[[maybe_unused]] float* __restrict__ {name} = {self.n(op.source)} + {offset};  // view as {op.result.type}")
+        name, c = self.fresh(op.result, "view"), ctype(op.result.type.element_type)
+        self.line(f"[[maybe_unused]] {c}* __restrict__ {name} = {self.n(op.source)} + {offset};  // view as {op.result.type}")
 
     @emit.register
     def _(self, op: memref.LoadOp) -> None:

@@ -10,28 +10,27 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from irc_testing import run_ir
 
-LOGIC = """
-func.func @mask(%x: tensor<?x8xf32, #irt.dims<"s0">>, %ids: tensor<?x8xi64, #irt.dims<"s0">>, %m: tensor<8xi1>)
-    -> (tensor<?x8xi1, #irt.dims<"s0">>, tensor<?x8xf32, #irt.dims<"s0">>, tensor<?x8xi64, #irt.dims<"s0">>) {
+F, L, B = (f'tensor<?x8x{t}, #irt.dims<"s0">>' for t in ("f32", "i64", "i1"))
+LOGIC = f"""
+func.func @mask(%x: {F}, %ids: {L}, %m: tensor<8xi1>) -> ({B}, {F}, {L}) {{
   %pad = irt.constant dense<0> : tensor<i64>
   %min = irt.constant dense<-3.40282347E+38> : tensor<f32>
-  %ne = irt.cmp ne %ids, %pad : (tensor<?x8xi64, #irt.dims<"s0">>, tensor<i64>) -> tensor<?x8xi1, #irt.dims<"s0">>
-  %f = irt.cast %ids : (tensor<?x8xi64, #irt.dims<"s0">>) -> tensor<?x8xf32, #irt.dims<"s0">>
-  %le = irt.cmp le %x, %f : (tensor<?x8xf32, #irt.dims<"s0">>, tensor<?x8xf32, #irt.dims<"s0">>) -> tensor<?x8xi1, #irt.dims<"s0">>
-  %a = irt.and %ne, %le : (tensor<?x8xi1, #irt.dims<"s0">>, tensor<?x8xi1, #irt.dims<"s0">>) -> tensor<?x8xi1, #irt.dims<"s0">>
-  %o = irt.xor %a, %m : (tensor<?x8xi1, #irt.dims<"s0">>, tensor<8xi1>) -> tensor<?x8xi1, #irt.dims<"s0">>
-  %n = irt.not %o : tensor<?x8xi1, #irt.dims<"s0">>
-  %w = irt.where %n, %x, %min : (tensor<?x8xi1, #irt.dims<"s0">>, tensor<?x8xf32, #irt.dims<"s0">>, tensor<f32>) -> tensor<?x8xf32, #irt.dims<"s0">>
-  %t = irt.cast %x : (tensor<?x8xf32, #irt.dims<"s0">>) -> tensor<?x8xi64, #irt.dims<"s0">>
-  %b = irt.cast %n : (tensor<?x8xi1, #irt.dims<"s0">>) -> tensor<?x8xi64, #irt.dims<"s0">>
-  %s = irt.mul %t, %b : (tensor<?x8xi64, #irt.dims<"s0">>, tensor<?x8xi64, #irt.dims<"s0">>) -> tensor<?x8xi64, #irt.dims<"s0">>
-  %d = irt.sub %s, %ids : (tensor<?x8xi64, #irt.dims<"s0">>, tensor<?x8xi64, #irt.dims<"s0">>) -> tensor<?x8xi64, #irt.dims<"s0">>
-  %g = irt.neg %d : tensor<?x8xi64, #irt.dims<"s0">>
-  func.return %n, %w, %g : tensor<?x8xi1, #irt.dims<"s0">>, tensor<?x8xf32, #irt.dims<"s0">>, tensor<?x8xi64, #irt.dims<"s0">>
-}
+  %ne = irt.cmp ne %ids, %pad : ({L}, tensor<i64>) -> {B}
+  %f = irt.cast %ids : ({L}) -> {F}
+  %le = irt.cmp le %x, %f : ({F}, {F}) -> {B}
+  %a = irt.and %ne, %le : ({B}, {B}) -> {B}
+  %o = irt.xor %a, %m : ({B}, tensor<8xi1>) -> {B}
+  %n = irt.not %o : {B}
+  %w = irt.where %n, %x, %min : ({B}, {F}, tensor<f32>) -> {F}
+  %t = irt.cast %x : ({F}) -> {L}
+  %b = irt.cast %n : ({B}) -> {L}
+  %s = irt.mul %t, %b : ({L}, {L}) -> {L}
+  %d = irt.sub %s, %ids : ({L}, {L}) -> {L}
+  %g = irt.neg %d : {L}
+  func.return %n, %w, %g : {B}, {F}, {L}
+}}
 """
 
 

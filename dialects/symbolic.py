@@ -123,6 +123,19 @@ def evaluate(d: Dim, values: dict[sympy.Symbol, int] | dict[str, int]) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
+def _factors(e: sympy.Expr) -> list[sympy.Expr]:
+    """The factors of a product, a power s**n (a square size: an L x L mask) as n factors s."""
+    out: list[sympy.Expr] = []
+    for f in sympy.Mul.make_args(e):
+        if f.is_Pow and f.exp.is_Integer and int(f.exp) > 1:
+            out += [f.base] * int(f.exp)
+        elif f.is_Pow:
+            raise ValueError(f"size expression {e} is not an integer polynomial")
+        else:
+            out.append(f)
+    return out
+
+
 def _spell(e: sympy.Expr, cpp: bool) -> str:
     """`e` written with + - * // % max, fully parenthesized where precedence needs it."""
 
@@ -143,11 +156,11 @@ def _spell(e: sympy.Expr, cpp: bool) -> str:
             else:
                 out += f" + {_spell(t, cpp)}"
         return out
-    if e.is_Mul:
+    if e.is_Mul or e.is_Pow:
         coeff, rest = e.as_coeff_Mul()
         if coeff == -1:
             return f"-{atom(rest)}"
-        factors = ([str(int(coeff))] if coeff != 1 else []) + [atom(f) for f in sympy.Mul.make_args(rest)]
+        factors = ([str(int(coeff))] if coeff != 1 else []) + [atom(f) for f in _factors(rest)]
         if not coeff.is_Integer:
             raise ValueError(f"size expression {e} is not an integer polynomial")
         return " * ".join(factors)

@@ -51,3 +51,48 @@ def test_logic_ops_at_run_time_sizes(rows, fuse):
     expected_g = -(x.to(torch.int64) * expected_n.long() - ids)
     defined = ~x.isnan()  # NaN -> int64 is undefined behaviour (in C++ and in eager alike)
     assert g.dtype == torch.int64 and torch.equal(g[defined], expected_g[defined])
+
+
+def _sym(dims: str, t: str) -> str:
+    sizes = [d for d in dims.split("x") if d.startswith("s")]
+    shape = "x".join("?" if d.startswith("s") else d for d in dims.split("x"))
+    enc = f', #irt.dims<{", ".join(f"{chr(34)}{d}{chr(34)}" for d in sizes)}>' if sizes else ""
+    return f"tensor<{shape}x{t}{enc}>"
+
+
+X, M, G, SEL = _sym("s0x6", "f32"), _sym("s0xs1", "i64"), _sym("s0x3", "i64"), _sym("s1", "i64")
+P, GA, IS, SQ, AF = _sym("s1", "i64"), _sym("s0x3", "f32"), _sym("s1x6", "f32"), _sym("s1xs1", "i1"), _sym("s1", "f32")
+INDEX = f"""
+func.func @index(%x: {X}, %m: {M}, %g: {G}, %sel: {SEL}) -> ({P}, {M}, {GA}, {IS}, {SQ}, {X}, {AF}) {{
+  %p = irt.arange start 3.0 step -2.0 : {P}
+  %c = irt.cumsum %m dim 1 : {M}
+  %ga = irt.gather %x, %g dim 1 : ({X}, {G}) -> {GA}
+  %is = irt.index_select %x, %sel dim 0 : ({X}, {SEL}) -> {IS}
+  %t = irt.constant dense<true> : tensor<i1>
+  %full = irt.expand %t : (tensor<i1>) -> {SQ}
+  %tr = irt.tril %full diagonal -1 : {SQ}
+  %fc = irt.cumsum %x dim 0 : {X}
+  %af = irt.arange start 0.5 step 0.25 : {AF}
+  func.return %p, %c, %ga, %is, %tr, %fc, %af : {P}, {M}, {GA}, {IS}, {SQ}, {X}, {AF}
+}}
+"""
+
+
+@pytest.mark.parametrize("rows,length", [(1, 1), (2, 5), (7, 3), (4, 33)])
+def test_index_ops_at_run_time_sizes(rows, length):
+    """arange, cumsum (int64; float32 accumulating in double), gather, index_select (an index
+    outside the input reads NaN) and tril on an L x L mask, one library for all sizes."""
+    torch.manual_seed(rows * length)
+    x = torch.randn(rows, 6)
+    m = torch.randint(0, 2, (rows, length))
+    g = torch.randint(0, 6, (rows, 3))
+    sel = torch.randint(0, rows, (length,))
+    sel[0] = rows  # out of range: eager raises, irc reads NaN
+    p, c, ga, is_, tr, fc, af = run_ir(INDEX, [x, m, g, sel], sizes=[rows, length])
+    assert torch.equal(p, torch.arange(3, 3 - 2 * length, -2))
+    assert torch.equal(c, m.cumsum(1))
+    assert torch.equal(ga, x.gather(1, g))
+    assert is_[0].isnan().all() and torch.equal(is_[1:], x.index_select(0, sel[1:]))
+    assert torch.equal(tr, torch.ones(length, length, dtype=torch.bool).tril(-1))
+    assert torch.equal(fc, x.cumsum(0))
+    assert torch.equal(af, torch.arange(length) * 0.25 + 0.5)

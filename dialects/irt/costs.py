@@ -95,11 +95,16 @@ FLOPS: dict[type[Operation], FlopsFn] = {
     irt_reduce.LayerNormOp: _layer_norm_flops,
     irt_reduce.BatchMatmulOp: _batch_matmul_flops,
     irt_reduce.AttentionOp: _attention_flops,
+    irt_reduce.CumsumOp: _reduce_flops,
     # shape
     irt_shape.SliceOp: _no_flops,
     irt_shape.ConcatOp: _no_flops,
     irt_shape.ExpandOp: _no_flops,
     irt_shape.EmbeddingOp: _no_flops,
+    irt_shape.ArangeOp: _no_flops,
+    irt_shape.GatherOp: _no_flops,
+    irt_shape.IndexSelectOp: _no_flops,
+    irt_shape.TriangleOp: _no_flops,
 }
 """Op (or op family base class) -> FLOPs of its accumulation, per forward (elementwise ops need
 no entry: their body is counted)."""

@@ -31,6 +31,7 @@ from xdsl.dialects import arith, func, math as xmath, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     Float32Type,
+    Float64Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -81,6 +82,8 @@ SIGNATURE_DTYPES = {"float": "float32", "int64_t": "int64", "bool": "bool"}  # C
 def ctype(t: Attribute) -> str:
     if isinstance(t, Float32Type):
         return "float"
+    if isinstance(t, Float64Type):
+        return "double"  # accumulators only (irt.cumsum sums f32 in double, as torch)
     if isinstance(t, IntegerType) and t.width.data == 1:
         return "bool"  # one byte holding 0 or 1, as torch.bool
     if isinstance(t, (IndexType, IntegerType)):
@@ -318,7 +321,9 @@ class CppEmitter:
     @emit.register(arith.UIToFPOp)
     @emit.register(arith.FPToSIOp)
     @emit.register(arith.ExtUIOp)
-    def _(self, op: Operation) -> None:  # float <-> int64 (toward zero), bool -> 0/1
+    @emit.register(arith.ExtFOp)
+    @emit.register(arith.TruncFOp)
+    def _(self, op: Operation) -> None:  # float <-> int64 (toward zero), bool -> 0/1, float <-> double
         self.value(op, f"static_cast<{ctype(op.results[0].type)}>({self.n(op.input)})")
 
     @emit.register(arith.MaximumfOp)

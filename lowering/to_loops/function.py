@@ -114,6 +114,12 @@ def index_ops(value: Dim, symbols: Mapping[sympy.Symbol, SSAValue], constant: Ca
                 ops.append(cls(acc, build(a)))
                 acc = ops[-1].results[0]
             return acc
+        if e.is_Pow and e.exp.is_Integer and int(e.exp) > 1:  # s0**2: repeated products
+            base = acc = build(e.base)
+            for _ in range(int(e.exp) - 1):
+                ops.append(arith.MuliOp(acc, base))
+                acc = ops[-1].results[0]
+            return acc
         if isinstance(e, sympy.floor):
             num, den = sympy.fraction(sympy.together(e.args[0]))
             ops.append(arith.DivSIOp(build(sympy.expand(num)), build(den)))

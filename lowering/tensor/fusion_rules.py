@@ -49,10 +49,18 @@ def is_rhs(producer: Operation, consumer: Operation, index: int) -> bool:
 
 
 def float_consumer(producer: Operation, consumer: Operation, index: int) -> bool:
-    """The consumer reads and makes f32 only: an epilogue computes on f32 (comparisons, casts and
-    integer arithmetic after a contraction stay separate kernels)."""
-    values = [*consumer.operands, *consumer.results]
-    return all(irt.is_float(irt.element_type(v)) for v in values)
+    """The consumer computes on f32 only, inside too: an epilogue runs on vectors of floats
+    (comparisons, selects on a mask, casts and integer arithmetic after a contraction stay
+    separate kernels)."""
+    if not all(irt.is_float(irt.element_type(v)) for v in [*consumer.operands, *consumer.results]):
+        return False
+    body = consumer.scalar_body()
+    if body is None:
+        block = Block(arg_types=[f32] * len(consumer.elementwise_inputs()))
+        consumer.build_scalar(Builder(InsertPoint.at_end(block)), list(block.args))
+    else:
+        block = body.block
+    return all(irt.is_float(r.type) for op in block.ops for r in op.results)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -272,7 +272,8 @@ class PowOp(_ScalarParamOp):
 
 @irdl_op_definition
 class ClampOp(_ScalarParamOp):
-    """min(max(x, min), max), either bound optional; NaN stays NaN as in torch.clamp.
+    """min(max(x, min), max), either bound optional; NaN stays NaN as in torch.clamp. On i64 the
+    bounds are integers (held as f32: exact up to 2**24).
 
         %y = irt.clamp %x min -1.000000e+00 max 1.000000e+00 : tensor<4xf32>
     """
@@ -287,8 +288,17 @@ class ClampOp(_ScalarParamOp):
         props = {k: _f32(x) for k, x in (("min", min), ("max", max)) if x is not None}
         super().__init__(operands=[v], result_types=[v.type], properties=props)
 
+    def verify_element_types(self) -> None:
+        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), NUMERIC_TYPES)
+
     def build_scalar(self, b: Builder, args: Sequence[SSAValue]) -> SSAValue:
         x = args[0]
+        if not is_float(x.type):  # integer bounds
+            if self.min is not None:
+                x = _ins(b, arith.MaxSIOp(x, scalar_constant(b, int(self.min.value.data), x.type)))
+            if self.max is not None:
+                x = _ins(b, arith.MinSIOp(x, scalar_constant(b, int(self.max.value.data), x.type)))
+            return x
         if self.min is not None:
             x = _max(b, x, self.min.value.data)
         if self.max is not None:
@@ -297,6 +307,9 @@ class ClampOp(_ScalarParamOp):
 
     def verify_(self) -> None:
         super().verify_()
+        bounds = [a.value.data for a in (self.min, self.max) if a is not None]
+        if not is_float(self.input.type.element_type) and not all(v.is_integer() for v in bounds):
+            raise VerifyException(f"irt.clamp: an i64 clamp needs integer bounds, got {bounds}")
         if self.min is None and self.max is None:
             raise VerifyException(
                 f"irt.clamp: at least one of min and max is required (input {_fmt(shape_of(self.input))})"

@@ -21,6 +21,7 @@ from irc.frontend.convert_base import (
     Converter,
     ImportContext,
     Unsupported,
+    accepts_ints,
     binary,
     identity,
     reshape,
@@ -36,12 +37,14 @@ def _gelu(imp: ImportContext, node: fx.Node, x, approximate: str = "none") -> SS
     return imp.insert(irt.GeluOp(x, approximate))
 
 
+@accepts_ints
 def _dropout(imp: ImportContext, node: fx.Node, x, p=0.5, training=True, inplace=False) -> SSAValue:
     if training and p != 0:  # F.dropout(x, p=0.0) is x in training too (torchvision's Swin calls it so)
         raise Unsupported("dropout in training mode; compile the model in eval mode (model.eval())")
     return imp.tensor(x)
 
 
+@accepts_ints
 def _transpose(imp: ImportContext, node: fx.Node, x, dim0: int, dim1: int) -> SSAValue:
     x = imp.tensor(x)
     rank = len(irt.shape_of(x))
@@ -51,6 +54,7 @@ def _transpose(imp: ImportContext, node: fx.Node, x, dim0: int, dim1: int) -> SS
     return imp.insert(irt.TransposeOp(x, perm, imp.result_type(node)))
 
 
+@accepts_ints
 def _t(imp: ImportContext, node: fx.Node, x) -> SSAValue:
     x = imp.tensor(x)
     if len(irt.shape_of(x)) < 2:

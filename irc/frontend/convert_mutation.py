@@ -19,7 +19,7 @@ from typing import Any
 import torch
 from torch import fx
 
-from irc.frontend.convert_base import Converter, ImportContext, Unsupported, accepts_int64
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported, accepts_ints
 from irc.frontend.folding import folding, has_runtime_value
 from irc.frontend.order_mutations import after, setitem_value, stale_alias
 
@@ -36,12 +36,12 @@ def _setitem(imp: ImportContext, node: fx.Node, x: Any, index: Any, value: Any) 
     return folding(None, setitem_value)(imp, node, x, index, value)
 
 
-@accepts_int64
+@accepts_ints
 def _after(imp: ImportContext, node: fx.Node, x: Any, *deps: Any) -> Any:
     return x
 
 
-@accepts_int64
+@accepts_ints
 def _stale_alias(imp: ImportContext, node: fx.Node, x: Any, mutation: Any) -> Any:
     if has_runtime_value(x):
         raise Unsupported("it reads a view of a tensor changed in place after the view was taken")

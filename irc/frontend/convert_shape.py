@@ -31,15 +31,18 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
-from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, SliceOp
+from irc.dialects.irt.logic import CmpOp
+from irc.dialects.irt.math import WhereOp
+from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, IndexSelectOp, SliceOp
 from irc.errors import IrcError
 from irc.frontend.convert_base import (
     Converter,
     ImportContext,
     Unsupported,
-    accepts_int64,
+    accepts_ints,
+    dtype_of,
     identity,
-    is_int64,
+    like,
     reshape,
     slice_dim,
     tensor_type,
@@ -69,25 +72,29 @@ def _shape(x: SSAValue) -> tuple[int, ...]:
     return irt.shape_of(x)
 
 
+@accepts_ints
 def _size(imp: ImportContext, node: fx.Node, x: SSAValue, dim: int | None = None):
     size = torch.Size(_shape(x))
     return size if dim is None else size[dim]
 
 
+@accepts_ints
 def _dim(imp: ImportContext, node: fx.Node, x: SSAValue) -> int:
     return len(_shape(x))
 
 
+@accepts_ints
 def _numel(imp: ImportContext, node: fx.Node, x: SSAValue) -> int:
     return math.prod(_shape(x))
 
 
+@accepts_ints
 def _getattr(imp: ImportContext, node: fx.Node, x: SSAValue, name: str, *default):
     shape = _shape(x)
     attrs = {
         "shape": lambda: torch.Size(shape),
         "ndim": lambda: len(shape),
-        "dtype": lambda: torch.float32,
+        "dtype": lambda: dtype_of(x),
         "device": lambda: torch.device("cpu"),
         "is_cuda": lambda: False,
         "requires_grad": lambda: False,
@@ -115,7 +122,7 @@ def _transpose_last(imp: ImportContext, node: fx.Node, x: SSAValue) -> SSAValue:
 def _reshaped(imp: ImportContext, x: SSAValue, shape: Sequence[int]) -> SSAValue:
     if _shape(x) == tuple(shape):
         return x
-    return imp.insert(irt.ReshapeOp(x, tensor_type(shape)))
+    return imp.insert(irt.ReshapeOp(x, like(x, shape)))
 
 
 def _index_tensor(imp: ImportContext, node: fx.Node, x: SSAValue, index: Any) -> SSAValue:
@@ -161,19 +168,39 @@ def _index_tensor(imp: ImportContext, node: fx.Node, x: SSAValue, index: Any) ->
         d += 1
     v = x
     if tuple(sizes) != shape or any(o != 0 for o in offsets):
-        v = imp.insert(SliceOp(x, offsets, strides, tensor_type(sizes)))
+        v = imp.insert(SliceOp(x, offsets, strides, like(x, sizes)))
     return _reshaped(imp, v, out_shape)
 
 
+@accepts_ints
 def _getitem(imp: ImportContext, node: fx.Node, x: Any, index: Any):
-    """getitem on a tensor (slicing) or on a Python sequence (shapes, split results)."""
+    """getitem on a tensor (slicing, or rows picked by an int64 tensor) or on a Python sequence
+    (shapes, split results)."""
     if isinstance(x, SSAValue):
+        if isinstance(index, SSAValue):
+            return _take_rows(imp, node, x, index)
         if has_runtime_value(index) or isinstance(index, (torch.Tensor, list)):
-            raise Unsupported("indexing with tensors or lists (advanced indexing)")
+            raise Unsupported("indexing with several tensors, lists or compile-time tensors (advanced indexing)")
         return _index_tensor(imp, node, x, index)
     if isinstance(x, (tuple, list)):
         return x[index]
     raise Unsupported(f"indexing a {type(x).__name__} with a run-time tensor")
+
+
+def _take_rows(imp: ImportContext, node: fx.Node, x: SSAValue, index: SSAValue) -> SSAValue:
+    """x[index] for a run-time int64 tensor: the rows x[index[i...]] (negative indices count from
+    the end, as in eager): an irt.index_select along dim 0 of the flattened indices, reshaped to
+    index.shape + x.shape[1:]."""
+    if dtype_of(index) != torch.int64 or not _shape(x):
+        raise Unsupported("indexing with a bool mask or a float tensor (the result's size depends on the values)")
+    n, idx_shape = _shape(x)[0], _shape(index)
+    zero = imp.tensor(0, torch.int64)
+    negative = imp.insert(CmpOp("lt", index, zero, tensor_type(idx_shape, torch.bool)))
+    wrapped = imp.insert(irt.AddOp(index, imp.tensor(n, torch.int64), like(index, idx_shape)))
+    index = imp.insert(WhereOp(negative, wrapped, index, like(index, idx_shape)))
+    flat = _reshaped(imp, index, (math.prod(idx_shape),))
+    rows = imp.insert(IndexSelectOp(x, flat, 0, like(x, (math.prod(idx_shape), *_shape(x)[1:]))))
+    return _reshaped(imp, rows, (*idx_shape, *_shape(x)[1:]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -194,6 +221,7 @@ def _meta_sizes(x: SSAValue, dim: int, how: Callable[[torch.Tensor], Sequence[to
     return [p.shape[dim] for p in how(torch.empty(_shape(x), device="meta"))]
 
 
+@accepts_ints
 def _split(imp: ImportContext, node: fx.Node, x, split_size_or_sections, dim: int = 0):
     x = imp.tensor(x)
     dim %= len(_shape(x))
@@ -201,12 +229,14 @@ def _split(imp: ImportContext, node: fx.Node, x, split_size_or_sections, dim: in
     return _pieces(imp, x, dim, sizes)
 
 
+@accepts_ints
 def _chunk(imp: ImportContext, node: fx.Node, x, chunks: int, dim: int = 0):
     x = imp.tensor(x)
     dim %= len(_shape(x))
     return _pieces(imp, x, dim, _meta_sizes(x, dim, lambda t: torch.chunk(t, chunks, dim)))
 
 
+@accepts_ints
 def _unbind(imp: ImportContext, node: fx.Node, x, dim: int = 0):
     x = imp.tensor(x)
     shape = _shape(x)
@@ -220,19 +250,22 @@ def _unbind(imp: ImportContext, node: fx.Node, x, dim: int = 0):
 # ---------------------------------------------------------------------------------------------
 
 
+@accepts_ints
 def _cat(imp: ImportContext, node: fx.Node, tensors, dim: int = 0, **kwargs) -> SSAValue:
     if kwargs:
         raise Unsupported(f"cat with {', '.join(kwargs)}")
-    inputs = [imp.tensor(t) for t in tensors]
     t = imp.result_type(node)
+    dtype = _dtype_of_type(t)
+    inputs = [imp.tensor(v, dtype) for v in tensors]  # torch.cat promotes its inputs to one dtype
     if len(inputs) == 1:
         return inputs[0]
     return imp.insert(ConcatOp(inputs, dim % len(t.get_shape()), t))
 
 
+@accepts_ints
 def _stack(imp: ImportContext, node: fx.Node, tensors, dim: int = 0) -> SSAValue:
-    inputs = [imp.tensor(t) for t in tensors]
     t = imp.result_type(node)
+    inputs = [imp.tensor(v, _dtype_of_type(t)) for v in tensors]
     dim %= len(t.get_shape())
     shape = list(_shape(inputs[0]))
     shape.insert(dim, 1)
@@ -277,6 +310,7 @@ def consumers_broadcast(node: fx.Node, source_shape: Sequence[int]) -> bool:
     return bool(node.users)
 
 
+@accepts_ints
 def _expand(imp: ImportContext, node: fx.Node, x, *sizes, **kwargs) -> SSAValue:
     x = imp.tensor(x)
     t = imp.result_type(node)
@@ -285,6 +319,7 @@ def _expand(imp: ImportContext, node: fx.Node, x, *sizes, **kwargs) -> SSAValue:
     return imp.insert(ExpandOp(x, t))
 
 
+@accepts_ints
 def _permute(imp: ImportContext, node: fx.Node, x, *dims) -> SSAValue:
     x = imp.tensor(x)
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
@@ -294,9 +329,10 @@ def _permute(imp: ImportContext, node: fx.Node, x, *dims) -> SSAValue:
     if perm == list(range(rank)):
         return x
     shape = [_shape(x)[p] for p in perm]
-    return imp.insert(irt.TransposeOp(x, perm, tensor_type(shape)))
+    return imp.insert(irt.TransposeOp(x, perm, like(x, shape)))
 
 
+@accepts_ints
 def _movedim(imp: ImportContext, node: fx.Node, x, source, destination) -> SSAValue:
     """movedim as a permutation: result dimension d comes from input dimension perm[d]."""
     x = imp.tensor(x)
@@ -310,33 +346,8 @@ def _movedim(imp: ImportContext, node: fx.Node, x, source, destination) -> SSAVa
     return _permute(imp, node, x, *(p if p is not None else next(rest) for p in perm))
 
 
-# ---------------------------------------------------------------------------------------------
-# Identity and casts
-# ---------------------------------------------------------------------------------------------
-
-
-def _check_float32(arg: Any) -> None:
-    if isinstance(arg, torch.dtype) and arg != torch.float32:
-        raise Unsupported(f"a cast to {arg}: irc compiles float32 tensors")
-    if isinstance(arg, str) and arg not in ("torch.FloatTensor", "cpu") and not arg.startswith("cpu"):
-        raise Unsupported(f"a conversion to {arg!r}: irc compiles float32 CPU tensors")
-    if isinstance(arg, torch.device) and arg.type != "cpu":
-        raise Unsupported(f"a move to {arg}: irc compiles for the CPU")
-
-
-def _to(imp: ImportContext, node: fx.Node, x, *args, **kwargs) -> SSAValue:
-    """.to(dtype/device/tensor), .type(dtype): the identity when it keeps float32 on the CPU."""
-    for arg in (*args, kwargs.get("dtype"), kwargs.get("device")):
-        _check_float32(arg)
-        if isinstance(arg, torch.Tensor) and arg.dtype != torch.float32:
-            raise Unsupported(f"a cast to {arg.dtype}: irc compiles float32 tensors")
-    return imp.tensor(x)
-
-
-def _type(imp: ImportContext, node: fx.Node, x, dtype=None, **kwargs):
-    if dtype is None:
-        return "torch.FloatTensor"
-    return _to(imp, node, x, dtype)
+def _dtype_of_type(t: Any) -> torch.dtype:
+    return {"f32": torch.float32, "i64": torch.int64, "i1": torch.bool}[str(t.element_type)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,10 +356,12 @@ def _type(imp: ImportContext, node: fx.Node, x, dtype=None, **kwargs):
 
 
 def _like(fn: Callable[..., torch.Tensor]) -> Converter:
-    """zeros_like(x), ones_like(x), full_like(x, v), x.new_zeros(...): x only lends its shape."""
+    """zeros_like(x), ones_like(x), full_like(x, v), x.new_zeros(...): x only lends its shape and
+    dtype."""
 
+    @accepts_ints
     def convert(imp: ImportContext, node: fx.Node, x, *args, **kwargs):
-        proxy = torch.empty(_shape(x)) if isinstance(x, SSAValue) else x
+        proxy = torch.empty(_shape(x), dtype=dtype_of(x)) if isinstance(x, SSAValue) else x
         if has_runtime_value((args, kwargs)):
             raise Unsupported("a factory whose arguments are computed at run time")
         return fn(proxy, *args, **kwargs)
@@ -366,26 +379,28 @@ def _embedding_op(imp: ImportContext, node: fx.Node, indices, weight, max_norm=N
     change training, so they are accepted; max_norm renormalizes the table in place: unsupported."""
     if max_norm is not None:
         raise Unsupported("max_norm (renormalizes the weight in place on every call)")
-    if not is_int64(indices):
-        raise Unsupported("the indices must be an int64 tensor given at run time (a model input)")
-    if not isinstance(weight, SSAValue) or is_int64(weight):
+    if isinstance(indices, torch.Tensor) and not indices.dtype.is_floating_point:
+        indices = imp.constant(indices, "indices", keep=True)  # position ids known at compile time
+    if not isinstance(indices, SSAValue) or dtype_of(indices) != torch.int64:
+        raise Unsupported("the indices must be an int64 tensor")
+    if not isinstance(weight, SSAValue) or dtype_of(weight) != torch.float32:
         raise Unsupported("the weight must be a float32 parameter")
     return imp.insert(EmbeddingOp(indices, weight, imp.result_type(node)))
 
 
-@accepts_int64
+@accepts_ints
 def _f_embedding(imp: ImportContext, node: fx.Node, input, weight, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False) -> SSAValue:
     return _embedding_op(imp, node, input, weight, max_norm)
 
 
-@accepts_int64
+@accepts_ints
 def _torch_embedding(imp: ImportContext, node: fx.Node, weight, input, padding_idx=-1,
                      scale_grad_by_freq=False, sparse=False) -> SSAValue:
     return _embedding_op(imp, node, input, weight)
 
 
-@accepts_int64
+@accepts_ints
 def _embedding_module(imp: ImportContext, node: fx.Node, mod: torch.nn.Embedding, input) -> SSAValue:
     return _embedding_op(imp, node, input, imp.param(mod.weight), mod.max_norm)
 
@@ -411,12 +426,10 @@ def _results_getitem(convert: Converter) -> Converter:
             return item
         return convert(imp, node, value, index, *args, **kwargs)
 
+    getitem.accepts_ints = getattr(convert, "accepts_ints", False)  # type: ignore[attr-defined]
     return getitem
 
 
-_RUNTIME_COMPARISON = (
-    "a comparison or logical op on a run-time tensor (it makes a bool tensor; irc compiles float32 only)"
-)
 _FACTORY = "a factory whose arguments are computed at run time"
 
 
@@ -427,11 +440,8 @@ def _only_folded(targets: Sequence[Any], what: str) -> dict[Any, Converter]:
 
 FUNCTIONS: dict[Any, Converter] = {
     **_only_folded(
-        (operator.floordiv, operator.mod, operator.eq, operator.ne, operator.lt, operator.le, operator.gt,
-         operator.ge, operator.not_, operator.and_, operator.or_, operator.invert, operator.xor, torch.eq, torch.ne,
-         torch.lt, torch.le, torch.gt, torch.ge, torch.logical_not, torch.logical_and, torch.logical_or,
-         builtins.len),
-        _RUNTIME_COMPARISON,
+        (operator.floordiv, operator.mod, operator.not_, builtins.len),
+        "integer division, modulo or `not` of a value computed at run time",
     ),
     # Size arithmetic Dynamo records (math on x.shape, SymInt/SymFloat helpers)
     **_only_folded(
@@ -440,7 +450,6 @@ FUNCTIONS: dict[Any, Converter] = {
         "size arithmetic on a value computed at run time",
     ),
     **_only_folded((torch.zeros, torch.ones, torch.full, torch.arange, torch.eye, torch.linspace, torch.tensor), _FACTORY),
-    **_only_folded((torch.triu, torch.tril), "triu/tril of a tensor computed at run time"),
     # torch.empty is folded to zeros: its contents are unspecified, and zeros are one valid choice.
     torch.empty: folding(None, lambda *a, **k: torch.zeros(*a, **k), _FACTORY),
     operator.getitem: _results_getitem(folding(_getitem, operator.getitem)),
@@ -495,24 +504,13 @@ METHODS: dict[str, Converter] = {
     "clone": folding(identity, method_call("clone")),
     "detach": folding(identity, method_call("detach")),
     "cpu": folding(identity, method_call("cpu")),
-    "float": folding(identity, method_call("float")),
-    "to": folding(_to, method_call("to")),
-    "type": folding(_type, method_call("type")),
     "new_zeros": _like(lambda t, *a, **k: t.new_zeros(*a, **k)),
     "new_ones": _like(lambda t, *a, **k: t.new_ones(*a, **k)),
     "new_full": _like(lambda t, *a, **k: t.new_full(*a, **k)),
-    # Folded on compile-time tensors (masks, index arithmetic); on run-time tensors unsupported:
+    # Folded on compile-time tensors; on run-time tensors unsupported:
     **{
         name: folding(None, method_call(name), what)
         for name, what in {
-            "bool": "a cast to torch.bool: irc compiles float32 tensors",
-            "long": "a cast to torch.int64: irc compiles float32 tensors",
-            "int": "a cast to torch.int32: irc compiles float32 tensors",
-            "triu": "triu/tril of a tensor computed at run time",
-            "tril": "triu/tril of a tensor computed at run time",
-            **dict.fromkeys(
-                ("eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or"), _RUNTIME_COMPARISON
-            ),
             "item": "item() of a run-time tensor",
             "tolist": "tolist() of a run-time tensor",
         }.items()

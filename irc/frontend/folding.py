@@ -49,6 +49,7 @@ def folding(convert: Converter | None, eager: Callable[..., Any], what: str = ""
             raise Unsupported(what or "supported only on values known at compile time")
         return convert(imp, node, *args, **kwargs)
 
+    fold.accepts_ints = getattr(convert, "accepts_ints", False)  # type: ignore[attr-defined]
     return fold
 
 
@@ -86,4 +87,5 @@ def splats_as_scalars(convert: Converter) -> Converter:
                 args[i] = t.flatten()[0].item()
         return convert(imp, node, *args, *rest, **kwargs)
 
+    scalars.accepts_ints = getattr(convert, "accepts_ints", False)  # type: ignore[attr-defined]
     return scalars

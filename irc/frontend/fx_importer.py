@@ -30,8 +30,18 @@ from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
-from irc.frontend.convert_base import Converter, ImportContext, Unsupported, is_int64, ssa_name, tensor_type
+from irc.frontend.convert_base import (
+    DTYPES,
+    Converter,
+    ImportContext,
+    Unsupported,
+    dtype_of,
+    dtype_problem,
+    ssa_name,
+    tensor_type,
+)
 from irc.frontend.converters import FUNCTIONS, METHODS, MODULES
+from irc.frontend.folding import has_runtime_value
 from irc.frontend.order_mutations import EAGER_META, order_mutations
 
 
@@ -46,8 +56,9 @@ class ImportedGraph:
     params: list[tuple[str, torch.Tensor]]  # qualified name, tensor; function args after the inputs
     output_shapes: list[tuple[int, ...]]
     return_tuple: bool
-    input_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, or int64 (embedding indices)
+    input_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, int64 or bool
     output_spec: pytree.TreeSpec | None = None  # a dict/list/nested output's structure; None: one tensor or a flat tuple
+    output_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, int64 or bool
 
 
 @dataclass(frozen=True)
@@ -66,13 +77,13 @@ class EagerTensor:
         return f"{self.name}, a {self.dtype} tensor {kind}" if self.dtype else f"{self.name}, a non-tensor value {kind}"
 
     def reason(self) -> str:
-        return f"it takes {self.what()}; irc compiles float32 tensors (and int64 ones as embedding indices)"
+        return f"it takes {self.what()}; irc compiles float32, int64 and bool tensors"
 
 
-INPUT_DTYPES = (torch.float32, torch.int64)
-"""Input dtypes irc compiles; int64 tensors may only flow into converters marked `accepts_int64`
-(embedding indices), any other use is an unsupported node, as is any use of an input of another
-dtype (an `EagerTensor`)."""
+INPUT_DTYPES = DTYPES
+"""Input dtypes irc compiles (float32, int64, bool); int64 and bool tensors may only flow into
+converters marked `accepts_ints`, any other use is an unsupported node, as is any use of an
+input of another dtype (an `EagerTensor`)."""
 
 
 def describe_target(node: fx.Node, gm: fx.GraphModule) -> str:
@@ -168,6 +179,7 @@ class FxImporter(ImportContext):
             return_tuple=return_tuple,
             input_dtypes=[x.dtype for x in example_inputs],
             output_spec=output_spec,
+            output_dtypes=[dtype_of(v) for v in outputs],
         )
 
     def _collect_params(self) -> list[tuple[str, torch.Tensor]]:
@@ -202,13 +214,10 @@ class FxImporter(ImportContext):
             eager = [v for v in (self.values.get(i) for i in node.all_input_nodes) if isinstance(v, EagerTensor)]
             if eager:
                 raise Unsupported(eager[0].reason())
-            if not getattr(converter, "accepts_int64", False):
-                ints = [i.name for i in node.all_input_nodes if is_int64(self.values.get(i))]
-                if ints:
-                    raise Unsupported(
-                        f"it takes the int64 tensor {', '.join(ints)}; irc compiles int64 tensors only "
-                        "as embedding indices (nn.Embedding, F.embedding)"
-                    )
+            inputs = [self.values.get(i) for i in node.all_input_nodes]
+            problem = dtype_problem(converter, node, inputs, has_runtime_value((args, kwargs)))
+            if problem is not None:
+                raise Unsupported(problem)
             value = converter(self, node, *args, **kwargs)
         except Unsupported as e:
             self._unsupported(node, str(e))
@@ -234,7 +243,7 @@ class FxImporter(ImportContext):
             if module_converter is None:
                 raise Unsupported("no converter for this module type")
             convert = lambda imp, node, *args, **kwargs: module_converter(imp, node, mod, *args, **kwargs)  # noqa: E731
-            convert.accepts_int64 = getattr(module_converter, "accepts_int64", False)  # type: ignore[attr-defined]
+            convert.accepts_ints = getattr(module_converter, "accepts_ints", False)  # type: ignore[attr-defined]
             return convert
         table, what = (METHODS, "tensor method") if node.op == "call_method" else (FUNCTIONS, "function")
         converter = table.get(node.target)
@@ -266,11 +275,9 @@ class FxImporter(ImportContext):
                 continue
             v = self.values[item]
             if isinstance(v, EagerTensor):
-                self.unsupported.append(UnsupportedNode(node.name, "output", f"returns {v.what()}; irc returns float32 tensors"))
-            elif is_int64(v):
-                self.unsupported.append(
-                    UnsupportedNode(node.name, "output", f"returns the int64 tensor {item.name}; irc returns float32 tensors")
-                )
+                self.unsupported.append(UnsupportedNode(
+                    node.name, "output", f"returns {v.what()}; irc returns float32, int64 and bool tensors"
+                ))
             elif isinstance(v, SSAValue):
                 values.append(v)
             else:

@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Union
 
-import sympy
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     ArrayAttr,
@@ -38,14 +39,35 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
 )
-from xdsl.ir import Attribute, ParametrizedAttribute
+from xdsl.ir import Attribute, Operation, ParametrizedAttribute, SSAValue
 from xdsl.irdl import irdl_attr_definition
 from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-Dim = Union[int, sympy.Expr]
+
+class _LazySympy:
+    """`sympy`, imported on first use: a static-shape compile never needs it, and importing it
+    costs a new process about 0.3 s (tests/test_pipeline_cache.py). Other modules import this
+    name from here."""
+
+    def __getattr__(self, name: str):
+        import sympy as module
+
+        globals()["sympy"] = module
+        return getattr(module, name)
+
+
+sympy = _LazySympy()
+
+Dim = Union[int, "sympy.Expr"]
 """One dimension's size: an int, or an expression of symbols."""
+
+
+def is_expr(value: object) -> bool:
+    """Is `value` a symbolic size (a sympy expression)? False without importing sympy."""
+    module = sys.modules.get("sympy")
+    return module is not None and isinstance(value, module.Expr)
 
 SYMBOL_NAME = re.compile(r"s[0-9]+")
 
@@ -264,6 +286,49 @@ def parse_dim(text: str) -> Dim:
     if parser.peek() is not None:
         raise ValueError(f"cannot parse size expression {text!r}: unexpected {parser.peek()!r}")
     return dim(result)
+
+
+# ---------------------------------------------------------------------------------------------
+# Computing a size at run time: arith ops on `index` values
+# ---------------------------------------------------------------------------------------------
+
+
+def size_ops(value: Dim, symbols: Mapping[sympy.Symbol, SSAValue], constant: Callable[[int], SSAValue]) -> list[Operation]:
+    """The arith ops computing the index `value` from the `symbols`' values (`constant(n)` gives
+    the constant n), in order; the last op's result is the value (none: a bare symbol)."""
+    ops: list[Operation] = []
+
+    def build(e: sympy.Expr) -> SSAValue:
+        if e.is_Integer:
+            return constant(int(e))
+        if e.is_Symbol:
+            return symbols[e]
+        if e.is_Add or e.is_Mul or e.is_Pow:
+            cls = arith.AddiOp if e.is_Add else arith.MuliOp
+            args = _factors(e) if e.is_Pow else sorted(e.args, key=lambda t: (t.is_Number, sympy.default_sort_key(t)))
+            acc = build(args[0])
+            for a in args[1:]:
+                ops.append(cls(acc, build(a)))
+                acc = ops[-1].results[0]
+            return acc
+        if isinstance(e, sympy.floor):
+            num, den = sympy.fraction(sympy.together(e.args[0]))
+            ops.append(arith.DivSIOp(build(sympy.expand(num)), build(den)))
+            return ops[-1].results[0]
+        if isinstance(e, sympy.Mod):
+            ops.append(arith.RemSIOp(build(e.args[0]), build(e.args[1])))
+            return ops[-1].results[0]
+        if isinstance(e, (sympy.Max, sympy.Min)):
+            cls = arith.MaxSIOp if isinstance(e, sympy.Max) else arith.MinSIOp
+            acc = build(e.args[0])
+            for a in e.args[1:]:
+                ops.append(cls(acc, build(a)))
+                acc = ops[-1].results[0]
+            return acc
+        raise ValueError(f"cannot compute the size {format_dim(value)}")
+
+    build(sympy.sympify(value))
+    return ops
 
 
 # ---------------------------------------------------------------------------------------------

@@ -112,6 +112,11 @@ class ArtifactVersion:
                 "holds native code only. Compile with fallback=False to see why they are unsupported, "
                 "or compile a new module for the shapes you want to save"
             )
+        if any(not isinstance(d, int) for s in (*v.graph.input_shapes, *v.graph.output_shapes) for d in s):
+            raise IrcError(
+                f"cannot save: the version for input shapes {_fmt(shapes)} has symbolic sizes, which artifacts "
+                "do not hold yet; compile without dynamic_shapes to save per-shape versions"
+            )
         plan = getattr(v.forward, "fold_plan", None)
         if plan is not None and plan.stale():  # weights updated in place since the last call
             plan.refold()

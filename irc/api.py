@@ -18,6 +18,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from irc.context import irc_context
 from irc.debugging import CompileLog, configure_logging
 from irc.errors import CompileError, InputError, IrcError, UnsupportedNode, UnsupportedOpError
 from irc.frontend.fx_importer import ImportedGraph, import_fx
+from irc.frontend.symbolic_import import dynamic_dims, exported_dynamic_shapes
 from irc.pipeline import lower
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
@@ -179,7 +181,7 @@ class CompiledModule:
             for shapes, old in self.versions.items():
                 inputs = self._example_inputs if old is self._first else _stand_in_inputs(shapes, self._input_dtypes)
                 try:
-                    rebuilt[shapes] = self._build(self.graph_module, inputs, first=False)
+                    rebuilt[shapes] = self._build(self.graph_module, inputs, first=False, symbolic=old is self._first)
                 except IrcError as e:
                     raise IrcError(
                         f"irc: rebuilding for the model's new weights failed ({'; '.join(reasons) or 'refresh'}):\n{e}"
@@ -292,6 +294,17 @@ class CompiledModule:
             versions = [aot.ArtifactVersion.of(shapes, v) for shapes, v in self.versions.items()]
         return aot.save(path, versions, self._options["cxx_flags"])
 
+    def _example_sizes(self, v: Version) -> dict[str, int] | None:
+        """The values the example inputs give a symbolic version's size symbols (None: static)."""
+        if v.graph is None or not v.graph.symbol_ranges:
+            return None
+        sizes: dict[str, int] = {}
+        for shape, x in zip(v.graph.input_shapes, self._example_inputs):
+            for d, n in zip(shape, getattr(x, "shape", ())):
+                if not isinstance(d, int) and d.is_Symbol:
+                    sizes.setdefault(d.name, int(n))
+        return sizes
+
     def explain(self, profile: bool = False, runs: int = 20, roofline_png: str | Path | None = None) -> str:
         """What irc did (see irc/tools/explain.py); with `profile`, each kernel's measured time and
         GFLOP/s against this machine's measured peak, and optionally a roofline plot."""
@@ -312,7 +325,8 @@ class CompiledModule:
                 timings, roof = self._profile(v, fused, runs)
                 if roofline_png is not None:
                     ex.plot_roofline(ex.kernels(fused), timings, roof, roofline_png)
-            report = ex.explain(imported, fused, timings, roof.peak_gflops if roof else None, loops)
+            report = ex.explain(imported, fused, timings, roof.peak_gflops if roof else None, loops,
+                                self._example_sizes(v))
             if roof:
                 report += (
                     f"Measured roofline: {roof.peak_gflops:.1f} GFLOP/s peak, "
@@ -435,6 +449,7 @@ def compile(
     max_versions: int = DEFAULT_MAX_VERSIONS,
     dump_dir: str | Path | None = None,
     target: Target | None = None,
+    dynamic_shapes: Any = None,
 ) -> CompiledModule:
     """Compile `model` for inputs shaped like `example_inputs`.
 
@@ -450,6 +465,15 @@ def compile(
     target: what to generate code for (irc/target.py); default `irc.Target.host()`, read once
       now: this CPU, and `IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_OMP_THRESHOLD`, `IRC_NUM_THREADS`.
       Every version of the module (each new input shape) is compiled for the same Target.
+    dynamic_shapes: input dimensions whose size changes from call to call, in torch.export's
+      convention: {input name: {dim: torch.export.Dim("batch", min=1, max=64)}} (or a list by
+      input position; a dimension spec may also be Dim.AUTO or a plain name; dimensions sharing a
+      name share a size). One native build then serves every size in range (symbolic sizes): a
+      call outside it (a size below 2, which tracing treats specially, or beyond the bounds, or
+      breaking an equality) gets its own static version like a new shape does. The example sizes
+      of dynamic dimensions must be >= 2. A graph irc runs partly in eager PyTorch (fallback) is
+      compiled per shape, as without dynamic_shapes (logged). An ExportedProgram's own dynamic
+      dimensions (its `Dim`s and range_constraints) are used when dynamic_shapes is not given.
     Raises UnsupportedOpError (fallback=False) or CompileError (g++ failed).
     """
     if max_versions < 1:
@@ -462,11 +486,15 @@ def compile(
     if specialized:
         log.info("irc: forward arguments not among the example inputs are compiled as their defaults: %s", specialized)
     options = dict(fuse=fuse, cxx_flags=cxx_flags, dump_dir=dump_dir, target=target or Target.host())
+    names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    if dynamic_shapes is None and isinstance(model, torch.export.ExportedProgram):
+        dynamic_shapes = exported_dynamic_shapes(gm, model)  # its Dims: symbolic sizes here too
+    dynamic = dynamic_dims(dynamic_shapes, names, inputs) if dynamic_shapes is not None else None
 
-    def build(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], first: bool = True) -> Version:
-        return _build_version(gm, inputs, fallback=fallback, first=first, **options)
+    def build(gm: fx.GraphModule, inputs: Sequence[torch.Tensor], first: bool = True, symbolic: bool = False) -> Version:
+        return _build_version(gm, inputs, fallback=fallback, first=first, dynamic=dynamic if symbolic else None, **options)
 
-    cm = CompiledModule(gm, build(gm, inputs), build, max_versions, model=model, example_inputs=inputs)
+    cm = CompiledModule(gm, build(gm, inputs, symbolic=True), build, max_versions, model=model, example_inputs=inputs)
     cm._options = options
     cm.specialized = specialized
     return cm
@@ -479,7 +507,21 @@ def _build_version(gm: fx.GraphModule, inputs, *, fallback: bool, first: bool, *
         return _build_any_version(gm, inputs, fallback=fallback, first=first, **options)
 
 
-def _build_any_version(gm: fx.GraphModule, inputs, *, fallback: bool, first: bool, **options) -> Version:
+DYNAMIC_FALLBACK_LEVEL: ContextVar[int] = ContextVar("irc_dynamic_fallback_level", default=logging.WARNING)
+"""The level of the note that a graph could not be compiled for symbolic sizes (the Dynamo
+backend, whose automatic dynamic nobody asked for, logs it at INFO)."""
+
+
+def _build_any_version(gm: fx.GraphModule, inputs, *, fallback: bool, first: bool, dynamic=None, **options) -> Version:
+    if dynamic is not None and any(dynamic):
+        try:
+            return _native_version(gm, inputs, dynamic=dynamic, **options)
+        except Exception as e:  # an op not written for symbolic sizes yet, ...: per-shape versions, never wrong
+            reason = " ".join(str(e).split())[:400]
+            log.log(DYNAMIC_FALLBACK_LEVEL.get(),
+                    "irc: the graph could not be compiled for every size of its dynamic dimensions, so it is "
+                    "compiled for each input shape instead: %s", reason)
+            log.debug("irc: the error that made the graph static", exc_info=e)
     try:
         return _native_version(gm, inputs, **options)
     except UnsupportedOpError:
@@ -525,14 +567,14 @@ def _partitioned_forward(module: fx.GraphModule, shapes: Shapes) -> Callable[...
 
 def _native_version(
     gm: fx.GraphModule, inputs: Sequence[torch.Tensor], *, fuse: bool, cxx_flags, target: Target, dump_dir=None,
-    profile: bool = False,
+    profile: bool = False, dynamic=None,
 ) -> Version:
     """Import, fuse, lower, emit, build and wrap the whole graph (UnsupportedOpError if it can't).
 
     Every stage is dumped when a dump directory is set, and a failing pass leaves a reproducer."""
     clog = CompileLog(dump_dir)
     clog.write("fx-graph.py", gm.code)
-    graph = import_fx(gm, inputs)
+    graph = import_fx(gm, inputs, dynamic=dynamic)
     ir = {"import": str(graph.module)}
     clog.write("import.mlir", ir["import"])
     lowered = lower(graph, ir, clog, target, fuse=fuse, cxx_flags=cxx_flags, profile=profile)  # or the pipeline cache's
@@ -560,6 +602,7 @@ def _native_version(
         set_threads=lib.irc_set_num_threads,
         scratch_bytes=stats["arena_bytes"],
         argv=getattr(lib, graph.func_name + ARGV_SUFFIX),
+        ranges=graph.symbol_ranges,
     )
     if plan is not None:  # weights updated in place are folded (packed) again before the next call
         forward = plan.guard(forward)

@@ -9,10 +9,14 @@ inputs) and, for dynamic shapes, SymInt sizes. irc compiles it on the first call
 - parameters and buffers turned into `get_attr` attributes: they become function parameters of
   the native code (read in place, foldable at compile time), not per-call inputs. If Dynamo
   later passes a different tensor object for one of them, the graph is compiled again for it;
-- SymInt/int inputs specialized to their values (`dynamic=False` semantics), and so are the
+- symbolic sizes kept symbolic: a tensor input whose fake value (`example_value`) has SymInt
+  sizes is compiled once for every size (`irc.compile(..., dynamic_shapes=...)`, one name per
+  torch symbol), and a SymInt input that is one of those sizes is read from the tensor's shape
+  instead of being specialized (`dynamic=True`, and automatic dynamic's recompiled graphs);
+- other SymInt/int inputs specialized to their values (`dynamic=False` semantics), and so are the
   Python floats Dynamo lifts to 0-d tensors read by `.item()` (`LayerNorm.eps`, a float module
   attribute under `dynamic=True`): their values are read at every call and are part of the key,
-  so one compiled module per distinct set of values;
+  so one compiled module per distinct set of values; inputs the graph does not use are dropped;
 - eager fallback for unsupported nodes and one native version per input-shape set
   (`irc.compile` defaults). Past `max_versions` shapes, calls run the graph eagerly (one warning).
 
@@ -37,7 +41,7 @@ from typing import Any
 import torch
 from torch import fx, nn
 
-from irc.api import DEFAULT_MAX_VERSIONS, CompiledModule, compile
+from irc.api import DEFAULT_MAX_VERSIONS, DYNAMIC_FALLBACK_LEVEL, CompiledModule, compile
 from irc.errors import IrcError
 from irc.partition import like_traced, traced_layouts
 
@@ -154,9 +158,24 @@ class DynamoGraph:
         self.scalar_idx: list[int] = []  # 0-d tensors read by .item() (lifted floats): specialized
         self.param_idx: list[int] = []  # parameters and buffers: function parameters
         self.input_idx: list[int] = []  # the rest: run-time inputs
+        self.dynamic: dict[int, dict[int, str]] = {}  # input -> {dim: torch symbol}: symbolic sizes
+        self.size_of: dict[int, tuple[int, int]] = {}  # SymInt placeholder -> (placeholder, dim) holding it
+        for i, node in enumerate(placeholders):
+            fake = node.meta.get("example_value")
+            is_weight = not weights_as_inputs and _is_param_or_buffer(node, example_inputs[i])
+            if isinstance(fake, torch.Tensor) and node.users and not is_weight:
+                dims = {d: str(s.node.expr) for d, s in enumerate(fake.shape) if isinstance(s, torch.SymInt)}
+                if dims:
+                    self.dynamic[i] = dims
+        where = {sym: (i, d) for i, dims in self.dynamic.items() for d, sym in dims.items()}
         for i, (node, example) in enumerate(zip(placeholders, example_inputs)):
-            if not isinstance(example, torch.Tensor):
-                (self.const_idx if node.users else self.unused_idx).append(i)
+            fake = node.meta.get("example_value")
+            if not node.users:
+                self.unused_idx.append(i)
+            elif isinstance(fake, torch.SymInt) and str(fake.node.expr) in where:
+                self.size_of[i] = where[str(fake.node.expr)]
+            elif not isinstance(example, torch.Tensor):
+                self.const_idx.append(i)
             elif _is_lifted_scalar(node, example):
                 self.scalar_idx.append(i)
             elif not weights_as_inputs and _is_param_or_buffer(node, example):
@@ -239,8 +258,17 @@ class DynamoGraph:
         try:
             gm = self._specialize(args)
             inputs = [args[i] for i in self.input_idx]
-            with _warnings_as_info(enabled=bool(self.compiled)):  # the partition note: once per graph
-                cm: CompiledModule | None = compile(gm, inputs, fallback=self.fallback, **self.options)
+            dynamic = [self.dynamic.get(i) or None for i in self.input_idx]
+            usable = all(_symbolic_example_ok(args[i], self.dynamic.get(i, {})) for i in self.input_idx)
+            shapes = dynamic if any(dynamic) and usable else None
+            token = DYNAMIC_FALLBACK_LEVEL.set(logging.INFO)  # Dynamo's sizes: nobody asked irc for them
+            try:
+                with _warnings_as_info(enabled=bool(self.compiled)):  # the partition note: once per graph
+                    cm: CompiledModule | None = compile(
+                        gm, inputs, fallback=self.fallback, dynamic_shapes=shapes, **self.options
+                    )
+            finally:
+                DYNAMIC_FALLBACK_LEVEL.reset(token)
         except Exception as e:  # whatever irc cannot do, PyTorch runs (one WARNING says why)
             if not self.fallback:
                 raise
@@ -263,8 +291,11 @@ class DynamoGraph:
             **{i: "const" for i in self.const_idx}, **{i: "param" for i in self.param_idx},
             **{i: "scalar" for i in self.scalar_idx}, **{i: "unused" for i in self.unused_idx},
         }
+        inputs: dict[int, fx.Node] = {}
         for i, node in enumerate(placeholders):
             kind = kinds.get(i)
+            if i in self.size_of:
+                continue  # read from its tensor's shape below, once that tensor is a placeholder
             if kind == "const":
                 env[node] = args[i] if isinstance(args[i], (int, float, bool)) else int(args[i])
             elif kind == "scalar":
@@ -275,7 +306,9 @@ class DynamoGraph:
                 setattr(root, name, args[i])  # plain attribute: keeps the tensor object itself
                 env[node] = graph.get_attr(name)
             elif kind is None:
-                env[node] = graph.placeholder(node.name)
+                env[node] = inputs[i] = graph.placeholder(node.name)
+        for i, (j, d) in self.size_of.items():
+            env[placeholders[i]] = graph.call_method("size", (inputs[j], d))
         for node in self.gm.graph.nodes:
             if node.op == "placeholder" or node in env:
                 continue
@@ -319,6 +352,12 @@ def _is_number_op(node: fx.Node, args: tuple) -> bool:
     found: list[fx.Node] = []
     fx.node.map_arg(args, found.append)
     return isinstance(node.meta.get("example_value", node.meta.get("val")), _NUMBERS) and not found
+
+
+def _symbolic_example_ok(x: Any, dims: dict[int, str]) -> bool:
+    """Whether this call's tensor can be the example of a symbolic compile: every symbolic size
+    >= 2 (irc, like torch.export, traces sizes 0 and 1 as special cases)."""
+    return isinstance(x, torch.Tensor) and all(x.shape[d] >= 2 for d in dims)
 
 
 def _copy_attr(src: nn.Module, dst: nn.Module, target: str) -> None:

@@ -22,6 +22,15 @@ were planned by ``irc-plan-memory``, the scratch arena: one per calling thread, 
 thread's first call and reused, so concurrent calls never share scratch. The wrapper calls the
 entry point's ``__argv`` twin with one array of those pointers.
 
+**Symbolic sizes** (a function compiled once for every size of some dimensions,
+``dialects/symbolic.py``): the specs' shapes hold expressions of symbols ``s0, s1, ...``, and
+the entry point takes each symbol's value first, as an integer in its pointer slot. The
+generated ``forward`` binds each symbol from the first input dimension that is exactly it,
+checks every other dimension and each symbol's range (an :class:`~irc.errors.InputError`
+naming the dimension and the rule otherwise: ``check_symbolic``), and allocates the outputs
+with the shapes evaluated from the symbols. The scratch arena of such a function is the entry
+point's own (per thread, grown to the call's size).
+
 The thread count follows ``IRC_NUM_THREADS`` if set (read at every call, with the C library's
 ``getenv``: about 0.1 us), else ``torch.get_num_threads()``; it is passed to ``irc_set_num_threads`` whenever it differs from
 what the calling thread last passed (OpenMP's thread count is a per-thread setting).
@@ -126,11 +135,85 @@ def check_inputs(
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """Name, exact shape and dtype of one input or output of a compiled function."""
+    """Name, shape and dtype of one input or output of a compiled function. A size is an int,
+    or an expression of the symbols (``dialects/symbolic.py``: a sympy expression)."""
 
     name: str
-    shape: tuple[int, ...]
+    shape: tuple[Any, ...]
     dtype: torch.dtype = torch.float32
+
+    @property
+    def symbolic(self) -> bool:
+        return not all(isinstance(d, int) for d in self.shape)
+
+
+@dataclass(frozen=True)
+class SymbolBinding:
+    """Where a symbol's value comes from (dimension ``dim`` of input ``input``) and its range."""
+
+    name: str
+    input: int
+    dim: int
+    min: int = 0
+    max: int | None = None
+
+
+def bind_symbols(inputs: Sequence[TensorSpec], ranges: dict[str, tuple[int, int | None]] | None = None) -> list[SymbolBinding]:
+    """Each symbol the input shapes use, in order (s0, s1, ...), bound at the first input
+    dimension that is exactly that symbol; ValueError when a symbol has none."""
+    import sympy
+
+    from irc.dialects.symbolic import symbol_order
+
+    found: dict[str, SymbolBinding] = {}
+    used: set = set()
+    for i, spec in enumerate(inputs):
+        for d, size in enumerate(spec.shape):
+            if isinstance(size, int):
+                continue
+            used |= size.free_symbols
+            if isinstance(size, sympy.Symbol) and size.name not in found:
+                lo, hi = (ranges or {}).get(size.name, (0, None))
+                found[size.name] = SymbolBinding(size.name, i, d, lo, hi)
+    missing = sorted((s.name for s in used if s.name not in found), key=lambda n: int(n[1:]))
+    if missing:
+        raise ValueError(f"the size symbol(s) {', '.join(missing)} are no input's whole dimension")
+    return [found[n] for n in sorted(found, key=lambda n: symbol_order(sympy.Symbol(n)))]
+
+
+def check_symbolic(
+    args: Sequence[Any], inputs: Sequence[TensorSpec], bindings: Sequence[SymbolBinding], note: str = ""
+) -> None:
+    """Raise :class:`~irc.errors.InputError` naming the first way ``args`` break the inputs'
+    symbolic shapes: the checks of :func:`check_inputs` (but the shape), then the rank, each
+    symbol's range, and every dimension against its size (a number, or an expression of the
+    symbols bound from earlier dimensions)."""
+    from irc.dialects.symbolic import evaluate, format_dim
+
+    check_inputs(args, [s.name for s in inputs], [s.dtype for s in inputs], note=note)
+    for i, (x, spec) in enumerate(zip(args, inputs)):
+        if x.dim() != len(spec.shape):
+            shape = "x".join(map(format_dim, spec.shape))
+            raise InputError(f"input {i} ({spec.name!r}): expected {len(spec.shape)} dimensions ({shape}), got {tuple(x.shape)}")
+    values = {}
+    for b in bindings:
+        v = args[b.input].shape[b.dim]
+        if v < b.min or (b.max is not None and v > b.max):
+            bound = f"in [{b.min}, {b.max}]" if b.max is not None else f">= {b.min}"
+            raise InputError(
+                f"input {b.input} ({inputs[b.input].name!r}): dimension {b.dim} is {v}, but its size {b.name} "
+                f"must be {bound} for this compiled version"
+            )
+        values[b.name] = v
+    for i, (x, spec) in enumerate(zip(args, inputs)):
+        for d, size in enumerate(spec.shape):
+            expected = evaluate(size, values)
+            if x.shape[d] != expected:
+                rule = "" if isinstance(size, int) else f" = {format_dim(size)}"
+                raise InputError(
+                    f"input {i} ({spec.name!r}): dimension {d} is {x.shape[d]}, expected {expected}{rule} "
+                    f"(with {', '.join(f'{k} = {v}' for k, v in values.items())})"
+                )
 
 
 def _output_template(shape: tuple[int, ...], dtype: torch.dtype = torch.float32) -> torch.Tensor:
@@ -218,6 +301,7 @@ def make_forward(
     scratch_bytes: int = 0,
     argv: Any | None = None,
     output_spec: Any | None = None,
+    ranges: dict[str, tuple[int, int | None]] | None = None,
 ) -> Callable[..., Any]:
     """Return ``forward(*args)`` calling the ctypes entry point ``fn`` once per call.
 
@@ -236,9 +320,15 @@ def make_forward(
     ``fn`` is called with the array's pointers, at one ctypes conversion per pointer.
     ``output_spec``, a ``torch.utils._pytree.TreeSpec`` with one leaf per output, if given,
     rebuilds the model's output structure (a dict, a list, nested tuples) from the outputs.
+    Specs with symbolic sizes make a forward for every size (see the module doc); ``ranges``
+    maps a symbol's name to its (min, max or None), checked at every call (default: >= 0).
     """
     inputs, params, outputs = list(inputs), list(params), list(outputs)
     _check_signature(inputs, params, outputs, return_tuple, output_spec)
+    if any(s.symbolic for s in (*inputs, *outputs)):
+        return _symbolic_forward(
+            fn, inputs, params, outputs, return_tuple, set_threads, argv, output_spec, bind_symbols(inputs, ranges)
+        )
 
     n_inputs = len(inputs)
     n_args = n_inputs + len(params) + len(outputs) + (scratch_bytes > 0)
@@ -315,6 +405,101 @@ def make_forward(
         "    v = getenv(key)",
         "    n = torch_threads() if v is None else thread_count(v)",
         f"    if n != c[{n_args}]:  # what this thread last set",
+        "        set_threads(n)",
+        f"        c[{n_args}] = n",
+        "    argv(c)",
+    ]
+    if output_spec is not None:
+        lines.append(f"    return spec.unflatten([{', '.join(outs)}])")
+    else:
+        lines.append(f"    return ({', '.join(outs)},)" if return_tuple else f"    return {outs[0]}")
+    return _define(lines, env)
+
+
+def _symbolic_forward(
+    fn: Any,
+    inputs: list[TensorSpec],
+    params: list[torch.Tensor],
+    outputs: list[TensorSpec],
+    return_tuple: bool,
+    set_threads: Any | None,
+    argv: Any | None,
+    output_spec: Any | None,
+    bindings: list[SymbolBinding],
+) -> Callable[..., Any]:
+    """``make_forward`` for specs with symbolic sizes: the ABI is (sizes..., inputs...,
+    params..., outputs...); the generated code binds, checks and allocates as the module doc says."""
+    from irc.dialects.symbolic import format_dim
+
+    n_sizes, n_inputs = len(bindings), len(inputs)
+    n_args = n_sizes + n_inputs + len(params) + len(outputs)
+    fn.argtypes = [ctypes.c_void_p] * n_args
+    fn.restype = None
+    if argv is None:
+        argv = _unpacking(fn, n_args)
+    else:
+        argv.argtypes = None
+        argv.restype = None
+    if set_threads is None:
+        set_threads = _ignore
+    else:
+        set_threads.argtypes = [ctypes.c_int]
+        set_threads.restype = None
+    first_param = n_sizes + n_inputs
+    tls, new_array = _per_thread_arrays(n_args, {first_param + i: p.data_ptr() for i, p in enumerate(params)}, 0)
+    env: dict[str, Any] = {
+        "__builtins__": __builtins__, "Tensor": torch.Tensor, "check_symbolic": check_symbolic,
+        "specs": inputs, "bindings": bindings, "params": params, "tls": tls, "new_array": new_array,
+        "empty": torch.empty, "getenv": _getenv, "key": _THREADS_KEY,
+        "torch_threads": torch.get_num_threads, "thread_count": _thread_count, "set_threads": set_threads,
+        "argv": argv, "spec": output_spec,
+    }
+    env.update({f"d{i}": s.dtype for i, s in enumerate(inputs)})
+    env.update({f"od{i}": s.dtype for i, s in enumerate(outputs)})
+    xs = [f"x{i}" for i in range(n_inputs)]
+    fail = "        check_symbolic(args, specs, bindings)  # raises the message"
+    lines = [
+        "def forward(*args):",
+        "    try:",
+        f"        {', '.join(xs)}, = args",
+        "    except ValueError:",
+        f"        {' = '.join(xs)} = None",
+        "    try:",
+        "        c = tls.a",
+        "    except AttributeError:",
+        "        c = new_array()",
+    ]
+    for i, (x, s) in enumerate(zip(xs, inputs)):
+        lines += [
+            f"    if not (isinstance({x}, Tensor) and {x}.is_cpu and {x}.dtype is d{i} and {x}.dim() == {len(s.shape)}):",
+            fail,
+        ]
+    lines += [f"    {b.name} = x{b.input}.shape[{b.dim}]" for b in bindings]
+    checks = [
+        f"x{i}.shape[{d}] == {format_dim(size)}"
+        for i, s in enumerate(inputs) for d, size in enumerate(s.shape)
+        if not any(b.input == i and b.dim == d for b in bindings)
+    ]
+    checks += [f"{b.name} >= {b.min}" for b in bindings if b.min > 0]
+    checks += [f"{b.name} <= {b.max}" for b in bindings if b.max is not None]
+    if checks:
+        lines += [f"    if not ({' and '.join(checks)}):", fail]
+    lines += [f"    c[{k}] = {b.name}" for k, b in enumerate(bindings)]
+    for i, x in enumerate(xs):
+        lines += [
+            f"    if not {x}.is_contiguous():",
+            f"        {x} = {x}.contiguous()",
+            f"    c[{n_sizes + i}] = {x}.data_ptr()",
+        ]
+    outs = [f"o{i}" for i in range(len(outputs))]
+    first_out = first_param + len(params)
+    for i, (o, s) in enumerate(zip(outs, outputs)):
+        shape = ", ".join(format_dim(d) for d in s.shape) + ("," if len(s.shape) == 1 else "")
+        lines += [f"    {o} = empty(({shape}), dtype=od{i})", f"    c[{first_out + i}] = {o}.data_ptr()"]
+    lines += [
+        "    v = getenv(key)",
+        "    n = torch_threads() if v is None else thread_count(v)",
+        f"    if n != c[{n_args}]:",
         "        set_threads(n)",
         f"        c[{n_args}] = n",
         "    argv(c)",

@@ -105,6 +105,7 @@ FLOPS: dict[type[Operation], FlopsFn] = {
     irt_shape.GatherOp: _no_flops,
     irt_shape.IndexSelectOp: _no_flops,
     irt_shape.TriangleOp: _no_flops,
+    irt_shape.SizeOp: _no_flops,
 }
 """Op (or op family base class) -> FLOPs of its accumulation, per forward (elementwise ops need
 no entry: their body is counted)."""

@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from xdsl.ir import Operation
 
 from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce, shape as irt_shape
+from irc.dialects.symbolic import evaluate
 
 Tensor = torch.Tensor
 Semantics = Callable[[Operation, list[Tensor]], Tensor]
@@ -193,6 +194,11 @@ def _index_select(op: irt_shape.IndexSelectOp, inputs: list[Tensor]) -> Tensor:
 
 def _triangle(op: irt_shape.TriangleOp, inputs: list[Tensor]) -> Tensor:
     return (torch.triu if op.UPPER else torch.tril)(inputs[0], op.offset)
+def _size(op: irt_shape.SizeOp, inputs: list[Tensor]) -> Tensor:
+    """The expression with each symbol bound from the operand's actual shape."""
+    dims = irt.shape_of(op.source)
+    values = {d: n for d, n in zip(dims, inputs[0].shape) if not isinstance(d, int) and d.is_Symbol}
+    return torch.tensor(float(evaluate(op.value, values)))
 
 
 def _embedding(op: irt_shape.EmbeddingOp, inputs: list[Tensor]) -> Tensor:
@@ -239,6 +245,7 @@ REFERENCE: dict[type[Operation], Semantics] = {
     irt_shape.GatherOp: _gather,
     irt_shape.IndexSelectOp: _index_select,
     irt_shape.TriangleOp: _triangle,
+    irt_shape.SizeOp: _size,
 }
 """Every other non-elementwise op -> its result."""
 

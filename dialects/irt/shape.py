@@ -32,7 +32,9 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     IntegerType,
+    StringAttr,
     TensorType,
+    f32,
     f64,
     i64,
 )
@@ -61,6 +63,7 @@ from irc.dialects.irt.core import (
     shape_of,
 )
 from irc.dialects.static_shape import StaticShapeOp
+from irc.dialects.symbolic import Dim, format_dim, parse_dim, symbols_of
 
 
 @irdl_op_definition
@@ -408,5 +411,48 @@ class TrilOp(TriangleOp):
     UPPER: ClassVar[bool] = False
 
 
-OPS = [SliceOp, ConcatOp, ExpandOp, EmbeddingOp, ArangeOp, GatherOp, IndexSelectOp, TriuOp, TrilOp]
+@irdl_op_definition
+class SizeOp(StaticShapeOp):
+    """A size as a number: the value of a size expression, a 0-d f32 tensor (torch's
+    `x * x.shape[0]`, a size used in arithmetic).
+
+        %n = irt.size %x "2 * s0" : (tensor<?x16xf32, #irt.dims<"s0">>) -> tensor<f32>
+
+    The operand binds the expression's symbols (each is one of its dimensions' sizes), so the
+    value is the call's, never folded at compile time: only its shape is read."""
+
+    SYMBOLIC_DIMS: ClassVar[bool] = True
+    name = "irt.size"
+    source = operand_def(TensorType)
+    expr = prop_def(StringAttr)
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$source $expr attr-dict `:` functional-type($source, $result)"
+
+    def __init__(self, source: SSAValue, value: Dim):
+        super().__init__(
+            operands=[source], properties={"expr": StringAttr(format_dim(value))}, result_types=[TensorType(f32, [])]
+        )
+
+    @property
+    def value(self) -> Dim:
+        return parse_dim(self.expr.data)
+
+    def verify_(self) -> None:
+        _check_f32_tensor(self, self.result, "the result")
+        if shape_of(self.result) != ():
+            raise VerifyException(f"irt.size: the result is a 0-d tensor<f32>, got {self.result.type}")
+        try:
+            value = self.value
+        except ValueError as e:
+            raise VerifyException(f"irt.size: {e}") from None
+        dims = set(shape_of(self.source))
+        missing = sorted(str(s) for s in symbols_of([value]) if s not in dims)
+        if missing:
+            raise VerifyException(
+                f"irt.size: {', '.join(missing)} is no dimension of the operand {_fmt(shape_of(self.source))}"
+            )
+
+
+OPS = [SliceOp, ConcatOp, ExpandOp, EmbeddingOp, SizeOp, ArangeOp, GatherOp, IndexSelectOp, TriuOp, TrilOp]
 ATTRS: list = []

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +29,8 @@ from xdsl.ir import Attribute, Block, SSAValue
 
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.logic import CastOp
-from irc.dialects.irt.shape import ArangeOp, ExpandOp, SliceOp
+from irc.dialects.irt.shape import ArangeOp, ExpandOp, SizeOp, SliceOp
+from irc.dialects.symbolic import Dim, dim, is_expr, sympy, tensor_of
 
 
 class Unsupported(Exception):
@@ -42,17 +44,33 @@ ELEMENT_TYPES: dict[torch.dtype, Attribute] = {torch.float32: f32, torch.int64: 
 DTYPES = tuple(ELEMENT_TYPES)
 """The tensor dtypes irc compiles: float32, int64 and bool (irt's f32, i64, i1)."""
 
+SYMBOLS: ContextVar[Callable[[Any], Dim] | None] = ContextVar("irc_import_symbols", default=None)
+"""While a graph with symbolic sizes is imported: how torch's SymInt sizes become irc's Dims."""
 
-def tensor_type(shape: Sequence[int], dtype: torch.dtype = torch.float32) -> TensorType:
-    """`tensor<...xf32>`, `tensor<...xi64>` or `tensor<...xi1>` for float32, int64 or bool."""
+
+def size(d: Any) -> Dim:
+    """A size as irc writes it: an int, or (a torch SymInt, or an irc expression) a Dim."""
+    if isinstance(d, int):
+        return d
+    if isinstance(d, torch.SymInt):
+        translate = SYMBOLS.get()
+        if translate is None:
+            raise Unsupported(f"size {d} is symbolic, and this import has no symbols")
+        return translate(d)
+    return dim(d)
+
+
+def tensor_type(shape: Sequence[Any], dtype: torch.dtype = torch.float32) -> TensorType:
+    """`tensor<...xf32>`, `tensor<...xi64>` or `tensor<...xi1>` for float32, int64 or bool;
+    symbolic sizes (torch SymInts while a dynamic graph is imported) get `#irt.dims`."""
     if dtype not in ELEMENT_TYPES:
         raise Unsupported(f"a {dtype} tensor; irc compiles float32, int64 and bool tensors")
-    return TensorType(ELEMENT_TYPES[dtype], list(shape))
+    return tensor_of(ELEMENT_TYPES[dtype], [size(d) for d in shape])
 
 
-def like(x: SSAValue, shape: Sequence[int]) -> TensorType:
-    """A tensor type of `shape` with the element type of `x`."""
-    return TensorType(irt.element_type(x), list(shape))
+def like(x: SSAValue, shape: Sequence[Any]) -> TensorType:
+    """A tensor type of `shape` (static or symbolic sizes) with the element type of `x`."""
+    return tensor_of(irt.element_type(x), [size(d) for d in shape])
 
 
 def dtype_of(value: SSAValue) -> torch.dtype:
@@ -160,6 +178,9 @@ class ImportContext:
             return self.insert(irt.ConstantOp.from_values([value], ELEMENT_TYPES[d]))
         if isinstance(value, torch.Tensor):
             return self.constant(value) if dtype in (None, torch.float32) else self.constant(value.to(dtype), keep=True)
+        if is_expr(value):  # a symbolic size used as a number (irt.size is f32: exact up to 2**24)
+            v = self.size_value(value)
+            return v if dtype is None else self.cast(v, dtype)
         raise Unsupported(f"argument {value!r} is not a tensor or a number")
 
     def cast(self, value: SSAValue, dtype: torch.dtype) -> SSAValue:
@@ -167,6 +188,14 @@ class ImportContext:
         if dtype_of(value) == dtype:
             return value
         return self.insert(CastOp(value, tensor_type(irt.shape_of(value), dtype)))
+
+    def size_value(self, value: sympy.Expr) -> SSAValue:
+        """A symbolic size used as a number: `irt.size` of an argument that has its symbols."""
+        needed = value.free_symbols
+        for arg in self.block.args:
+            if isinstance(arg.type, TensorType) and needed <= {d for d in irt.shape_of(arg) if not isinstance(d, int)}:
+                return self.insert(SizeOp(arg, value))
+        raise Unsupported(f"the size {value} is used as a number, and no single input has all its symbols")
 
     def insert(self, op) -> SSAValue:
         return self.builder.insert(op).results[0]

@@ -44,6 +44,25 @@ def _dropout(imp: ImportContext, node: fx.Node, x, p=0.5, training=True, inplace
     return imp.tensor(x)
 
 
+class _AutocastOff:
+    """The value of `_enter_autocast(..., enabled=False)`: a region computing in float32 as it is."""
+
+
+def _enter_autocast(imp: ImportContext, node: fx.Node, device_type, dtype=None, enabled=True, cache_enabled=None):
+    """Dynamo's `with torch.autocast(...)`: a region with autocast disabled (Llama's rotary
+    embedding) changes nothing in a float32 graph; one enabling it would compute in lower
+    precision, which irc does not."""
+    if enabled:
+        raise Unsupported("an autocast region (lower-precision compute); irc computes in float32")
+    return _AutocastOff()
+
+
+def _exit_autocast(imp: ImportContext, node: fx.Node, state, *args):
+    if not isinstance(state, _AutocastOff):
+        raise Unsupported("the end of an autocast region irc did not take")
+    return state
+
+
 @accepts_ints
 def _transpose(imp: ImportContext, node: fx.Node, x, dim0: int, dim1: int) -> SSAValue:
     x = imp.tensor(x)
@@ -97,6 +116,8 @@ FUNCTIONS: dict[Any, Converter] = {
     operator.truediv: _arithmetic(irt.DivOp, operator.truediv),
     torch.transpose: _transpose,
     torch.t: _t,
+    torch.amp.autocast_mode._enter_autocast: _enter_autocast,
+    torch.amp.autocast_mode._exit_autocast: _exit_autocast,
 }
 
 METHODS: dict[str, Converter] = {

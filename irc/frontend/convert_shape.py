@@ -34,6 +34,7 @@ from irc.dialects.irt import core as irt
 from irc.dialects.irt.logic import CmpOp
 from irc.dialects.irt.math import WhereOp
 from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, IndexSelectOp, SliceOp
+from irc.dialects.symbolic import Dim, all_static, product
 from irc.errors import IrcError
 from irc.frontend.convert_base import (
     Converter,
@@ -68,13 +69,18 @@ def _assert(cond, msg=None):
 # ---------------------------------------------------------------------------------------------
 
 
-def _shape(x: SSAValue) -> tuple[int, ...]:
+def _shape(x: SSAValue) -> tuple[Dim, ...]:
     return irt.shape_of(x)
+
+
+def _torch_size(shape: tuple[Dim, ...]) -> torch.Size | tuple[Dim, ...]:
+    """`x.shape` as the program sees it: a torch.Size, or a tuple when some sizes are symbolic."""
+    return torch.Size(shape) if all_static(shape) else tuple(shape)
 
 
 @accepts_ints
 def _size(imp: ImportContext, node: fx.Node, x: SSAValue, dim: int | None = None):
-    size = torch.Size(_shape(x))
+    size = _torch_size(_shape(x))
     return size if dim is None else size[dim]
 
 
@@ -85,14 +91,14 @@ def _dim(imp: ImportContext, node: fx.Node, x: SSAValue) -> int:
 
 @accepts_ints
 def _numel(imp: ImportContext, node: fx.Node, x: SSAValue) -> int:
-    return math.prod(_shape(x))
+    return product(_shape(x))
 
 
 @accepts_ints
 def _getattr(imp: ImportContext, node: fx.Node, x: SSAValue, name: str, *default):
     shape = _shape(x)
     attrs = {
-        "shape": lambda: torch.Size(shape),
+        "shape": lambda: _torch_size(shape),
         "ndim": lambda: len(shape),
         "dtype": lambda: dtype_of(x),
         "device": lambda: torch.device("cpu"),

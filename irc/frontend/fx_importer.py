@@ -32,6 +32,7 @@ from irc.dialects.irt import core as irt
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
 from irc.frontend.convert_base import (
     DTYPES,
+    SYMBOLS,
     Converter,
     ImportContext,
     Unsupported,
@@ -43,6 +44,7 @@ from irc.frontend.convert_base import (
 from irc.frontend.converters import FUNCTIONS, METHODS, MODULES
 from irc.frontend.folding import has_runtime_value
 from irc.frontend.order_mutations import EAGER_META, order_mutations
+from irc.frontend.symbolic_import import SymbolTable, propagate_symbolic
 
 
 @dataclass
@@ -59,6 +61,7 @@ class ImportedGraph:
     input_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, int64 or bool
     output_spec: pytree.TreeSpec | None = None  # a dict/list/nested output's structure; None: one tensor or a flat tuple
     output_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, int64 or bool
+    symbol_ranges: dict[str, tuple[int, int | None]] = field(default_factory=dict)  # symbolic sizes: name -> (min, max)
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,23 @@ class FxImporter(ImportContext):
         return METHODS.get(name)
 
     # -- the import -----------------------------------------------------------------------
-    def run(self, example_inputs: Sequence[torch.Tensor], func_name: str) -> ImportedGraph:
+    def run(
+        self, example_inputs: Sequence[torch.Tensor], func_name: str, dynamic: Sequence[dict] | None = None
+    ) -> ImportedGraph:
+        """Import the graph for inputs like `example_inputs`; `dynamic` ({dim: DynamicDim} per
+        input, symbolic_import.py) makes those dimensions symbolic sizes."""
+        table = None
+        if dynamic is not None and any(dynamic):
+            _propagate_shapes(self.gm, example_inputs)  # the model runs on the real inputs, or a plain error
+            table = propagate_symbolic(self.gm, example_inputs, dynamic)
+        token = SYMBOLS.set(table.size if table is not None else None)
+        try:
+            graph = self._run(example_inputs, func_name, table)
+        finally:
+            SYMBOLS.reset(token)
+        return graph
+
+    def _run(self, example_inputs: Sequence[torch.Tensor], func_name: str, table: SymbolTable | None) -> ImportedGraph:
         placeholders = [n for n in self.gm.graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(example_inputs):
             raise IrcError(
@@ -133,11 +152,14 @@ class FxImporter(ImportContext):
                 raise IrcError(f"example input '{p.name}' is a {type(x).__name__}; irc compiles tensor inputs only")
             if x.device.type != "cpu":
                 raise IrcError(f"example input '{p.name}' is on {x.device}; irc compiles for the CPU")
-        _propagate_shapes(self.gm, example_inputs)
+        if table is None:
+            _propagate_shapes(self.gm, example_inputs)
+        input_shapes = table.input_shapes if table is not None else [tuple(x.shape) for x in example_inputs]
+        shape_of_input = dict(zip(placeholders, input_shapes))
 
         self.params = params = self._collect_params()
         native = [(p, x) for p, x in zip(placeholders, example_inputs) if x.dtype in INPUT_DTYPES]
-        arg_types = [tensor_type(x.shape, x.dtype) for _, x in native] + [tensor_type(t.shape) for _, t in params]
+        arg_types = [tensor_type(shape_of_input[p], x.dtype) for p, x in native] + [tensor_type(t.shape) for _, t in params]
         self.block = block = Block(arg_types=arg_types)
         for (p, _), arg in zip(native, block.args):
             arg.name_hint = ssa_name(p.name)
@@ -173,13 +195,14 @@ class FxImporter(ImportContext):
             module=module,
             func_name=func_name,
             input_names=[p.name for p in placeholders],
-            input_shapes=[tuple(x.shape) for x in example_inputs],
+            input_shapes=list(input_shapes),
             params=params,
             output_shapes=[irt.shape_of(v) for v in outputs],
             return_tuple=return_tuple,
             input_dtypes=[x.dtype for x in example_inputs],
             output_spec=output_spec,
             output_dtypes=[dtype_of(v) for v in outputs],
+            symbol_ranges=dict(table.ranges) if table is not None else {},
         )
 
     def _collect_params(self) -> list[tuple[str, torch.Tensor]]:
@@ -367,7 +390,10 @@ def _propagate_shapes(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor]
         ) from e
 
 
-def import_fx(gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor], func_name: str = "forward") -> ImportedGraph:
+def import_fx(
+    gm: fx.GraphModule, example_inputs: Sequence[torch.Tensor], func_name: str = "forward", dynamic: Sequence[dict] | None = None
+) -> ImportedGraph:
     """Import a traced graph; raises UnsupportedOpError listing every node irc cannot compile.
-    In-place mutations are first made data dependencies (`order_mutations`, rewriting `gm`)."""
-    return FxImporter(order_mutations(gm)).run(example_inputs, func_name)
+    In-place mutations are first made data dependencies (`order_mutations`, rewriting `gm`).
+    `dynamic`: the input dimensions that are symbolic sizes (see `FxImporter.run`)."""
+    return FxImporter(order_mutations(gm)).run(example_inputs, func_name, dynamic)

@@ -11,8 +11,7 @@ plus one read per user; fusion removes exactly the tensors that stop existing.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
@@ -20,6 +19,7 @@ from xdsl.ir import Operation, SSAValue
 
 from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.dialects.irt.costs import nbytes, numel, op_flops
+from irc.dialects.symbolic import dims_of, evaluate, format_dim, product
 from irc.lowering.tensor.irc_fuse import fused_from, fused_names
 
 BYTES = 4  # float32: every intermediate and result irc computes
@@ -127,25 +127,33 @@ def _fmt_count(n: float | None, unit: str) -> str:
     return f"{n:.0f} {unit}"
 
 
-def _unplanned_bytes(loops: ModuleOp) -> int:
+def _unplanned_bytes(loops: ModuleOp, sizes: dict | None = None) -> int:
     """Bytes of the `memref.alloc`s that `irc-plan-memory` left out of the arena (allocated per call)."""
     from xdsl.dialects import memref
 
-    return sum(math.prod(op.memref.type.get_shape()) * BYTES for op in loops.walk() if isinstance(op, memref.AllocOp))
+    return sum(
+        _at(product(dims_of(op.memref.type)) * BYTES, sizes) for op in loops.walk() if isinstance(op, memref.AllocOp)
+    )
 
 
-def memory_line(loops: ModuleOp) -> str:
-    """The report's line on intermediate buffers: the arena against the sum of the buffers."""
+def _at(n, sizes: dict | None):
+    """A count that may be symbolic, at the symbols' `sizes` (the example inputs')."""
+    return evaluate(n, sizes) if sizes and n is not None and not isinstance(n, (int, float)) else n
+
+
+def memory_line(loops: ModuleOp, sizes: dict | None = None) -> str:
+    """The report's line on intermediate buffers: the arena against the sum of the buffers
+    (symbolic ones at `sizes`, the symbols' values)."""
     from irc.lowering.loops.plan_memory import memory_stats
 
-    m = memory_stats(loops)
+    m = memory_stats(loops, sizes)
     line = (
         f"Intermediate buffers: {_fmt_count(m['arena_bytes'], 'B')} in one arena per calling thread, "
         f"allocated once ({m['buffers']} buffer{'' if m['buffers'] == 1 else 's'}, "
         f"{_fmt_count(m['intermediate_bytes'], 'B')} without reuse, "
         f"{m['in_place']} written in place; reuse {m['reuse_ratio']:.2f}x)"
     )
-    unplanned = _unplanned_bytes(loops)
+    unplanned = _unplanned_bytes(loops, sizes)
     return line + (f"; {_fmt_count(unplanned, 'B')} more allocated per call" if unplanned else "")
 
 
@@ -155,10 +163,16 @@ def explain(
     timings: list[float | None] | None = None,
     peak_gflops: float | None = None,
     loops: ModuleOp | None = None,
+    sizes: dict[str, int] | None = None,
 ) -> str:
-    """The report `cm.explain()` and `irc explain` print."""
-    ks = kernels(fused)
-    lines = ["irc explain", "", "Kernels (after irc-fuse):"]
+    """The report `cm.explain()` and `irc explain` print. `sizes`: the values of the symbolic
+    sizes (a module compiled for every size) at which counts are reported."""
+    ks = [replace(k, flops=_at(k.flops, sizes), bytes=_at(k.bytes, sizes)) for k in kernels(fused)]
+    lines = ["irc explain", ""]
+    if sizes:
+        at = ", ".join(f"{k} = {v}" for k, v in sizes.items())
+        lines += [f"Symbolic sizes: counts below are at the example inputs' sizes ({at}).", ""]
+    lines += ["Kernels (after irc-fuse):"]
     header = f"  {'#':>2}  {'op':<16} {'computes':<44} {'shape':<14} {'FLOPs':>11} {'bytes':>11} {'FLOP/B':>7}"
     if timings:
         header += f" {'time':>10} {'GFLOP/s':>8}" + ("  % peak" if peak_gflops else "")
@@ -166,7 +180,7 @@ def explain(
     for i, k in enumerate(ks):
         computes = " + ".join(k.fused_from)
         row = (
-            f"  {i:>2}  {k.op:<16} {computes[:44]:<44} {'x'.join(map(str, k.shape)) or 'scalar':<14} "
+            f"  {i:>2}  {k.op:<16} {computes[:44]:<44} {'x'.join(map(format_dim, k.shape)) or 'scalar':<14} "
             f"{_fmt_count(k.flops, 'F'):>11} {_fmt_count(k.bytes, 'B'):>11} "
             f"{(f'{k.intensity:.2f}' if k.intensity is not None else '?'):>7}"
         )
@@ -187,14 +201,14 @@ def explain(
     lines += ["", "Left unfused:"]
     lines += [f"  {r}" for r in reasons] or ["  nothing fusable was left"]
 
-    before, after = intermediate_bytes(imported), intermediate_bytes(fused)
+    before, after = _at(intermediate_bytes(imported), sizes), _at(intermediate_bytes(fused), sizes)
     lines += [
         "",
         f"Intermediate traffic: {_fmt_count(before, 'B')} unfused -> {_fmt_count(after, 'B')} fused "
         f"({_fmt_count(before - after, 'B')} removed per forward)",
     ]
     if loops is not None:
-        lines.append(memory_line(loops))
+        lines.append(memory_line(loops, sizes))
     return "\n".join(lines) + "\n"
 
 

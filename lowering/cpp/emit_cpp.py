@@ -57,7 +57,7 @@ from irc.dialects.symbolic import (
 )
 from irc.lowering.cpp.gemm import emit_attention, emit_gemm
 from irc.lowering.cpp.headers import header
-from irc.lowering.loops.parallelize import runs_serial
+from irc.lowering.loops.parallelize import run_time_condition, runs_serial
 from irc.lowering.loops.vectorize import CHUNK_ATTR, SIMD_ATTR, SIMD_INNER, SIMD_SPLIT, constant_bounds, is_vectorized
 from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
@@ -151,6 +151,7 @@ class CppEmitter:
     used: set[str] = field(default_factory=set)
     lanes: str | None = None  # see vector_lanes()
     uses_gemm: bool = False  # an irl.gemm was emitted: the GEMM engine goes into the prelude
+    uses_thread_arena: bool = False  # a symbolic-size arena: irc_thread_arena goes into the prelude
 
     def line(self, text: str) -> None:
         self.out.write("  " * self.depth + text + "\n")
@@ -260,6 +261,7 @@ class CppEmitter:
             if isinstance(a.type, IndexType):
                 casts.append(f"static_cast<int64_t>(reinterpret_cast<intptr_t>(a[{i}]))")
             elif symbolic_arena and a is args[-1]:
+                self.uses_thread_arena = True
                 casts.append(f"irc_thread_arena({cpp_dim(product(dims_of(a.type)) * 4)})")
             else:
                 casts.append(f"static_cast<{ctype(a.type.element_type)}*>(a[{i}])")
@@ -393,18 +395,20 @@ class CppEmitter:
         (irc-vectorize) runs its innermost dimension as `omp simd` and threads over the outer
         ones ("split"), or over the innermost too ("inner": `parallel for simd`)."""
         rank, threads = len(op.lowerBound), not runs_serial(op)  # irc-parallelize marks small nests serial
+        condition = run_time_condition(op)  # symbolic work: OpenMP or not decided per call
+        when = f" if({condition})" if condition else ""
         simd = op.attributes.get(SIMD_ATTR)
         if simd is None:
             if d == 0 and threads:
-                self.line(f"#pragma omp parallel for collapse({rank}) schedule(static)")
+                self.line(f"#pragma omp parallel for collapse({rank}) schedule(static){when}")
             return
         if simd not in (StringAttr(SIMD_SPLIT), StringAttr(SIMD_INNER)):
             raise NotImplementedError(f"cpp emitter: {SIMD_ATTR} must be {SIMD_SPLIT!r} or {SIMD_INNER!r}, got {simd}")
         split = simd == StringAttr(SIMD_SPLIT)
         if d == 0 and split and threads:
-            self.line(f"#pragma omp parallel for collapse({rank - 1}) schedule(static)")
+            self.line(f"#pragma omp parallel for collapse({rank - 1}) schedule(static){when}")
         if d == rank - 1:
-            self.line("#pragma omp parallel for simd schedule(static)" if threads and not split else "#pragma omp simd")
+            self.line(f"#pragma omp parallel for simd schedule(static){when}" if threads and not split else "#pragma omp simd")
 
     @emit.register
     def _(self, op: scf.ParallelOp) -> None:
@@ -528,6 +532,8 @@ def emit_cpp(
         buf.write('#pragma GCC optimize("fp-contract=off")\n')
         buf.write("#define IRC_LIBM 1  // transcendentals from libm (include/irc_math.h)\n")
     buf.write(header("irc_prelude.h"))
+    if emitter.uses_thread_arena:
+        buf.write(header("irc_arena.h"))
     if emitter.uses_gemm:
         buf.write(f"#define IRC_NR {gemm_width}  // GEMM panel width (the Target's gemm_width)\n")
         buf.write(header("irc_gemm.h"))

@@ -14,6 +14,11 @@ least two iterations), else `irc.parallel = "serial"`.
 The C++ emitter prints `#pragma omp parallel for` only for nests not marked "serial" (unmarked
 nests, from hand-written IR, keep the pragma).
 
+With symbolic sizes a trip count bounded by the function's size arguments is an expression
+(`constants.size_expr`), and so is the work: such a nest is marked `irc.parallel = "omp"` with
+`irc.work = "<expression>"` and `irc.threshold = N`, and the emitter prints OpenMP's
+`if(work >= N)` clause, so the choice is made at every call from the actual sizes.
+
 The default threshold was measured on the project machine (2-core Zen 3, GCC 12 libgomp,
 see `examples/omp_threshold.py`): OpenMP pays off from about 30k-130k body ops (a wash near
 65k, which is the default; under load from other processes, the higher end).
@@ -21,7 +26,6 @@ see `examples/omp_threshold.py`): OpenMP pays off from about 30k-130k body ops (
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -30,11 +34,13 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from irc.lowering.loops.constants import constant_int
+from irc.dialects.symbolic import Dim, cpp_dim, dim, format_dim, parse_dim, product
+from irc.lowering.loops.constants import constant_int, size_expr
 from irc.target import DEFAULT_OMP_THRESHOLD
 
 PARALLEL_ATTR = "irc.parallel"
 WORK_ATTR = "irc.work"
+THRESHOLD_ATTR = "irc.threshold"
 OMP, SERIAL = "omp", "serial"
 DEFAULT_THRESHOLD = DEFAULT_OMP_THRESHOLD
 UNBOUNDED = 1 << 62
@@ -56,22 +62,30 @@ def _extent(lb: SSAValue, ub: SSAValue) -> int | None:
     return None
 
 
-def _trips(lb: SSAValue, ub: SSAValue, step: SSAValue) -> int:
+def _trips(lb: SSAValue, ub: SSAValue, step: SSAValue) -> Dim:
     extent, st = _extent(lb, ub), constant_int(step)
+    if extent is None and st == 1:  # bounds the caller's sizes give: (ub - lb) at run time
+        lo, hi = size_expr(lb), size_expr(ub)
+        if lo is not None and hi is not None:
+            return dim(hi - lo)
     if extent is None or not st:
         return DYNAMIC_TRIPS
     return max(0, -(-extent // st))
 
 
-def iterations(loop: scf.ParallelOp) -> int:
-    return math.prod(_trips(lb, ub, st) for lb, ub, st in zip(loop.lowerBound, loop.upperBound, loop.step))
+def _cap(n: Dim) -> Dim:
+    return min(UNBOUNDED, n) if isinstance(n, int) else n
 
 
-def block_work(block: Block) -> int:
-    return min(UNBOUNDED, sum(op_work(op) for op in block.ops))
+def iterations(loop: scf.ParallelOp) -> Dim:
+    return product(_trips(lb, ub, st) for lb, ub, st in zip(loop.lowerBound, loop.upperBound, loop.step))
 
 
-def op_work(op: Operation) -> int:
+def block_work(block: Block) -> Dim:
+    return _cap(dim(sum(op_work(op) for op in block.ops)))
+
+
+def op_work(op: Operation) -> Dim:
     """Estimated scalar ops executed by `op`, nested loops included."""
     estimate = getattr(op, "irc_work", None)
     if callable(estimate):
@@ -79,17 +93,31 @@ def op_work(op: Operation) -> int:
     if isinstance(op, (arith.ConstantOp, scf.YieldOp, scf.ReduceOp)):
         return 0
     if isinstance(op, scf.ForOp):
-        return min(UNBOUNDED, _trips(op.lb, op.ub, op.step) * (1 + block_work(op.body.block)))
+        return _cap(dim(_trips(op.lb, op.ub, op.step) * (1 + block_work(op.body.block))))
     if isinstance(op, scf.ParallelOp):
-        return min(UNBOUNDED, iterations(op) * block_work(op.body.block))
-    return 1 + sum(block_work(b) for r in op.regions for b in r.blocks)
+        return _cap(dim(iterations(op) * block_work(op.body.block)))
+    return dim(1 + sum(block_work(b) for r in op.regions for b in r.blocks))
 
 
 def mark(loop: scf.ParallelOp, threshold: int) -> None:
     work = op_work(loop)
+    if not isinstance(work, int):  # decided at every call: OpenMP's if() clause (see the module doc)
+        loop.attributes[WORK_ATTR] = StringAttr(format_dim(work))
+        loop.attributes[THRESHOLD_ATTR] = IntegerAttr(threshold, 64)
+        loop.attributes[PARALLEL_ATTR] = StringAttr(OMP)
+        return
     loop.attributes[WORK_ATTR] = IntegerAttr(work, 64)
-    parallel = work >= threshold and iterations(loop) >= 2
+    trips = iterations(loop)
+    parallel = work >= threshold and (not isinstance(trips, int) or trips >= 2)
     loop.attributes[PARALLEL_ATTR] = StringAttr(OMP if parallel else SERIAL)
+
+
+def run_time_condition(loop: Operation) -> str | None:
+    """The C++ condition under which a nest with symbolic work runs with OpenMP, else None."""
+    work, threshold = loop.attributes.get(WORK_ATTR), loop.attributes.get(THRESHOLD_ATTR)
+    if isinstance(work, StringAttr) and isinstance(threshold, IntegerAttr):
+        return f"{cpp_dim(parse_dim(work.data))} >= {threshold.value.data}"
+    return None
 
 
 def runs_serial(loop: Operation) -> bool:

@@ -24,21 +24,55 @@ After `irc-to-loops` every intermediate is a top-level `memref.alloc`, freed by 
    `irc.buffers` and `irc.in_place` (buffers written in place of an input).
 
 A function without intermediates is left as it is (no arena argument, `irc.arena_bytes = 0`).
+
+With symbolic sizes (dialects/symbolic.py) the sizes and offsets are expressions of the
+function's size arguments, and so is the arena: `%arena: memref<?xf32, #irt.dims<"...">>`,
+`irc.arena_bytes = "<expression>"`, which the C++ entry point takes from a per-thread arena grown
+to each call's size (lowering/cpp/include/irc_prelude.h). Sizes that depend on the call cannot be
+compared at compile time, so such a function's slots are not fitted into gaps: each is placed
+above every slot live at the same time (offset = max of their aligned ends), biggest first by
+the size at a nominal value of the symbols (`HINT`). Overlap is impossible for every value of
+the symbols; reuse of dead slots is kept.
 """
 
 from __future__ import annotations
 
 import bisect
-import math
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
-from xdsl.dialects import func, memref, scf
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, NoneAttr, StridedLayoutAttr, f32
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    StridedLayoutAttr,
+    StringAttr,
+    f32,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from irc.dialects.static_shape import row_major_strides
+from irc.dialects.symbolic import (
+    Dim,
+    DimsAttr,
+    align_up,
+    all_static,
+    dim,
+    dims_of,
+    evaluate,
+    format_dim,
+    memref_of,
+    parse_dim,
+    product,
+    row_major_strides,
+    size_ops,
+    symbol,
+    sympy,
+)
 from irc.target import DEFAULT_ALIGNMENT
 
 ARENA_BYTES = "irc.arena_bytes"
@@ -56,9 +90,9 @@ class Buffer:
 
     value: SSAValue
     alloc: memref.AllocOp
-    bytes: int
+    bytes: Dim
     uses: list[int] = field(default_factory=list)
-    offset: int = 0  # bytes into the arena
+    offset: Dim = 0  # bytes into the arena
 
     @property
     def start(self) -> int:
@@ -76,8 +110,9 @@ class Slot:
     members: list[Buffer]
 
     @property
-    def bytes(self) -> int:
-        return max(b.bytes for b in self.members)
+    def bytes(self) -> Dim:
+        sizes = [b.bytes for b in self.members]
+        return max(sizes) if all(isinstance(s, int) for s in sizes) else dim(sympy.Max(*sizes))
 
     @property
     def start(self) -> int:
@@ -124,15 +159,65 @@ class _Placed:
         return found
 
 
-def _aligned(n: int, alignment: int) -> int:
-    return (n + alignment - 1) // alignment * alignment
+def _aligned(n: Dim, alignment: int) -> Dim:
+    return align_up(n, alignment)
 
 
 def _plannable(op: Operation) -> bool:
-    if not isinstance(op, memref.AllocOp) or op.dynamic_sizes or op.symbol_operands:
+    if not isinstance(op, memref.AllocOp) or op.symbol_operands:
         return False
     t = op.memref.type
-    return isinstance(t, MemRefType) and t.element_type == f32 and isinstance(t.layout, NoneAttr)
+    return isinstance(t, MemRefType) and t.element_type == f32 and isinstance(t.layout, (NoneAttr, DimsAttr))
+
+
+HINT = 64
+"""The value each symbol is taken to have when ordering symbolic slots by size (largest first)."""
+
+
+def _hint(d: Dim) -> int:
+    return d if isinstance(d, int) else evaluate(d, {s: HINT for s in d.free_symbols})
+
+
+class EntrySizes:
+    """Index values of sizes in a function with size arguments, computed once at its entry
+    (after the constants and size computations irc-to-loops put there)."""
+
+    def __init__(self, fn: func.FuncOp):
+        block = fn.body.block
+        self.block = block
+        self.symbols = {symbol(a.name_hint): a for a in block.args if isinstance(a.type, IndexType)}
+        self.values: dict[Dim, SSAValue] = {
+            op.value.value.data: op.result
+            for op in block.ops
+            if isinstance(op, arith.ConstantOp) and isinstance(op.value, IntegerAttr) and isinstance(op.result.type, IndexType)
+        }
+
+    def _insert(self, op: Operation) -> None:
+        anchor = next((top for top in self.block.ops if not _entry_op(top)), None)  # the body moves
+        self.block.insert_op_before(op, anchor) if anchor else self.block.add_op(op)
+
+    def constant(self, n: int) -> SSAValue:
+        if n not in self.values:
+            op = arith.ConstantOp(IntegerAttr(n, IndexType()))
+            self._insert(op)
+            self.values[n] = op.result
+        return self.values[n]
+
+    def __call__(self, d: Dim) -> SSAValue:
+        if isinstance(d, int):
+            return self.constant(d)
+        if d not in self.values:
+            ops = size_ops(d, self.symbols, self.constant)
+            for op in ops:
+                self._insert(op)
+            self.values[d] = ops[-1].results[0] if ops else self.symbols[d]
+        return self.values[d]
+
+
+def _entry_op(op: Operation) -> bool:
+    return isinstance(op, arith.ConstantOp) or (
+        op.name.startswith("arith.") and bool(op.results) and all(isinstance(r.type, IndexType) for r in op.results)
+    )
 
 
 class FunctionPlan:
@@ -144,12 +229,12 @@ class FunctionPlan:
         self.top = list(fn.body.block.ops)
         self.buffers: dict[SSAValue, Buffer] = {}
         self.roots: dict[SSAValue, set[Buffer]] = {}  # value -> the planned buffers it aliases
-        self.offsets: dict[SSAValue, int | None] = {}  # element offset of a view into its root
+        self.offsets: dict[SSAValue, Dim | None] = {}  # element offset of a view into its root
         self.deallocs: list[Operation] = []
         for op in self.top:
             if _plannable(op):
                 t = op.memref.type
-                buf = Buffer(op.memref, op, math.prod(t.get_shape()) * ELEMENT_BYTES)
+                buf = Buffer(op.memref, op, product(dims_of(t)) * ELEMENT_BYTES)
                 self.buffers[op.memref] = buf
                 self.roots[op.memref] = {buf}
                 self.offsets[op.memref] = 0
@@ -174,7 +259,7 @@ class FunctionPlan:
 
     def _view_offset(self, op: Operation) -> int | None:
         """Element offset of a reinterpret_cast of a planned buffer (None: unknown view)."""
-        if not isinstance(op, memref.ReinterpretCastOp) or op.offsets or op.sizes or op.strides:
+        if not isinstance(op, memref.ReinterpretCastOp) or op.offsets:
             return None
         base = self.offsets.get(op.source)
         return None if base is None else base + op.static_offsets.get_values()[0]
@@ -224,12 +309,12 @@ class FunctionPlan:
         ivs = list(body.args)
         if store.parent_block() is not body or list(store.indices) != ivs:
             return False
-        shape = store.memref.type.get_shape()
+        shape = dims_of(store.memref.type)
         order = {op: n for n, op in enumerate(body.ops)}
         return all(
             load.parent_block() is body
             and list(load.indices) == ivs
-            and load.memref.type.get_shape() == shape
+            and dims_of(load.memref.type) == shape
             and order[load] < order[store]
             for load in loads
         )
@@ -251,6 +336,8 @@ class FunctionPlan:
                     slot_of[b] = keep
                 gone_slots.add(id(gone))
             slots = [s for s in slots if id(s) not in gone_slots]
+        if not all(isinstance(s.bytes, int) for s in slots):
+            return slots, self._stack(slots)
         placed = _Placed(len(self.top))
         arena = 0
         for n, slot in enumerate(sorted(slots, key=lambda s: (-s.bytes, s.start))):
@@ -268,28 +355,44 @@ class FunctionPlan:
             arena = max(arena, _aligned(offset + size, self.alignment))
         return slots, arena
 
+    def _stack(self, slots: list[Slot]) -> Dim:
+        """Symbolic offsets (see the module doc): each slot above every placed slot it overlaps."""
+        placed = _Placed(len(self.top))
+        arena: Dim = 0
+        for n, slot in enumerate(sorted(slots, key=lambda s: (-_hint(s.bytes), s.start))):
+            offset: Dim = 0
+            if any(b.uses for b in slot.members):
+                ends = [_aligned(at + size, self.alignment) for at, _, size in placed.overlapping(slot.start, slot.end)]
+                offset = dim(sympy.Max(0, *ends)) if ends else 0
+                placed.add(slot.start, slot.end, (offset, n, slot.bytes))
+            for b in slot.members:
+                b.offset = offset
+            arena = dim(sympy.Max(arena, _aligned(offset + slot.bytes, self.alignment)))
+        return arena
+
     # -- rewriting ---------------------------------------------------------------------------
     def rewrite(self, in_place: bool = True) -> None:
         slots, arena_bytes = self.pack(in_place)
         fn = self.fn
-        total = sum(b.bytes for b in self.buffers.values())
+        total = dim(sum(b.bytes for b in self.buffers.values()))
         shared = sum(len(s.members) - 1 for s in slots)
-        fn.attributes[ARENA_BYTES] = IntegerAttr(arena_bytes, 64)
-        fn.attributes[INTERMEDIATE_BYTES] = IntegerAttr(total, 64)
+        fn.attributes[ARENA_BYTES] = _size_attr(arena_bytes)
+        fn.attributes[INTERMEDIATE_BYTES] = _size_attr(total)
         fn.attributes[BUFFERS] = IntegerAttr(len(self.buffers), 64)
         fn.attributes[IN_PLACE] = IntegerAttr(shared, 64)
         if not self.buffers:
             return
         block = fn.body.block
-        arena = block.insert_arg(MemRefType(f32, [arena_bytes // ELEMENT_BYTES]), len(block.args))
+        arena = block.insert_arg(memref_of(f32, [_elements(arena_bytes)]), len(block.args))
         arena.name_hint = "arena"
         fn.update_function_type()
-        absolute: dict[SSAValue, int] = {}  # planned buffer or view -> element offset in the arena
+        sizes = EntrySizes(fn)
+        absolute: dict[SSAValue, Dim] = {}  # planned buffer or view -> element offset in the arena
         for op in self.top:
             if isinstance(op, memref.AllocOp) and op.memref in self.buffers:
                 buf = self.buffers[op.memref]
-                shape = op.memref.type.get_shape()
-                view = _arena_view(arena, buf.offset // ELEMENT_BYTES, shape, op.memref.name_hint)
+                shape = dims_of(op.memref.type)
+                view = _arena_view(arena, _elements(buf.offset), shape, op.memref.name_hint, sizes)
                 self._replace(op, view, absolute)
             elif (
                 isinstance(op, memref.ReinterpretCastOp)
@@ -297,38 +400,61 @@ class FunctionPlan:
                 and self.offsets.get(op.results[0]) is not None
             ):
                 own = op.static_offsets.get_values()[0]
-                view = _arena_view(arena, absolute[op.source] + own, op.result.type.get_shape(), op.result.name_hint)
+                view = _arena_view(
+                    arena, absolute[op.source] + own, dims_of(op.result.type), op.result.name_hint, sizes
+                )
                 self._replace(op, view, absolute)
         for op in self.deallocs:
             op.detach()
             op.erase()
 
     @staticmethod
-    def _replace(op: Operation, view: memref.ReinterpretCastOp, absolute: dict[SSAValue, int]) -> None:
+    def _replace(op: Operation, placed: tuple[memref.ReinterpretCastOp, Dim], absolute: dict[SSAValue, Dim]) -> None:
+        view, offset = placed
         op.parent_block().insert_op_before(view, op)
-        absolute[view.result] = view.static_offsets.get_values()[0]
+        absolute[view.result] = offset
         op.results[0].replace_all_uses_with(view.result)
         op.detach()
         op.erase()
 
 
-def _arena_view(arena: SSAValue, offset: int, shape: tuple[int, ...], name: str | None) -> memref.ReinterpretCastOp:
-    """`shape` elements of the arena from element `offset` (a strided layout records a non-zero offset)."""
+def _elements(n: Dim) -> Dim:
+    """Bytes to f32 elements (every planned size and offset is a multiple of 4 bytes)."""
+    return n // ELEMENT_BYTES if isinstance(n, int) else dim(n / sympy.Integer(ELEMENT_BYTES))
+
+
+def _size_attr(n: Dim) -> Attribute:
+    return IntegerAttr(n, 64) if isinstance(n, int) else StringAttr(format_dim(n))
+
+
+def _arena_view(
+    arena: SSAValue, offset: Dim, shape: tuple[Dim, ...], name: str | None, sizes: EntrySizes
+) -> tuple[memref.ReinterpretCastOp, Dim]:
+    """`shape` elements of the arena from element `offset` (a strided layout records a non-zero
+    static offset; symbolic sizes and offsets are index operands), and that offset."""
+    if not (isinstance(offset, int) and all_static(shape)):
+        strides = row_major_strides(shape)
+        dynamic = [[sizes(d) for d in ds if not isinstance(d, int)] for ds in ([offset], shape, strides)]
+        static = [[d if isinstance(d, int) else DYNAMIC_INDEX for d in ds] for ds in ([offset], shape, strides)]
+        view = memref.ReinterpretCastOp(arena, *dynamic, *static, memref_of(f32, shape))
+        view.result.name_hint = name
+        return view, offset
     strides = row_major_strides(shape)
     layout = StridedLayoutAttr(strides, offset) if offset else None
     t = MemRefType(f32, shape, layout) if layout else MemRefType(f32, shape)
     view = memref.ReinterpretCastOp(arena, [], [], [], [offset], list(shape), strides, t)
     view.result.name_hint = name
-    return view
+    return view, offset
 
 
 def plan_function(fn: func.FuncOp, in_place: bool = True, alignment: int = ALIGN) -> None:
     FunctionPlan(fn, alignment).rewrite(in_place)
 
 
-def memory_stats(module: ModuleOp) -> dict[str, float | int]:
+def memory_stats(module: ModuleOp, sizes: dict[str, int] | None = None) -> dict[str, float | int]:
     """Arena bytes, intermediate bytes, buffer count, in-place count and reuse ratio
-    (intermediate bytes / arena bytes; 1.0 = no reuse) summed over a planned module's functions."""
+    (intermediate bytes / arena bytes; 1.0 = no reuse) summed over a planned module's functions.
+    Symbolic byte counts are evaluated at `sizes` (the symbols' values), else left out."""
     stats = {"arena_bytes": 0, "intermediate_bytes": 0, "buffers": 0, "in_place": 0}
     keys = {ARENA_BYTES: "arena_bytes", INTERMEDIATE_BYTES: "intermediate_bytes", BUFFERS: "buffers", IN_PLACE: "in_place"}
     for fn in module.walk():
@@ -337,6 +463,8 @@ def memory_stats(module: ModuleOp) -> dict[str, float | int]:
                 value = fn.attributes.get(attr)
                 if isinstance(value, IntegerAttr):
                     stats[key] += value.value.data
+                elif isinstance(value, StringAttr) and sizes:
+                    stats[key] += evaluate(parse_dim(value.data), sizes)
     return with_ratio(stats)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-import sympy
 from xdsl.builder import Builder
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
@@ -35,8 +34,10 @@ from irc.dialects.symbolic import (
     memref_of,
     product,
     row_major_strides,
+    size_ops,
     symbol_order,
     symbols_of,
+    sympy,
 )
 from irc.lowering.tensor.irc_fuse import fused_names
 from irc.target import Target
@@ -93,51 +94,8 @@ def _empty(v: SSAValue) -> bool:
 
 
 def _shape_str(v: SSAValue) -> str:
-    return "x".join(map(format_dim, irt.shape_of(v))) or "scalar"
-
-
-def index_ops(value: Dim, symbols: Mapping[sympy.Symbol, SSAValue], constant: Callable[[int], SSAValue]) -> list[Operation]:
-    """The arith ops computing the index `value` from the `symbols`' values (`constant(n)` gives
-    the constant n); the last op's result is the value."""
-    ops: list[Operation] = []
-
-    def build(e: sympy.Expr) -> SSAValue:
-        if e.is_Integer:
-            return constant(int(e))
-        if e.is_Symbol:
-            return symbols[e]
-        if e.is_Add or e.is_Mul:
-            cls = arith.AddiOp if e.is_Add else arith.MuliOp
-            args = sorted(e.args, key=lambda t: (t.is_Number, sympy.default_sort_key(t)))
-            acc = build(args[0])
-            for a in args[1:]:
-                ops.append(cls(acc, build(a)))
-                acc = ops[-1].results[0]
-            return acc
-        if e.is_Pow and e.exp.is_Integer and int(e.exp) > 1:  # s0**2: repeated products
-            base = acc = build(e.base)
-            for _ in range(int(e.exp) - 1):
-                ops.append(arith.MuliOp(acc, base))
-                acc = ops[-1].results[0]
-            return acc
-        if isinstance(e, sympy.floor):
-            num, den = sympy.fraction(sympy.together(e.args[0]))
-            ops.append(arith.DivSIOp(build(sympy.expand(num)), build(den)))
-            return ops[-1].results[0]
-        if isinstance(e, sympy.Mod):
-            ops.append(arith.RemSIOp(build(e.args[0]), build(e.args[1])))
-            return ops[-1].results[0]
-        if isinstance(e, (sympy.Max, sympy.Min)):
-            cls = arith.MaxSIOp if isinstance(e, sympy.Max) else arith.MinSIOp
-            acc = build(e.args[0])
-            for a in e.args[1:]:
-                ops.append(cls(acc, build(a)))
-                acc = ops[-1].results[0]
-            return acc
-        raise ValueError(f"irc-to-loops: cannot compute the size {format_dim(value)}")
-
-    build(sympy.sympify(value))
-    return ops
+    dims = [format_dim(d) if isinstance(d, int) or d.is_Symbol else f"({format_dim(d)})" for d in irt.shape_of(v)]
+    return "x".join(dims) or "scalar"
 
 
 def load_at(b: Builder, buf: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
@@ -183,7 +141,7 @@ class FunctionLowering:
             self.entry_last = self.entry_last or op
             self.index_consts[value] = op.result
             return op.result
-        ops = index_ops(value, self.symbols, self.index)
+        ops = size_ops(value, self.symbols, self.index)
         for op in ops:  # after the constants and the earlier sizes they use
             if self.entry_last is None:
                 first = self.block.first_op

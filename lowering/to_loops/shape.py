@@ -34,6 +34,7 @@ from irc.dialects.irt.shape import (
     ExpandOp,
     GatherOp,
     IndexSelectOp,
+    SizeOp,
     SliceOp,
     TriangleOp,
 )
@@ -187,3 +188,11 @@ def lower_triangle(fl: FunctionLowering, op: TriangleOp) -> None:
         b.insert(memref.StoreOp.get(_ins(b, arith.SelectOp(keep, value, irt.scalar_constant(b, 0, t))), out, ivs))
 
     fl.nest(irt.shape_of(op.result), describe(op), body)
+
+
+def lower_size(fl: FunctionLowering, op: SizeOp) -> None:
+    """The 0-d result holds the size, computed from the function's size arguments."""
+    out = fl.result_buffer(op.result)
+    n = fl.b.insert(arith.IndexCastOp(fl.index(op.value), i64)).result
+    value = fl.b.insert(arith.SIToFPOp(n, f32)).result
+    fl.b.insert(memref.StoreOp.get(value, out, []))

@@ -48,6 +48,7 @@ SCALAR_NESTS: dict[type[Operation], LoweringFn] = {
     irt_shape.GatherOp: shape.lower_gather,
     irt_shape.IndexSelectOp: shape.lower_index_select,
     irt_shape.TriangleOp: shape.lower_triangle,
+    irt_shape.SizeOp: shape.lower_size,
 }
 """Every op as loop nests of its own (`scf.parallel`/`scf.for`)."""
 

@@ -1,0 +1,20 @@
+// Emitted only for a function whose scratch arena has a symbolic size (lowering/cpp/emit_cpp.py).
+// The scratch arena of a function whose intermediates have symbolic sizes: one per calling
+// thread, grown (never shrunk) to the bytes this call needs, 64-byte aligned, freed when the
+// thread ends. Static arenas are the caller's (runtime/wrapper.py).
+struct irc_arena_slot {
+  float* data = nullptr;
+  int64_t bytes = 0;
+  ~irc_arena_slot() { std::free(data); }
+};
+
+[[maybe_unused]] static float* irc_thread_arena(int64_t bytes) {
+  static thread_local irc_arena_slot slot;
+  if (bytes > slot.bytes) {
+    const int64_t grown = (bytes + bytes / 2 + 63) / 64 * 64;  // room for a few longer calls
+    std::free(slot.data);
+    slot.data = static_cast<float*>(std::aligned_alloc(64, static_cast<size_t>(grown)));
+    slot.bytes = slot.data ? grown : 0;
+  }
+  return slot.data;
+}

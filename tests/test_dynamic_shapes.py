@@ -1,0 +1,189 @@
+"""Symbolic sizes end to end: one native build serves every size of a dynamic dimension.
+
+`irc.compile(..., dynamic_shapes=...)` (torch.export's convention) and `torch.compile(...,
+backend="irc", dynamic=True / automatic dynamic)`: outputs match eager at many sizes, the
+number of native builds stays at one per graph, calls outside the compiled range or breaking an
+equality get their own version (never a wrong answer), and the per-call checks raise InputError
+with the rule that failed.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.export import Dim
+
+import irc
+from irc.errors import InputError, IrcError
+from irc.runtime.build import compiler_invocations
+
+
+@pytest.fixture
+def fresh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("IRC_CACHE_DIR", str(tmp_path))
+
+
+class Elementwise(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Parameter(torch.randn(16))
+
+    def forward(self, x, y):
+        return torch.relu(x * self.a + y).reshape(-1, 4) * 2.0
+
+
+def test_one_build_serves_every_batch(fresh_cache):
+    m = Elementwise()
+    b = Dim("batch", max=1000)
+    before = compiler_invocations()
+    cm = irc.compile(m, (torch.randn(3, 16), torch.randn(3, 16)), dynamic_shapes={"x": {0: b}, "y": {0: b}})
+    for n in (2, 5, 17, 64, 999, 3):
+        x, y = torch.randn(n, 16), torch.randn(n, 16)
+        torch.testing.assert_close(cm(x, y), m(x, y))
+    assert len(cm.versions) == 1
+    assert compiler_invocations() - before == 1
+    assert '#irt.dims<"s0">' in cm.ir("import") and "%s0: index" in cm.ir("loops")
+
+
+def test_sizes_outside_the_range_get_their_own_version(fresh_cache):
+    m = Elementwise()
+    b = Dim("batch", max=100)
+    cm = irc.compile(m, (torch.randn(3, 16), torch.randn(3, 16)), dynamic_shapes=[{0: b}, {0: b}])
+    for n in (1, 101):  # 1: traced as a special case (>= 2 assumed); 101: beyond max
+        x, y = torch.randn(n, 16), torch.randn(n, 16)
+        torch.testing.assert_close(cm(x, y), m(x, y))
+    assert len(cm.versions) == 3
+    # Broadcasting that only a static version can express: y of batch 1 against x of batch 6.
+    x, y = torch.randn(6, 16), torch.randn(1, 16)
+    torch.testing.assert_close(cm(x, y), m(x, y))
+
+
+def test_the_symbolic_forward_checks_every_rule():
+    m = Elementwise()
+    b = Dim("batch", max=100)
+    cm = irc.compile(m, (torch.randn(3, 16), torch.randn(3, 16)), dynamic_shapes={"x": {0: b}, "y": {0: b}})
+    forward = cm.versions[next(iter(cm.versions))].forward
+    with pytest.raises(InputError, match=r"input 1 \('y'\): dimension 0 is 4, expected 5 = s0 \(with s0 = 5\)"):
+        forward(torch.randn(5, 16), torch.randn(4, 16))
+    with pytest.raises(InputError, match=r"dimension 1 is 15, expected 16"):
+        forward(torch.randn(5, 15), torch.randn(5, 15))
+    with pytest.raises(InputError, match=r"dimension 0 is 101, but its size s0 must be in \[2, 100\]"):
+        forward(torch.randn(101, 16), torch.randn(101, 16))
+    with pytest.raises(InputError, match=r"expected 2 dimensions"):
+        forward(torch.randn(5, 16, 1), torch.randn(5, 16))
+
+
+def test_independent_dims_and_size_arithmetic(fresh_cache):
+    class M(torch.nn.Module):
+        def forward(self, x):  # two symbols; a size used as a number; views with run-time sizes
+            b, t, c = x.shape
+            return (x.transpose(1, 2).reshape(b, c * t) + 1.0) * t
+
+    m = M()
+    cm = irc.compile(m, (torch.randn(2, 3, 8),), dynamic_shapes={"x": {0: Dim("b"), 1: Dim("t")}})
+    for b, t in ((2, 3), (5, 7), (3, 2), (9, 33)):
+        x = torch.randn(b, t, 8)
+        torch.testing.assert_close(cm(x), m(x))
+    assert len(cm.versions) == 1
+
+
+def test_dynamic_shapes_errors_are_actionable():
+    m = Elementwise()
+    x, y = torch.randn(3, 16), torch.randn(3, 16)
+    with pytest.raises(IrcError, match="names 'z', which are not inputs"):
+        irc.compile(m, (x, y), dynamic_shapes={"z": {0: Dim("b")}})
+    with pytest.raises(IrcError, match="example size is 1; give an example of size >= 2"):
+        irc.compile(m, (torch.randn(1, 16), torch.randn(1, 16)), dynamic_shapes={"x": {0: Dim("b")}, "y": {0: Dim("b")}})
+    with pytest.raises(IrcError, match="has 2 dimensions, no dimension 2"):
+        irc.compile(m, (x, y), dynamic_shapes={"x": {2: Dim("b")}})
+
+
+@pytest.mark.parametrize("dynamic", [True, None])
+def test_torch_compile_dynamic_builds_once(fresh_cache, dynamic):
+    class M(torch.nn.Module):
+        def forward(self, x):
+            h = torch.relu(x * 2.0 + 1.0)
+            return h.reshape(x.shape[0], -1) * x.shape[0]
+
+    m = M()
+    torch._dynamo.reset()
+    compiled = torch.compile(m, backend="irc", dynamic=dynamic)
+    before = compiler_invocations()
+    for n in (3, 5, 8, 13, 2, 64):
+        x = torch.randn(n, 16)
+        torch.testing.assert_close(compiled(x), m(x))
+    # dynamic=True: one symbolic build; automatic dynamic: the first shape static, then one symbolic.
+    assert compiler_invocations() - before == (1 if dynamic else 2)
+
+
+def test_arena_planned_for_symbolic_sizes(fresh_cache):
+    """Five intermediates of two symbolic sizes share a per-call arena; in-place and stacked
+    slots stay disjoint at every size (a wrong offset would corrupt an output)."""
+
+    class M(torch.nn.Module):
+        def forward(self, x, y):
+            a = torch.exp(x)
+            b = torch.tanh(a)
+            c = a + b
+            e = torch.exp(torch.exp(y) * 0.1)
+            return c * c, torch.sigmoid(e), b * 2.0
+
+    m = M()
+    b, t = Dim("b"), Dim("t")
+    cm = irc.compile(m, (torch.randn(2, 16), torch.randn(2, 3)), dynamic_shapes={"x": {0: b}, "y": {0: b, 1: t}})
+    for n, k in ((2, 3), (7, 1000), (300, 5), (33, 65)):
+        x, y = torch.randn(n, 16), torch.randn(n, k)
+        for got, want in zip(cm(x, y), m(x, y)):
+            torch.testing.assert_close(got, want)
+    assert len(cm.versions) == 1
+
+
+def test_exported_program_dims_are_symbolic(fresh_cache):
+    m = Elementwise()
+    b = Dim("batch", min=2, max=512)
+    ep = torch.export.export(m, (torch.randn(3, 16), torch.randn(3, 16)), dynamic_shapes={"x": {0: b}, "y": {0: b}})
+    cm = irc.compile(ep, (torch.randn(3, 16), torch.randn(3, 16)))
+    for n in (2, 9, 512):
+        x, y = torch.randn(n, 16), torch.randn(n, 16)
+        torch.testing.assert_close(cm(x, y), m(x, y))
+    assert len(cm.versions) == 1
+    with pytest.raises(InputError, match=r"must be in \[2, 512\]"):
+        cm.versions[next(iter(cm.versions))].forward(torch.randn(513, 16), torch.randn(513, 16))
+
+
+def test_saving_a_symbolic_version_is_refused_with_the_reason(tmp_path):
+    m = Elementwise()
+    cm = irc.compile(m, (torch.randn(3, 16), torch.randn(3, 16)), dynamic_shapes=[{0: Dim("b")}, {0: Dim("b")}])
+    with pytest.raises(IrcError, match="has symbolic sizes, which artifacts do not hold yet"):
+        cm.save(tmp_path / "m.irc")
+
+
+def test_explain_reports_counts_at_the_example_sizes():
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x * 2.0 + 1.0).exp() + x
+
+    cm = irc.compile(M(), (torch.randn(3, 16),), dynamic_shapes=[{0: Dim("b")}])
+    report = cm.explain()
+    assert "counts below are at the example inputs' sizes (s0 = 3)" in report
+    assert " s0x16 " in report and "per forward" in report
+
+
+def test_a_region_with_autocast_disabled_compiles_natively(fresh_cache):
+    """Llama's rotary embedding computes under `torch.autocast(..., enabled=False)`: in a float32
+    graph that changes nothing, so it compiles (one symbolic build)."""
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            with torch.autocast(device_type="cpu", enabled=False):
+                y = x.float() * 2
+            return torch.relu(y)
+
+    m = M()
+    torch._dynamo.reset()
+    f = torch.compile(m, backend="irc", dynamic=True, options={"fallback": False})
+    before = compiler_invocations()
+    for n in (3, 5, 9):
+        x = torch.randn(n, 8)
+        torch.testing.assert_close(f(x), m(x))
+    assert compiler_invocations() - before == 1

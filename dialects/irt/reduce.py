@@ -101,11 +101,13 @@ def reduced_shape(shape: Sequence[int], dims: Sequence[int], keepdim: bool) -> t
 
 @irdl_op_definition
 class ReduceOp(StaticShapeOp):
-    """Sum, mean or max over `dims` (sorted, non-negative; all dims for a full reduction).
+    """Sum, mean or max over `dims` (sorted, non-negative; all dims for a full reduction). Sizes
+    may be symbolic (a mean over a sequence of any length).
 
         %s = irt.reduce mean %x [0, 2] keepdim : (tensor<3x4x5xf32>) -> tensor<1x4x1xf32>
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.reduce"
     kind = prop_def(ReduceKindAttr)
     input = operand_def(TensorType)

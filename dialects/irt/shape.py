@@ -68,11 +68,15 @@ from irc.dialects.symbolic import Dim, format_dim, parse_dim, symbols_of
 
 @irdl_op_definition
 class SliceOp(StaticShapeOp):
-    """A strided box of the input: result[i...] = input[offsets + i * strides ...].
+    """A strided box of the input: result[i...] = input[offsets + i * strides ...]. Offsets and
+    strides are static; the sizes (the result's) may be symbolic (`x[:, 1:]` of a dynamic
+    dimension, `mask[:, :, :n, :n]` of a static buffer): a bound the symbols decide is the
+    importer's to keep (it takes sizes from the traced shapes).
 
         %s = irt.slice %x offsets [0, 2] strides [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.slice"
     input = operand_def(TensorType)
     offsets = prop_def(DenseArrayBase.constr(i64))
@@ -111,7 +115,9 @@ class SliceOp(StaticShapeOp):
         for d, (n, size, off, st) in enumerate(zip(a, r, offs, strides)):
             if st < 1:
                 raise VerifyException(f"irt.slice: stride {st} in dimension {d} must be >= 1")
-            if size < 0 or off < 0 or (size > 0 and off + (size - 1) * st >= n):  # an empty box: any offset
+            if not (isinstance(n, int) and isinstance(size, int)) and off >= 0:
+                continue  # symbolic: decided by the sizes at run time
+            if off < 0 or size < 0 or (size > 0 and off + (size - 1) * st >= n):  # an empty box: any offset
                 raise VerifyException(
                     f"irt.slice: dimension {d} takes {size} element(s) from offset {off} with stride {st}, "
                     f"outside the input's size {n} (input {_fmt(a)}, result {_fmt(r)})"
@@ -120,11 +126,12 @@ class SliceOp(StaticShapeOp):
 
 @irdl_op_definition
 class ConcatOp(StaticShapeOp):
-    """Inputs joined along `dim`; every other dimension agrees.
+    """Inputs joined along `dim`; every other dimension agrees (sizes may be symbolic).
 
         %c = irt.concat %a, %b dim 1 : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.concat"
     inputs = var_operand_def(TensorType)
     dim = prop_def(IntegerAttr[I64])

@@ -419,8 +419,9 @@ class FunctionPlan:
 
 
 def _elements(n: Dim) -> Dim:
-    """Bytes to f32 elements (every planned size and offset is a multiple of 4 bytes)."""
-    return n // ELEMENT_BYTES if isinstance(n, int) else dim(n / sympy.Integer(ELEMENT_BYTES))
+    """Bytes to f32 elements (every planned size and offset is a multiple of 4 bytes; floor
+    division keeps an expression such as max(a, b) / 4 an integer one)."""
+    return n // ELEMENT_BYTES if isinstance(n, int) else dim(sympy.floor(n / sympy.Integer(ELEMENT_BYTES)))
 
 
 def _size_attr(n: Dim) -> Attribute:

@@ -42,6 +42,7 @@ from irc.dialects.irt.reduce import (
     ReduceOp,
     SoftmaxBase,
 )
+from irc.dialects.symbolic import product
 from irc.lowering.to_loops.function import KERNEL_ATTR, REDUCTION_ATTR, FunctionLowering, describe, load_at, store_at
 
 NEG_FLT_MAX = -3.4028234663852886e38  # the running max starts here, not at -inf (see module doc)
@@ -136,7 +137,7 @@ def lower_reduce(fl: FunctionLowering, op: ReduceOp) -> None:
     src = fl.buffers[op.input]
     in_shape, dims, kind = irt.shape_of(op.input), op.reduce_dims, op.reduce_kind
     kept = [d for d in range(len(in_shape)) if d not in dims]
-    count = math.prod(in_shape[d] for d in dims)
+    count = product(in_shape[d] for d in dims)
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
         outer = [iv for d, iv in enumerate(ivs) if not (op.keeps_dims and d in dims)]
@@ -153,8 +154,11 @@ def lower_reduce(fl: FunctionLowering, op: ReduceOp) -> None:
 
         init = fconst(b, float("-inf") if kind == ReduceKind.MAX else 0.0)
         (acc,) = nested_loops(fl, b, [in_shape[d] for d in dims], [init], step, reduction=kind != ReduceKind.MAX)
-        if kind == ReduceKind.MEAN:
+        if kind == ReduceKind.MEAN and isinstance(count, int):
             acc = _bin(b, arith.MulfOp, acc, fconst(b, 1.0 / count if count else math.nan))  # 0/0: eager's NaN
+        elif kind == ReduceKind.MEAN:  # a symbolic count: divided at run time (0/0 is NaN there too)
+            n = b.insert(arith.IndexCastOp(fl.index(count), i64)).result
+            acc = _bin(b, arith.DivfOp, acc, b.insert(arith.SIToFPOp(n, f32)).result)
         store_at(b, acc, out, ivs)
 
     kernel(fl, irt.shape_of(op.result), describe(op), body)

@@ -238,7 +238,9 @@ class CppEmitter:
         sizes = [a for a in args if isinstance(a.type, IndexType)]
         if args[: len(sizes)] != sizes or any(a.name_hint is None or not SYMBOL_NAME.fullmatch(a.name_hint) for a in sizes):
             raise NotImplementedError(f"cpp emitter: @{name}: size arguments (index, named s0, s1, ...) come first")
-        symbolic_arena = bool(args) and args[-1].name_hint == "arena" and symbolic_attr(args[-1].type) is not None
+        # A function with size arguments takes this thread's arena itself, of a symbolic size or a
+        # static one (only its 0-d irt.size buffers planned): its caller passes none.
+        own_arena = bool(args) and args[-1].name_hint == "arena" and (bool(sizes) or symbolic_attr(args[-1].type) is not None)
         params = []
         for arg in args:
             if isinstance(arg.type, IndexType):
@@ -254,13 +256,13 @@ class CppEmitter:
         self.line(f'extern "C" void {name}({", ".join(params)})')
         self.nested(op.body.block)
         # Its twin taking one array of pointers: the Python wrapper's cheap call (runtime/wrapper.py).
-        # Sizes travel as the pointer-sized integers themselves; a symbolic arena is this thread's
-        # scratch, grown to the size this call needs (the caller passes none).
+        # Sizes travel as the pointer-sized integers themselves; the arena of a function with sizes
+        # is this thread's scratch, grown to the size this call needs (the caller passes none).
         casts = []
         for i, a in enumerate(args):
             if isinstance(a.type, IndexType):
                 casts.append(f"static_cast<int64_t>(reinterpret_cast<intptr_t>(a[{i}]))")
-            elif symbolic_arena and a is args[-1]:
+            elif own_arena and a is args[-1]:
                 self.uses_thread_arena = True
                 casts.append(f"irc_thread_arena({cpp_dim(product(dims_of(a.type)) * 4)})")
             else:

@@ -462,3 +462,69 @@ def test_scaled_dot_product_attention_masks(how, batch, lq, lk):
     lengths = torch.randint(1, lk + 1, (batch,))
     cm = native(SDPA(how), q, k, v, lengths, atol=1e-5, rtol=1e-4)
     assert "irt.attention" in cm.ir("import")
+
+
+# ---------------------------------------------------------------------------------------------
+# Symbolic sizes: one build for every batch and length (irc.compile(dynamic_shapes=...))
+# ---------------------------------------------------------------------------------------------
+
+
+def _one_build(model, make, dims, sizes=((2, 3), (3, 7), (4, 2), (5, 16))):
+    """Compile for symbolic sizes from the first example; every later size (>= 2: tracing
+    assumes it, a size 1 gets a version of its own) runs on that one library (no other
+    version, no build), with eager's values and dtypes."""
+    from irc.runtime.build import compiler_invocations
+
+    example = make(2, 5)
+    cm = irc.compile(model, example, dynamic_shapes=dims, fallback=False)
+    assert '#irt.dims<"s0"' in cm.ir("import")
+    built = compiler_invocations()
+    for b, n in sizes:
+        args = make(b, n)
+        with torch.no_grad():
+            expected = model(*args)
+        got = cm(*args)
+        leaves = torch.utils._pytree.tree_leaves
+        assert [t.dtype for t in leaves(got)] == [t.dtype for t in leaves(expected)]
+        torch.testing.assert_close(got, expected, atol=1e-5, rtol=1e-5)
+    assert len(cm.versions) == 1 and compiler_invocations() == built
+    return cm
+
+
+def _dims(n: int):
+    from torch.export import Dim
+
+    b, length = Dim("batch", max=64), Dim("length", max=512)
+    return tuple({0: b, 1: length} for _ in range(n))
+
+
+def test_masks_and_position_ids_compile_once_for_every_size():
+    def masks_inputs(b, n):
+        g = torch.Generator().manual_seed(b * 100 + n)
+        return (torch.randn(b, n, 3, generator=g) * 3, torch.randint(0, 5, (b, n), generator=g),
+                (torch.rand(b, n, generator=g) > 0.3).long())
+
+    _one_build(Masks(), masks_inputs, _dims(3))
+    _one_build(PositionIds(), lambda b, n: ((torch.arange(n) >= n // 3).long().expand(b, n).contiguous(),), _dims(1))
+
+
+def test_rms_norm_factories_and_slices_compile_once_for_every_size():
+    """RMSNorm's mean over the hidden dim, full/ones/zeros/arange of symbolic shapes, slices and
+    None of symbolic dimensions, a static buffer cut to the sequence length."""
+    _one_build(RMSNorm(16).eval(), lambda b, n: (torch.randn(b, n, 16),), _dims(1))
+    _one_build(Factories(), lambda b, n: (torch.randn(b, n, 4), torch.randint(0, 9, (b, n))), _dims(2))
+    (dims,) = _dims(1)
+    _one_build(CausalSlice().eval(), lambda b, n: (torch.randn(b, n, n),), ({0: dims[0], 1: dims[1], 2: dims[1]},))
+
+
+class CausalSlice(nn.Module):
+    """GPT-2's causal mask: a bool table cut to the sequence length, and a mean over it."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = nn.Parameter(torch.tril(torch.ones(32, 32, dtype=torch.bool)), requires_grad=False)
+
+    def forward(self, w):
+        n = w.shape[-1]
+        keep = self.bias[:n, :n]
+        return torch.where(keep, w, torch.finfo(torch.float32).min)[:, 1:, :1], w.mean(dim=(1, 2))

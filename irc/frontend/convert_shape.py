@@ -33,8 +33,8 @@ from xdsl.ir import SSAValue
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.logic import CmpOp
 from irc.dialects.irt.math import WhereOp
-from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, IndexSelectOp, SliceOp
-from irc.dialects.symbolic import Dim, all_static, product
+from irc.dialects.irt.shape import ArangeOp, ConcatOp, EmbeddingOp, ExpandOp, IndexSelectOp, SliceOp
+from irc.dialects.symbolic import Dim, all_static, dims_of, is_expr, product
 from irc.errors import IrcError
 from irc.frontend.convert_base import (
     Converter,
@@ -45,10 +45,11 @@ from irc.frontend.convert_base import (
     identity,
     like,
     reshape,
+    size,
     slice_dim,
     tensor_type,
 )
-from irc.frontend.folding import folding, has_runtime_value, method_call
+from irc.frontend.folding import folding, has_runtime_value, has_size_expr, method_call
 
 # ---------------------------------------------------------------------------------------------
 # Compile-time checks
@@ -137,7 +138,8 @@ def _index_tensor(imp: ImportContext, node: fx.Node, x: SSAValue, index: Any) ->
     for it in items:
         if isinstance(it, bool) or not (it is None or it is Ellipsis or isinstance(it, (int, slice))):
             raise Unsupported(f"indexing with {type(it).__name__} (irc supports ints, slices, None and ...)")
-        if isinstance(it, slice) and not all(isinstance(v, (int, type(None))) for v in (it.start, it.stop, it.step)):
+        bounds = (it.start, it.stop, it.step) if isinstance(it, slice) else ()
+        if not all(isinstance(v, (int, type(None))) or is_expr(v) for v in bounds):
             raise Unsupported("a slice whose bounds are not known at compile time")
     shape = _shape(x)
     consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
@@ -149,6 +151,9 @@ def _index_tensor(imp: ImportContext, node: fx.Node, x: SSAValue, index: Any) ->
         items[at : at + 1] = fill
     else:
         items += fill
+    bounds = [v for it in items if isinstance(it, slice) for v in (it.start, it.stop, it.step)]
+    if not all_static(shape) or any(is_expr(v) for v in bounds):
+        return _index_symbolic(imp, node, x, items)
 
     offsets, strides, sizes, out_shape, d = [], [], [], [], 0
     for it in items:
@@ -178,10 +183,45 @@ def _index_tensor(imp: ImportContext, node: fx.Node, x: SSAValue, index: Any) ->
     return _reshaped(imp, v, out_shape)
 
 
+SYMBOLIC_MIN = 2
+"""The least size a symbolic dimension has (tracing assumes >= 2; the runtime checks it)."""
+
+
+def _index_symbolic(imp: ImportContext, node: fx.Node, x: SSAValue, items: list) -> SSAValue:
+    """x[items] where sizes or slice bounds are symbolic: offsets and strides must be static (a
+    negative index counts from a size only the call knows: unsupported), the sizes are the traced
+    ones (torch's own arithmetic on the symbols); a static box on a symbolic dimension must fit in
+    its least size, so no call reads outside it."""
+    shape, out_shape = _shape(x), list(dims_of(imp.result_type(node)))
+    offsets, strides, sizes, d, o = [], [], [], 0, 0
+    for it in items:
+        if it is None:
+            o += 1
+            continue
+        n = shape[d]
+        start, step = (it, 1) if isinstance(it, int) else (it.start or 0, it.step or 1)
+        if not (isinstance(start, int) and isinstance(step, int)) or start < 0 or step < 1:
+            raise Unsupported(f"index {it} of a dimension of size {n}: irc takes static, non-negative starts and steps here")
+        size = 1 if isinstance(it, int) else out_shape[o]
+        if not isinstance(n, int) and isinstance(size, int) and size and start + (size - 1) * step >= SYMBOLIC_MIN:
+            raise Unsupported(f"index {it} of a dimension of size {n} (static reach past its least size {SYMBOLIC_MIN})")
+        offsets.append(start)
+        strides.append(step)
+        sizes.append(size)
+        o += 0 if isinstance(it, int) else 1
+        d += 1
+    v = x
+    if tuple(sizes) != shape or any(off != 0 for off in offsets):
+        v = imp.insert(SliceOp(x, offsets, strides, like(x, sizes)))
+    return _reshaped(imp, v, out_shape)
+
+
 @accepts_ints
 def _getitem(imp: ImportContext, node: fx.Node, x: Any, index: Any):
     """getitem on a tensor (slicing, or rows picked by an int64 tensor) or on a Python sequence
     (shapes, split results)."""
+    if isinstance(x, torch.Tensor) and has_size_expr(index):  # a compile-time tensor cut to symbolic sizes
+        x = imp.constant(x, "sliced", keep=True)
     if isinstance(x, SSAValue):
         if isinstance(index, SSAValue):
             return _take_rows(imp, node, x, index)
@@ -216,15 +256,20 @@ def _take_rows(imp: ImportContext, node: fx.Node, x: SSAValue, index: SSAValue) 
 
 def _pieces(imp: ImportContext, x: SSAValue, dim: int, sizes: Sequence[int]) -> tuple[SSAValue, ...]:
     out, start = [], 0
-    for size in sizes:
-        out.append(slice_dim(imp, x, dim, start, size))
-        start += size
+    for n in sizes:
+        out.append(slice_dim(imp, x, dim, start, n))
+        start += n
     return tuple(out)
 
 
 def _meta_sizes(x: SSAValue, dim: int, how: Callable[[torch.Tensor], Sequence[torch.Tensor]]) -> list[int]:
-    """Piece sizes along `dim` exactly as torch computes them (on a shape-only tensor)."""
-    return [p.shape[dim] for p in how(torch.empty(_shape(x), device="meta"))]
+    """Piece sizes along `dim` exactly as torch computes them (on a shape-only tensor; the other
+    dimensions do not matter, so symbolic ones stand in as 1)."""
+    n = _shape(x)[dim]
+    if not isinstance(n, int):
+        raise Unsupported(f"splitting a dimension of symbolic size {n}")
+    shape = [d if isinstance(d, int) else 1 for d in _shape(x)]
+    return [p.shape[dim] for p in how(torch.empty(shape, device="meta"))]
 
 
 @accepts_ints
@@ -284,10 +329,10 @@ BROADCASTING_FUNCTIONS = {operator.add, operator.sub, operator.mul, operator.tru
 BROADCASTING_METHODS = {"add", "sub", "mul", "div"}
 
 
-def _value_shape(arg: Any) -> tuple[int, ...] | None:
+def _value_shape(arg: Any) -> tuple[Dim, ...] | None:
     if isinstance(arg, fx.Node):
         meta = arg.meta.get("tensor_meta")
-        return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
+        return tuple(map(size, meta.shape)) if meta is not None and hasattr(meta, "shape") else None
     return () if isinstance(arg, (int, float)) and not isinstance(arg, bool) else None
 
 
@@ -320,7 +365,7 @@ def consumers_broadcast(node: fx.Node, source_shape: Sequence[int]) -> bool:
 def _expand(imp: ImportContext, node: fx.Node, x, *sizes, **kwargs) -> SSAValue:
     x = imp.tensor(x)
     t = imp.result_type(node)
-    if _shape(x) == tuple(t.get_shape()) or consumers_broadcast(node, _shape(x)):
+    if _shape(x) == dims_of(t) or consumers_broadcast(node, _shape(x)):
         return x
     return imp.insert(ExpandOp(x, t))
 
@@ -361,15 +406,67 @@ def _dtype_of_type(t: Any) -> torch.dtype:
 # ---------------------------------------------------------------------------------------------
 
 
-def _like(fn: Callable[..., torch.Tensor]) -> Converter:
+def _filled(imp: ImportContext, node: fx.Node, value: Any) -> SSAValue:
+    """A tensor of the node's traced shape (symbolic sizes included) and dtype, every element
+    `value`: one constant, broadcast (nothing is materialized until a kernel reads it)."""
+    if isinstance(value, SSAValue) or is_expr(value) or not isinstance(value, (int, float, bool)):
+        raise Unsupported("a factory whose fill value is computed at run time")
+    t = imp.result_type(node)
+    c = imp.tensor(value, _dtype_of_type(t))
+    return c if not t.get_shape() else imp.insert(ExpandOp(c, t))
+
+
+FILLS = {"zeros": 0, "ones": 1, "empty": 0}
+
+
+def _sized(eager: Callable[..., Any], fill: Callable[..., Any]) -> Converter:
+    """A factory (zeros, ones, full, empty...): evaluated at compile time when its sizes are static,
+    else a broadcast constant of the traced shape (`fill(*args, **kwargs)` gives the value)."""
+    folded = folding(None, eager, _FACTORY)
+
+    def convert(imp: ImportContext, node: fx.Node, *args, **kwargs):
+        if not has_size_expr((args, kwargs)):
+            return folded(imp, node, *args, **kwargs)
+        return _filled(imp, node, fill(*args, **kwargs))
+
+    return convert
+
+
+def _full_value(size, fill_value, *args, **kwargs):
+    return fill_value
+
+
+def _arange(imp: ImportContext, node: fx.Node, *args, **kwargs) -> SSAValue:
+    """torch.arange: folded when its bounds are static, else irt.arange of the traced (symbolic)
+    length, plus a symbolic start as a number."""
+    if not has_size_expr((args, kwargs)):
+        return folding(None, torch.arange, _FACTORY)(imp, node, *args, **kwargs)
+    bounds = list(args) + [kwargs[k] for k in ("start", "end", "step") if k in kwargs]
+    start, step = (bounds[0], bounds[2] if len(bounds) > 2 else 1) if len(bounds) > 1 else (0, 1)
+    if is_expr(step) or not isinstance(step, (int, float)):
+        raise Unsupported("arange with a step computed at run time")
+    t = imp.result_type(node)
+    v = imp.insert(ArangeOp(0 if is_expr(start) else start, step, t))
+    if is_expr(start):
+        v = imp.insert(irt.AddOp(v, imp.tensor(start, _dtype_of_type(t)), t))
+    return v
+
+
+def _like(fn: Callable[..., torch.Tensor], fill: Callable[..., Any] | None = None) -> Converter:
     """zeros_like(x), ones_like(x), full_like(x, v), x.new_zeros(...): x only lends its shape and
-    dtype."""
+    dtype; evaluated at compile time when the shape is static, else (`fill(*args)` gives the
+    value) a broadcast constant of the traced symbolic shape."""
 
     @accepts_ints
     def convert(imp: ImportContext, node: fx.Node, x, *args, **kwargs):
-        proxy = torch.empty(_shape(x), dtype=dtype_of(x)) if isinstance(x, SSAValue) else x
         if has_runtime_value((args, kwargs)):
             raise Unsupported("a factory whose arguments are computed at run time")
+        symbolic = isinstance(x, SSAValue) and not all_static(_shape(x))
+        if symbolic or has_size_expr((args, kwargs)):
+            if fill is None:
+                raise Unsupported("this factory with symbolic sizes")
+            return _filled(imp, node, fill(*args, **kwargs))
+        proxy = torch.empty(_shape(x), dtype=dtype_of(x)) if isinstance(x, SSAValue) else x
         return fn(proxy, *args, **kwargs)
 
     return convert
@@ -455,9 +552,13 @@ FUNCTIONS: dict[Any, Converter] = {
          torch.sym_min, torch.sym_sum, torch.sym_not),
         "size arithmetic on a value computed at run time",
     ),
-    **_only_folded((torch.zeros, torch.ones, torch.full, torch.arange, torch.eye, torch.linspace, torch.tensor), _FACTORY),
+    **_only_folded((torch.eye, torch.linspace, torch.tensor), _FACTORY),
+    torch.zeros: _sized(torch.zeros, lambda *a, **k: 0),
+    torch.ones: _sized(torch.ones, lambda *a, **k: 1),
+    torch.full: _sized(torch.full, _full_value),
+    torch.arange: _arange,
     # torch.empty is folded to zeros: its contents are unspecified, and zeros are one valid choice.
-    torch.empty: folding(None, lambda *a, **k: torch.zeros(*a, **k), _FACTORY),
+    torch.empty: _sized(lambda *a, **k: torch.zeros(*a, **k), lambda *a, **k: 0),
     operator.getitem: _results_getitem(folding(_getitem, operator.getitem)),
     builtins.getattr: folding(_getattr, builtins.getattr),
     torch._assert: folding(None, _assert, "torch._assert on a value computed at run time"),
@@ -478,9 +579,9 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.broadcast_to: folding(_expand, torch.broadcast_to),
     torch.clone: folding(identity, torch.clone),
     torch.detach: folding(identity, torch.detach),
-    torch.zeros_like: _like(torch.zeros_like),
-    torch.ones_like: _like(torch.ones_like),
-    torch.full_like: _like(torch.full_like),
+    torch.zeros_like: _like(torch.zeros_like, lambda *a, **k: 0),
+    torch.ones_like: _like(torch.ones_like, lambda *a, **k: 1),
+    torch.full_like: _like(torch.full_like, lambda fill_value, *a, **k: fill_value),
     torch.nn.functional.embedding: _f_embedding,
     torch.embedding: _torch_embedding,
 }
@@ -510,9 +611,9 @@ METHODS: dict[str, Converter] = {
     "clone": folding(identity, method_call("clone")),
     "detach": folding(identity, method_call("detach")),
     "cpu": folding(identity, method_call("cpu")),
-    "new_zeros": _like(lambda t, *a, **k: t.new_zeros(*a, **k)),
-    "new_ones": _like(lambda t, *a, **k: t.new_ones(*a, **k)),
-    "new_full": _like(lambda t, *a, **k: t.new_full(*a, **k)),
+    "new_zeros": _like(lambda t, *a, **k: t.new_zeros(*a, **k), lambda *a, **k: 0),
+    "new_ones": _like(lambda t, *a, **k: t.new_ones(*a, **k), lambda *a, **k: 1),
+    "new_full": _like(lambda t, *a, **k: t.new_full(*a, **k), _full_value),
     # Folded on compile-time tensors; on run-time tensors unsupported:
     **{
         name: folding(None, method_call(name), what)

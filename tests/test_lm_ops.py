@@ -528,3 +528,45 @@ class CausalSlice(nn.Module):
         n = w.shape[-1]
         keep = self.bias[:n, :n]
         return torch.where(keep, w, torch.finfo(torch.float32).min)[:, 1:, :1], w.mean(dim=(1, 2))
+
+
+def box_writes(x, attention_mask):
+    """In-place writes into run-time tensors through basic indices, as values (Llama's padding
+    mask: mask[:, :, :, :n] = mask[..., :n].masked_fill(...)), and finfo constants."""
+    mask = x.clone()  # x first: Dynamo's placeholders come in the order of first use
+    n = attention_mask.shape[-1]
+    min_dtype = torch.finfo(x.dtype).min
+    padding = (mask[:, :, :n] + attention_mask[:, None, :]) == 0
+    mask[:, :, :n] = mask[:, :, :n].masked_fill(padding, min_dtype)
+    mask[0, 1:3] = 7.0
+    mask[..., -1] = attention_mask[:, :1] * 0.5
+    return mask
+
+
+def dynamo_graph(fn, *inputs):
+    """The FX graph Dynamo captures for `fn` (torch.fx.symbolic_trace takes no item assignment)."""
+    graphs = []
+
+    def capture(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    torch._dynamo.reset()
+    try:
+        torch.compile(fn, backend=capture, fullgraph=True)(*inputs)
+    finally:
+        torch._dynamo.reset()
+    (gm,) = graphs
+    return gm
+
+
+@pytest.mark.parametrize("batch,rows,cols", [(2, 3, 5), (3, 4, 9)])
+def test_writes_into_runtime_tensors(batch, rows, cols):
+    x = torch.randn(batch, rows, cols + 2)
+    x[0, 0, 0] = 0.0
+    attention_mask = torch.ones(batch, cols, dtype=torch.long)
+    attention_mask[-1, :2] = 0
+    cm = irc.compile(dynamo_graph(box_writes, x, attention_mask), (x, attention_mask), fallback=False)
+    assert cm.eager_nodes == [] and "irt.concat" in cm.ir("import")
+    (got,) = cm(x, attention_mask)  # a Dynamo graph returns a tuple
+    torch.testing.assert_close(got, box_writes(x, attention_mask))

@@ -553,6 +553,8 @@ FUNCTIONS: dict[Any, Converter] = {
         "size arithmetic on a value computed at run time",
     ),
     **_only_folded((torch.eye, torch.linspace, torch.tensor), _FACTORY),
+    # dtype facts (`torch.finfo(x.dtype).min`: the fill value of masks)
+    **_only_folded((torch.finfo, torch.iinfo), "finfo/iinfo of a value computed at run time"),
     torch.zeros: _sized(torch.zeros, lambda *a, **k: 0),
     torch.ones: _sized(torch.ones, lambda *a, **k: 1),
     torch.full: _sized(torch.full, _full_value),

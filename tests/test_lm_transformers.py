@@ -45,3 +45,33 @@ def test_hf_traced_model_compiles_natively(name):
             for e, g in zip(torch.utils._pytree.tree_leaves(expected), torch.utils._pytree.tree_leaves(got)):
                 torch.testing.assert_close(g, e, atol=1e-4, rtol=1e-4)
     assert len(cm.versions) == 1  # a new padding pattern is no new version
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama"])
+def test_hf_model_through_torch_compile_has_no_eager_node(name):
+    """Dynamo's graphs of the same models (torch.Size(...) of sizes, in-place `*=` on the causal
+    mask, API-usage logging) compile with no eager node either."""
+    import irc.backend
+
+    torch.manual_seed(0)
+    cls, config = _models()[name]
+    config._attn_implementation = "eager"
+    model = cls(config).eval()
+    graphs = []
+
+    def backend(gm, example_inputs, **kwargs):
+        graphs.append(irc.backend.irc_backend(gm, example_inputs, **kwargs))
+        return graphs[-1]
+
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(model, backend=backend)
+        ids, mask = torch.randint(1, 99, (2, 7)), torch.ones(2, 7, dtype=torch.long)
+        mask[1, :3] = 0
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(input_ids=ids, attention_mask=mask).logits,
+                                       model(input_ids=ids, attention_mask=mask).logits, atol=1e-4, rtol=1e-4)
+    finally:
+        torch._dynamo.reset()
+    versions = [v for g in graphs for _, cm in g.compiled.values() if cm is not None for v in cm.versions.values()]
+    assert versions and all(v.eager_nodes == [] for v in versions)

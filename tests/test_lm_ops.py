@@ -570,3 +570,30 @@ def test_writes_into_runtime_tensors(batch, rows, cols):
     assert cm.eager_nodes == [] and "irt.concat" in cm.ir("import")
     (got,) = cm(x, attention_mask)  # a Dynamo graph returns a tuple
     torch.testing.assert_close(got, box_writes(x, attention_mask))
+
+
+TYPES = """
+func.func @types(%x: tensor<4x8xf32>, %ids: tensor<4x8xi64>) -> (tensor<4x8xf32>, tensor<4x8xi64>) {
+  %e = irt.exp %x : tensor<4x8xf32>
+  %i = irt.cast %e : (tensor<4x8xf32>) -> tensor<4x8xi64>
+  %s = irt.cumsum %i dim 1 : tensor<4x8xi64>
+  %m = irt.cmp gt %s, %ids : (tensor<4x8xi64>, tensor<4x8xi64>) -> tensor<4x8xi1>
+  %t = irt.tril %m diagonal 0 : tensor<4x8xi1>
+  %f = irt.cast %t : (tensor<4x8xi1>) -> tensor<4x8xf32>
+  %g = irt.cumsum %f dim 0 : tensor<4x8xf32>
+  %h = irt.add %g, %e : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
+  func.return %h, %s : tensor<4x8xf32>, tensor<4x8xi64>
+}
+"""
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+def test_int64_and_bool_intermediates_in_the_arena(fuse):
+    """Intermediates of the three element types share the arena (one region each): values as eager."""
+    x, ids = torch.randn(4, 8) * 2, torch.randint(0, 20, (4, 8))
+    h, s = run_ir(TYPES, [x, ids], fuse=fuse)
+    e = x.exp()
+    expected_s = e.to(torch.int64).cumsum(1)
+    assert torch.equal(s, expected_s)
+    expected_h = (expected_s > ids).tril().float().cumsum(0) + e
+    torch.testing.assert_close(h, expected_h)

@@ -151,7 +151,7 @@ class CppEmitter:
     used: set[str] = field(default_factory=set)
     lanes: str | None = None  # see vector_lanes()
     uses_gemm: bool = False  # an irl.gemm was emitted: the GEMM engine goes into the prelude
-    uses_thread_arena: bool = False  # a symbolic-size arena: irc_thread_arena goes into the prelude
+    uses_thread_arena: bool = False  # a function with sizes has an arena: irc_thread_arena goes into the prelude
 
     def line(self, text: str) -> None:
         self.out.write("  " * self.depth + text + "\n")
@@ -381,7 +381,10 @@ class CppEmitter:
             offset = self.n(op.offsets[0])
         static_buffer(op.result.type, "a memref.reinterpret_cast")
         name, c = self.fresh(op.result, "view"), ctype(op.result.type.element_type)
-        self.line(f"[[maybe_unused]] {c}* __restrict__ {name} = {self.n(op.source)} + {offset};  // view as {op.result.type}")
+        at = f"{self.n(op.source)} + {offset}"  # in the source's elements (an int64 or bool view of the f32 arena: cast)
+        if op.source.type.element_type != op.result.type.element_type:
+            at = f"reinterpret_cast<{c}*>({at})"
+        self.line(f"[[maybe_unused]] {c}* __restrict__ {name} = {at};  // view as {op.result.type}")
 
     @emit.register
     def _(self, op: memref.LoadOp) -> None:

@@ -3,8 +3,8 @@
 
 // SSA names become C++ names where they are free, but never a C++ keyword: FX names the node of
 // `mask.long()` `long`, of `x.float()` `float`, of `m.bool()` `bool`.
-// CHECK:       extern "C" void f(bool* __restrict__ mask, int64_t* __restrict__ out0, float* __restrict__ out1)
-// CHECK:       int64_t* __restrict__ long_{{[0-9]+}} = static_cast<int64_t*>(std::aligned_alloc(64, 64));
+// CHECK:       extern "C" void f(bool* __restrict__ mask, int64_t* __restrict__ out0, float* __restrict__ out1, float* __restrict__ arena)
+// CHECK:       int64_t* __restrict__ long_{{[0-9]+}} = reinterpret_cast<int64_t*>(arena + 0);
 // CHECK-NOT:   __restrict__ long =
 // CHECK-NOT:   __restrict__ float =
 func.func @f(%mask: tensor<2x3xi1>) -> (tensor<2x3xi64>, tensor<2x3xf32>) {

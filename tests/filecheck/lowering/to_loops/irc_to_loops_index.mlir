@@ -44,12 +44,14 @@
 // CHECK-NEXT:      %39 = arith.addf %36, %38 : f64
 // CHECK-NEXT:      %40 = arith.truncf %39 : f64 to f32
 
-// In C++: the L x L mask is sized s1 * s1 (a square of a symbol), the f64 sum a double.
+// In C++: the L x L bool mask is a view of the arena (its own region: one type per place), sized
+// s1 * s1 (a square of a symbol); the f64 sum a double.
 // CPP-LABEL: extern "C" void index(const int64_t s0, const int64_t s1,
-// CPP:         bool* __restrict__ full = static_cast<bool*>(std::aligned_alloc(64, 64 * ((s1 * s1 + 63) / 64)));
+// CPP:         bool* __restrict__ full = reinterpret_cast<bool*>(arena + 0);
 // CPP:         const bool [[K:v[0-9]+]] = {{v[0-9]+}} <= -1;
 // CPP:         double [[ACC:acc[0-9]+]] = 0.0f;
 // CPP:         const double {{v[0-9]+}} = static_cast<double>(
+// CPP:         irc_thread_arena(4 * (irc_imax(64, 64 * ((s1 * s1 + 63) / 64)) / 4))
 func.func @index(%x: tensor<?x6xf32, #irt.dims<"s0">>, %m: tensor<?x?xi64, #irt.dims<"s0", "s1">>, %g: tensor<?x3xi64, #irt.dims<"s0">>, %sel: tensor<?xi64, #irt.dims<"s1">>)
     -> (tensor<?xi64, #irt.dims<"s1">>, tensor<?x?xi64, #irt.dims<"s0", "s1">>, tensor<?x3xf32, #irt.dims<"s0">>, tensor<?x6xf32, #irt.dims<"s1">>, tensor<?x?xi1, #irt.dims<"s1", "s1">>, tensor<?x6xf32, #irt.dims<"s0">>, tensor<?xf32, #irt.dims<"s1">>) {
   %p = irt.arange start 3.0 step -2.0 : tensor<?xi64, #irt.dims<"s1">>

@@ -368,6 +368,7 @@ def test_llama_block_with_padding_mask(batch, length, sdpa):
     attention_mask = torch.ones(batch, length, dtype=torch.long)
     attention_mask[-1, : length // 2] = 0  # left padding of the last row
     cm = native(m, x, attention_mask, atol=1e-4, rtol=1e-4)
+    assert "irl.attention" in cm.ir("loops")  # the [B, 1, L, L] mask, made dense, on the engine
     other = torch.ones_like(attention_mask)
     other[0, : (length + 1) // 2] = 0
     with torch.no_grad():
@@ -433,6 +434,7 @@ def test_gpt2_conv1d_attention_and_tied_lm_head(batch, length):
     mask[0, -1] = 0
     cm = native(m, ids, mask, atol=1e-4, rtol=1e-4)
     assert "irt.embedding" in cm.ir("import")
+    assert "irt.attention" in cm.ir("fused")  # where(causal, s, min) + mask is an additive mask
     native(Conv1D(7, 5).eval(), torch.randn(batch, length, 5))
 
 

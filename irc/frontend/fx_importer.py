@@ -218,6 +218,8 @@ class FxImporter(ImportContext):
                     tensors = [(f"{node.target}.{n}", p) for n, p in mod.named_parameters(recurse=False)]
                     tensors += [(f"{node.target}.{n}", t) for n, t in mod.named_buffers(recurse=False)]
             for name, t in tensors:
+                if _traced_scalar(name, t):
+                    continue
                 if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and id(t) not in found:
                     found[id(t)] = (name, t)
         return list(found.values())
@@ -279,6 +281,8 @@ class FxImporter(ImportContext):
         t = _fetch_attr(imp.gm, str(node.target))
         if isinstance(t, torch.Tensor) and t.dtype in (torch.bool, torch.int64, torch.int32, torch.uint8):
             return t  # a mask or index buffer: a compile-time value, folded where it is used
+        if _traced_scalar(str(node.target), t):
+            return t  # a number tracing froze into a tensor: a literal (GPT-2's mask fill, a scale)
         if not isinstance(t, torch.Tensor) or id(t) not in imp.param_args:
             raise Unsupported("the attribute is not a float32 tensor")
         return imp.param_args[id(t)]
@@ -312,6 +316,14 @@ class FxImporter(ImportContext):
         if spec.type is tuple and all(c.is_leaf() for c in spec.children()):
             return values, True, None
         return values, True, spec
+
+
+def _traced_scalar(name: str, t: Any) -> bool:
+    """A 0-d float tensor torch.fx made of a value computed while tracing (`torch.full([], v)`
+    in forward is evaluated then, and kept as `_tensor_constant<N>`): no weight of the model,
+    so a literal in the IR rather than a parameter (fusion can then read it: the -inf of a mask)."""
+    return (isinstance(t, torch.Tensor) and t.dim() == 0 and t.dtype == torch.float32
+            and name.rsplit(".", 1)[-1].startswith("_tensor_constant"))
 
 
 def _plain(out: Any) -> Any:

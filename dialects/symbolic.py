@@ -145,19 +145,6 @@ def evaluate(d: Dim, values: dict[sympy.Symbol, int] | dict[str, int]) -> int:
 # ---------------------------------------------------------------------------------------------
 
 
-def _factors(e: sympy.Expr) -> list[sympy.Expr]:
-    """The factors of a product, a power s**n (a square size: an L x L mask) as n factors s."""
-    out: list[sympy.Expr] = []
-    for f in sympy.Mul.make_args(e):
-        if f.is_Pow and f.exp.is_Integer and int(f.exp) > 1:
-            out += [f.base] * int(f.exp)
-        elif f.is_Pow:
-            raise ValueError(f"size expression {e} is not an integer polynomial")
-        else:
-            out.append(f)
-    return out
-
-
 def _spell(e: sympy.Expr, cpp: bool) -> str:
     """`e` written with + - * // % max, fully parenthesized where precedence needs it."""
 
@@ -179,13 +166,7 @@ def _spell(e: sympy.Expr, cpp: bool) -> str:
                 out += f" + {_spell(t, cpp)}"
         return out
     if e.is_Mul or e.is_Pow:
-        coeff, rest = e.as_coeff_Mul()
-        if coeff == -1:
-            return f"-{atom(rest)}"
-        factors = ([str(int(coeff))] if coeff != 1 else []) + [atom(f) for f in _factors(rest)]
-        if not coeff.is_Integer:
-            raise ValueError(f"size expression {e} is not an integer polynomial")
-        return " * ".join(factors)
+        return _spell_product(e, atom)
     if isinstance(e, sympy.floor):
         num, den = sympy.fraction(sympy.together(e.args[0]))
         if not den.is_Integer or int(den) <= 0:
@@ -202,6 +183,22 @@ def _spell(e: sympy.Expr, cpp: bool) -> str:
             out = f"{name}({out}, {a})"
         return out
     raise ValueError(f"size expression {e} uses {type(e).__name__}, which irc does not support")
+
+
+def _spell_product(e: sympy.Expr, atom) -> str:
+    """A product `c * f1 * f2 ...`; a power of a symbol is its repeated product (s0 * s0, as
+    self-attention's s0 x s0 scores have: sympy writes s0**2)."""
+    if e.is_Pow:
+        if not (e.exp.is_Integer and int(e.exp) > 0):
+            raise ValueError(f"size expression {e} is not an integer polynomial")
+        return " * ".join([atom(e.base)] * int(e.exp))
+    coeff, rest = e.as_coeff_Mul()
+    if coeff == -1:
+        return f"-{atom(rest)}"
+    factors = ([str(int(coeff))] if coeff != 1 else []) + [atom(f) for f in sympy.Mul.make_args(rest)]
+    if not coeff.is_Integer:
+        raise ValueError(f"size expression {e} is not an integer polynomial")
+    return " * ".join(factors)
 
 
 def format_dim(d: Dim) -> str:
@@ -303,12 +300,18 @@ def size_ops(value: Dim, symbols: Mapping[sympy.Symbol, SSAValue], constant: Cal
             return constant(int(e))
         if e.is_Symbol:
             return symbols[e]
-        if e.is_Add or e.is_Mul or e.is_Pow:
+        if e.is_Add or e.is_Mul:
             cls = arith.AddiOp if e.is_Add else arith.MuliOp
-            args = _factors(e) if e.is_Pow else sorted(e.args, key=lambda t: (t.is_Number, sympy.default_sort_key(t)))
+            args = sorted(e.args, key=lambda t: (t.is_Number, sympy.default_sort_key(t)))
             acc = build(args[0])
             for a in args[1:]:
                 ops.append(cls(acc, build(a)))
+                acc = ops[-1].results[0]
+            return acc
+        if e.is_Pow and e.exp.is_Integer and int(e.exp) > 0:  # s0**2 (self-attention's s0 x s0): s0 * s0
+            base = acc = build(e.base)
+            for _ in range(int(e.exp) - 1):
+                ops.append(arith.MuliOp(acc, base))
                 acc = ops[-1].results[0]
             return acc
         if isinstance(e, sympy.floor):

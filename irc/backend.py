@@ -319,7 +319,9 @@ class DynamoGraph:
                 env[node] = node.target(*args_[0], **args_[1])  # int/float arithmetic on constants
                 continue
             env[node] = graph.node_copy(node, lambda n: env[n])
-        return fx.GraphModule(root, graph)
+        # The graph is functional: train/eval was decided when Dynamo traced it. The container's
+        # own flag must not say "training" (buffers_kept would then guard every buffer).
+        return fx.GraphModule(root, graph).eval()
 
 
 class _warnings_as_info(logging.Filter):

@@ -5,6 +5,7 @@ from irc.runtime.build import (
     build_library,
     cache_dir,
     compiler_invocations,
+    libraries_loaded,
     load_library,
 )
 from irc.runtime.wrapper import TensorSpec, make_forward
@@ -15,6 +16,7 @@ __all__ = [
     "build_library",
     "cache_dir",
     "compiler_invocations",
+    "libraries_loaded",
     "load_library",
     "make_forward",
 ]

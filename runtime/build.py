@@ -45,6 +45,7 @@ __all__ = [
     "check_library",
     "cache_problem",
     "compiler_invocations",
+    "libraries_loaded",
     "load_library",
 ]
 
@@ -71,6 +72,15 @@ _cpu_flags: str | None = None
 def compiler_invocations() -> int:
     """How many times this process has run the compiler to build a library (cache misses)."""
     return _invocations
+
+
+def libraries_loaded() -> int:
+    """How many distinct libraries (resolved paths) this process has loaded with `load_library`.
+
+    A library taken from the build cache counts as well as one just built, so with a fresh
+    `IRC_CACHE_DIR` the difference across a compile is the number of native libraries it needs
+    (two partitions whose C++ is identical share one library, and count once)."""
+    return len(_loaded)
 
 
 def cache_dir() -> Path:

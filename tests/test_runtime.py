@@ -18,6 +18,7 @@ from irc.runtime import (
     TensorSpec,
     build_library,
     compiler_invocations,
+    libraries_loaded,
     load_library,
     make_forward,
 )
@@ -147,6 +148,21 @@ def test_concurrent_processes_share_one_valid_entry(isolated_cache: Path):
 def test_loaded_once():
     path = build_library(KERNELS, flags=FLAGS)
     assert load_library(path) is load_library(str(path))
+
+
+def test_libraries_loaded_counts_distinct_libraries():
+    """Each library counts once, whether just built or found in the cache (lm_check's build count)."""
+    before = libraries_loaded()
+    built = build_library(KERNELS + "\n// libraries_loaded 1\n", flags=FLAGS)
+    load_library(built)
+    load_library(str(built))  # the same library again: not another one
+    assert libraries_loaded() == before + 1
+    invocations = compiler_invocations()
+    cached = build_library(KERNELS + "\n// libraries_loaded 2\n", flags=FLAGS)
+    hit = build_library(KERNELS + "\n// libraries_loaded 2\n", flags=FLAGS)  # a cache hit, no compiler run
+    assert hit == cached and compiler_invocations() == invocations + 1
+    load_library(hit)
+    assert libraries_loaded() == before + 2
 
 
 def test_broken_source_raises_compile_error(isolated_cache: Path):

@@ -4,6 +4,9 @@ Each entry of `BUILTIN_MODELS` is a `ModelSpec` (`irc/models/spec.py`): a name, 
 description and a factory. The table is written here, from each family module's own `SPECS`
 (`spec.MLPS`, `cnn.SPECS`, `transformer.SPECS`): to add a model, write a factory returning
 `(module, inputs_tuple)`, give it a `ModelSpec` in its family's `SPECS`.
+
+The tiny language models (`irc.models.lm.LM_MODELS`, transformers-based) are a table of their own,
+measured by `python -m irc.tools.lm_check`; they are not built-in models yet.
 """
 
 from __future__ import annotations

@@ -77,14 +77,15 @@ CALLS = {arith.MaximumfOp: "irc_maxf", arith.MinimumfOp: "irc_minf", xmath.ExpOp
 
 CPP_KEYWORDS = frozenset("""
     alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t class
-    compl const constexpr const_cast continue decltype default delete do double dynamic_cast else enum
+    compl const const_cast constexpr continue decltype default delete do double dynamic_cast else enum
     explicit export extern false float for friend goto if inline int long mutable namespace new noexcept
     not not_eq nullptr operator or or_eq private protected public register reinterpret_cast return short
     signed sizeof static static_assert static_cast struct switch template this thread_local throw true try
     typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq
     int64_t intptr_t size_t std
 """.split())
-"""Names an SSA value's hint may not become in C++ (an FX node of `x.long()` is named `long`)."""
+"""Names an SSA value's hint cannot keep as a C++ variable (an FX node of `x.long()` is named
+`long`, a KV cache's new entries `new`), nor the types and namespace the unit uses."""
 
 SIGNATURE_SUFFIX = "__signature"
 SIGNATURE_DTYPES = {"float": "float32", "int64_t": "int64", "bool": "bool"}  # C++ element type -> torch's name in `__signature`
@@ -157,7 +158,8 @@ class CppEmitter:
         self.out.write("  " * self.depth + text + "\n")
 
     def fresh(self, value: SSAValue, prefix: str = "v") -> str:
-        """Bind a new C++ variable to an SSA value: its name hint where it has a free one, else prefix+N."""
+        """Bind a new C++ variable to an SSA value: its name hint where it has a free one (not a
+        C++ keyword: `%new` is a fine IR name), else prefix+N."""
         name = value.name_hint
         if not name or name in self.used or name in CPP_KEYWORDS:
             name = f"{name or prefix}{'_' if name else ''}{len(self.used)}"

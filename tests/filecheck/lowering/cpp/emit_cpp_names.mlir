@@ -1,17 +1,16 @@
-// RUN: irc-opt %s -p 'irc-pipeline{inputs=1}' -t cpp | filecheck %s
-// RUN: irc-opt %s -p 'irc-pipeline{inputs=1}' -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
+// RUN: irc-opt %s -p irc-to-loops -t cpp | filecheck %s
+// RUN: irc-opt %s -p irc-to-loops -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
 
-// SSA names become C++ names where they are free, but never a C++ keyword: FX names the node of
-// `mask.long()` `long`, of `x.float()` `float`, of `m.bool()` `bool`.
-// CHECK:       extern "C" void f(bool* __restrict__ mask, int64_t* __restrict__ out0, float* __restrict__ out1, float* __restrict__ arena)
-// CHECK:       int64_t* __restrict__ long_{{[0-9]+}} = reinterpret_cast<int64_t*>(arena + 0);
-// CHECK-NOT:   __restrict__ long =
-// CHECK-NOT:   __restrict__ float =
-func.func @f(%mask: tensor<2x3xi1>) -> (tensor<2x3xi64>, tensor<2x3xf32>) {
-  %long = irt.cast %mask : (tensor<2x3xi1>) -> tensor<2x3xi64>
-  %cumsum = irt.cumsum %long dim 1 : tensor<2x3xi64>
-  %float = irt.cast %long : (tensor<2x3xi64>) -> tensor<2x3xf32>
-  %bool = irt.cast %float : (tensor<2x3xf32>) -> tensor<2x3xi1>
-  %int = irt.cast %bool : (tensor<2x3xi1>) -> tensor<2x3xf32>
-  func.return %cumsum, %int : tensor<2x3xi64>, tensor<2x3xf32>
+// IR names that are C++ keywords (a KV cache's `%new` entries, `%default`, `%this`) are fine SSA
+// names; the emitter gives their C++ variables other names (it printed `float* new` before).
+// CHECK: extern "C" void f(float* __restrict__ [[NEW:new_[0-9]+]], float* __restrict__ [[DEFAULT:default_[0-9]+]], float* __restrict__ out0)
+// CHECK:   float* __restrict__ [[THIS:this_[0-9]+]] = static_cast<float*>(std::aligned_alloc(64, 64));
+// CHECK:   const float {{.*}} = [[NEW]][i0];
+// CHECK:   const float {{.*}} = [[DEFAULT]][i0];
+// CHECK:   [[THIS]][i0] = {{.*}};
+// CHECK:   std::free([[THIS]]);
+func.func @f(%new: tensor<4xf32>, %default: tensor<4xf32>) -> tensor<4xf32> {
+  %this = irt.add %new, %default : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %r = irt.relu %this : tensor<4xf32>
+  func.return %r : tensor<4xf32>
 }

@@ -175,12 +175,12 @@ def _spell(e: sympy.Expr, cpp: bool) -> str:
     if isinstance(e, sympy.Mod):
         a, b = e.args
         return f"{atom(a)} % {atom(b)}"
-    if isinstance(e, (sympy.Max, sympy.Min)):
-        name = ("std::max" if cpp else "max") if isinstance(e, sympy.Max) else ("std::min" if cpp else "min")
+    if isinstance(e, (sympy.Max, sympy.Min)):  # in C++ irc_imax/irc_imin (include/irc_prelude.h)
+        name = ("irc_imax" if cpp else "max") if isinstance(e, sympy.Max) else ("irc_imin" if cpp else "min")
         args = [_spell(a, cpp) for a in e.args]
         out = args[0]
         for a in args[1:]:
-            out = f"{name}<int64_t>({out}, {a})" if cpp else f"{name}({out}, {a})"
+            out = f"{name}({out}, {a})"
         return out
     raise ValueError(f"size expression {e} uses {type(e).__name__}, which irc does not support")
 

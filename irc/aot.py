@@ -48,7 +48,7 @@ from irc.runtime.build import compiler_version, cpu_features, resolve_flags
 from irc.runtime.wrapper import ARGV_SUFFIX
 
 FORMAT = 3
-DTYPES = {"float32": torch.float32, "int64": torch.int64}
+DTYPES = {"float32": torch.float32, "int64": torch.int64, "bool": torch.bool}
 WEIGHTS, MANIFEST = "weights.pt", "manifest.json"
 SIGNATURE_SUFFIX = "__signature"  # `const char* NAME__signature()`, emitted by lowering/cpp/emit_cpp.py
 ELEMENT_BYTES = 4  # the arena is float32 (irc-plan-memory)
@@ -95,6 +95,7 @@ class ArtifactVersion:
     input_shapes: Sequence[tuple[int, ...]]
     input_dtypes: Sequence[torch.dtype]
     output_shapes: Sequence[tuple[int, ...]]
+    output_dtypes: Sequence[torch.dtype]
     return_tuple: bool
     output_spec: pytree.TreeSpec | None
     params: Sequence[tuple[str, torch.Tensor]]
@@ -123,6 +124,7 @@ class ArtifactVersion:
         return cls(
             library_path=v.library_path, func_name=g.func_name, input_names=g.input_names,
             input_shapes=g.input_shapes, input_dtypes=g.input_dtypes, output_shapes=g.output_shapes,
+            output_dtypes=g.output_dtypes,
             return_tuple=g.return_tuple, output_spec=g.output_spec, params=g.params,
             arena_bytes=v.memory.get("arena_bytes", 0),
         )
@@ -166,7 +168,9 @@ def save(path: str | Path, versions: Sequence[ArtifactVersion], cxx_flags: Seque
                     {"name": n, "shape": list(s), "dtype": str(d).removeprefix("torch.")}
                     for n, s, d in zip(v.input_names, v.input_shapes, v.input_dtypes)
                 ],
-                "outputs": [{"shape": list(s), "dtype": "float32"} for s in v.output_shapes],
+                "outputs": [
+                    {"shape": list(s), "dtype": _dtype_name(d)} for s, d in zip(v.output_shapes, v.output_dtypes)
+                ],
                 "return_tuple": v.return_tuple,
                 "output_structure": _dump_structure(v.output_spec),
                 "params": params,
@@ -481,7 +485,7 @@ def _load_version(
     arena = entry["arena_bytes"]
     claimed = (
         [(f"input {i} ({x['name']!r})", x["dtype"], tuple(x["shape"])) for i, x in enumerate(entry["inputs"])]
-        + [(f"parameter {p['name']!r}", "float32", tuple(p["shape"])) for p in entry["params"]]
+        + [(f"parameter {p['name']!r}", _dtype_name(t.dtype), tuple(p["shape"])) for p, t in zip(entry["params"], params)]
         + [(f"output {i}", o["dtype"], tuple(o["shape"])) for i, o in enumerate(entry["outputs"])]
         + ([("the scratch arena", "float32", (arena // ELEMENT_BYTES,))] if arena else [])
     )
@@ -503,27 +507,33 @@ def _load_version(
             "The manifest was edited after saving; save the model again"
         )
     for p, t in zip(entry["params"], params):
-        if t.dtype != torch.float32 or tuple(t.shape) != tuple(p["shape"]) or not t.is_contiguous():
+        if t.dtype not in DTYPES.values() or tuple(t.shape) != tuple(p["shape"]) or not t.is_contiguous():
             raise IrcError(
                 f"{root / WEIGHTS}: tensor {p['weight']} (parameter {p['name']!r}) is {t.dtype} {list(t.shape)}"
-                f"{'' if t.is_contiguous() else ' (not contiguous)'}; the library takes a contiguous float32 "
+                f"{'' if t.is_contiguous() else ' (not contiguous)'}; the library takes a contiguous {_dtype_name(t.dtype)} "
                 f"{list(p['shape'])}. Save the model again"
             )
-    for x in entry["inputs"]:
+    for what, x in [*(("input", x) for x in entry["inputs"]), *(("output", o) for o in entry["outputs"])]:
         if x["dtype"] not in DTYPES:
-            raise IrcError(f"{root}/{MANIFEST}: input {x['name']!r} has dtype {x['dtype']!r}; irc takes float32 or int64")
+            raise IrcError(
+                f"{root}/{MANIFEST}: {what} {x.get('name', '')!r} has dtype {x['dtype']!r}; irc takes float32, int64 or bool"
+            )
     spec = _load_structure(root, entry, len(entry["outputs"]))
     return make_forward(
         fn,
         inputs=[TensorSpec(x["name"], tuple(x["shape"]), DTYPES[x["dtype"]]) for x in entry["inputs"]],
         params=params,
-        outputs=[TensorSpec(f"out{i}", tuple(o["shape"])) for i, o in enumerate(entry["outputs"])],
+        outputs=[TensorSpec(f"out{i}", tuple(o["shape"]), DTYPES[o["dtype"]]) for i, o in enumerate(entry["outputs"])],
         return_tuple=entry["return_tuple"],
         set_threads=set_threads,
         scratch_bytes=arena,
         argv=argv,
         output_spec=spec,
     )
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
 
 
 def _symbol(lib: ctypes.CDLL, name: str, library: Path) -> Any:

@@ -596,7 +596,7 @@ def _native_version(
         getattr(lib, graph.func_name),
         inputs=specs,
         params=params,
-        outputs=[TensorSpec(f"out{i}", s) for i, s in enumerate(graph.output_shapes)],
+        outputs=[TensorSpec(f"out{i}", s, d) for i, (s, d) in enumerate(zip(graph.output_shapes, graph.output_dtypes))],
         return_tuple=graph.return_tuple,
         output_spec=graph.output_spec,
         set_threads=lib.irc_set_num_threads,

@@ -15,9 +15,9 @@ uses too; the generated code tests the same properties inline and calls ``check_
 the error only when one fails.
 
 The native ABI is ``void f(float* in0, ..., float* param0, ..., float* out0, ..., [float* arena])``:
-user inputs, then parameters, then outputs, all contiguous float32 on the CPU (an input that is
-not contiguous is copied for the call), except inputs
-whose spec is int64 (embedding indices: ``int64_t*``); then, for a function whose intermediates
+user inputs, then parameters, then outputs, all contiguous CPU tensors (an input that is
+not contiguous is copied for the call) of their spec's dtype: float32 (``float*``), int64
+(``int64_t*``) or bool (``bool*``, one byte each); then, for a function whose intermediates
 were planned by ``irc-plan-memory``, the scratch arena: one per calling thread, allocated on the
 thread's first call and reused, so concurrent calls never share scratch. The wrapper calls the
 entry point's ``__argv`` twin with one array of those pointers.
@@ -55,6 +55,7 @@ from irc.errors import InputError
 __all__ = ["ARGV_SUFFIX", "TensorSpec", "check_inputs", "make_forward", "num_threads"]
 
 ALIGN = 64  # bytes; the arena's alignment (irc-plan-memory aligns every buffer in it to 64)
+DTYPES = (torch.float32, torch.int64, torch.bool)  # what the native code reads and writes
 
 ARGV_SUFFIX = "__argv"
 """``NAME__argv(void* const* a)``, emitted next to every entry point (lowering/cpp/emit_cpp.py),
@@ -222,13 +223,13 @@ def check_symbolic(
             )
 
 
-def _output_template(shape: tuple[int, ...]) -> torch.Tensor:
-    """A tensor whose ``empty_like`` is a fresh contiguous float32 tensor of ``shape`` (the
+def _output_template(shape: tuple[int, ...], dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """A tensor whose ``empty_like`` is a fresh contiguous tensor of ``shape`` and ``dtype`` (the
     cheapest allocation from Python): stride 0, so no memory, unless it has at most one element
     (there torch would keep the zero strides)."""
     if math.prod(shape) <= 1:
-        return torch.empty(shape, dtype=torch.float32)
-    return torch.empty((), dtype=torch.float32).expand(shape)
+        return torch.empty(shape, dtype=dtype)
+    return torch.empty((), dtype=dtype).expand(shape)
 
 
 def _per_thread_arrays(n_args: int, fixed: dict[int, int], scratch_bytes: int) -> tuple[threading.local, Callable[[], Any]]:
@@ -276,17 +277,17 @@ def _check_signature(
 ) -> None:
     """Reject, once at build time, a signature :func:`make_forward` cannot call (see there)."""
     for spec in inputs:
-        if spec.dtype not in (torch.float32, torch.int64):
-            raise ValueError(f"{spec.name!r}: inputs must be float32 or int64, got {spec.dtype}")
+        if spec.dtype not in DTYPES:
+            raise ValueError(f"{spec.name!r}: inputs must be float32, int64 or bool, got {spec.dtype}")
     for spec in outputs:
-        if spec.dtype != torch.float32:
-            raise ValueError(f"{spec.name!r}: only float32 outputs are supported, got {spec.dtype}")
+        if spec.dtype not in DTYPES:
+            raise ValueError(f"{spec.name!r}: outputs must be float32, int64 or bool, got {spec.dtype}")
     for i, p in enumerate(params):
         if not isinstance(p, torch.Tensor):
             raise TypeError(f"param {i}: expected a torch.Tensor, got {type(p).__name__}")
-        if p.device.type != "cpu" or p.dtype != torch.float32 or not p.is_contiguous():
+        if p.device.type != "cpu" or p.dtype not in DTYPES or not p.is_contiguous():
             raise ValueError(
-                f"param {i}: must be a contiguous float32 CPU tensor, got "
+                f"param {i}: must be a contiguous float32, int64 or bool CPU tensor, got "
                 f"{p.dtype} on {p.device} (contiguous={p.is_contiguous()})"
             )
     if not outputs:
@@ -315,7 +316,7 @@ def make_forward(
     ``inputs`` describe the user arguments, checked in order for count, type, device, dtype and
     exact shape (any mismatch raises :class:`~irc.errors.InputError`, see :func:`check_inputs`);
     a non-contiguous input (channels_last, transposed, a slice) is copied to a contiguous one
-    for the call. ``params`` must be contiguous float32 CPU tensors; their pointers are taken now
+    for the call. ``params`` must be contiguous float32, int64 or bool CPU tensors; their pointers are taken now
     and the tensors are kept alive by the wrapper (so update them in place, never rebind them).
     ``outputs`` are freshly allocated per call; a single output is returned bare unless
     ``return_tuple``. ``set_threads`` (``irc_set_num_threads``), if given, is called whenever
@@ -381,7 +382,7 @@ def make_forward(
     }
     env.update({f"d{i}": d for i, d in enumerate(dtypes)})
     env.update({f"s{i}": s for i, s in enumerate(shapes)})
-    env.update({f"t{i}": _output_template(tuple(s.shape)) for i, s in enumerate(outputs)})
+    env.update({f"t{i}": _output_template(tuple(s.shape), s.dtype) for i, s in enumerate(outputs)})
     xs = [f"x{i}" for i in range(n_inputs)]
     outs = [f"o{i}" for i in range(len(outputs))]
     first_out = n_inputs + len(params)  # the array slot of output 0
@@ -461,11 +462,12 @@ def _symbolic_forward(
     env: dict[str, Any] = {
         "__builtins__": __builtins__, "Tensor": torch.Tensor, "check_symbolic": check_symbolic,
         "specs": inputs, "bindings": bindings, "guards": guards, "params": params, "tls": tls, "new_array": new_array,
-        "empty": torch.empty, "f32": torch.float32, "getenv": _getenv, "key": _THREADS_KEY,
+        "empty": torch.empty, "getenv": _getenv, "key": _THREADS_KEY,
         "torch_threads": torch.get_num_threads, "thread_count": _thread_count, "set_threads": set_threads,
         "argv": argv, "spec": output_spec,
     }
     env.update({f"d{i}": s.dtype for i, s in enumerate(inputs)})
+    env.update({f"od{i}": s.dtype for i, s in enumerate(outputs)})
     xs = [f"x{i}" for i in range(n_inputs)]
     fail = "        check_symbolic(args, specs, bindings, guards=guards)  # raises the message"
     lines = [
@@ -506,7 +508,7 @@ def _symbolic_forward(
     first_out = first_param + len(params)
     for i, (o, s) in enumerate(zip(outs, outputs)):
         shape = ", ".join(format_dim(d) for d in s.shape) + ("," if len(s.shape) == 1 else "")
-        lines += [f"    {o} = empty(({shape}), dtype=f32)", f"    c[{first_out + i}] = {o}.data_ptr()"]
+        lines += [f"    {o} = empty(({shape}), dtype=od{i})", f"    c[{first_out + i}] = {o}.data_ptr()"]
     lines += [
         "    v = getenv(key)",
         "    n = torch_threads() if v is None else thread_count(v)",

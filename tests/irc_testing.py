@@ -20,3 +20,56 @@ def check(model, *inputs, fuse=True, **tol):
 def kernel_code(cm) -> str:
     """The generated entry point's body: the C++ after the prelude (math, GEMM engine)."""
     return cm.cpp_source.split('extern "C" void forward(', 1)[1]
+
+
+
+DTYPES = {"float32": torch.float32, "int64": torch.int64, "bool": torch.bool}
+
+
+def run_ir(text: str, inputs, sizes=(), fuse: bool = True):
+    """Lower irt IR text (one function whose arguments are all inputs) through irc's declared
+    pipeline to C++, build it, call its plain entry point with the size symbols' values `sizes`
+    (s0, s1, ...) and the inputs, and return its outputs (a tuple of torch tensors, shapes and
+    dtypes from the library's signature with the symbols evaluated at `sizes`).
+
+    This is how a function with symbolic sizes runs end to end before the runtime binds
+    symbols itself."""
+    import ctypes
+    import json
+
+    from xdsl.dialects import func
+    from xdsl.parser import Parser
+
+    from irc.context import irc_context
+    from irc.dialects.symbolic import evaluate, parse_dim
+    from irc.lowering.cpp.emit_cpp import emit_cpp
+    from irc.pipeline import declared
+    from irc.runtime.build import build_library, load_library
+    from irc.target import Target
+
+    ctx = irc_context()
+    module = Parser(ctx, text).parse_module()
+    (fn,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    name, n_outputs = fn.sym_name.data, len(fn.function_type.outputs.data)
+    declared(Target(), inputs=len(inputs), fuse=fuse).apply(ctx, module)
+    lib = load_library(build_library(emit_cpp(module)))
+    entry = getattr(lib, name)
+    signature = getattr(lib, name + "__signature")
+    signature.restype = ctypes.c_char_p
+    args = json.loads(signature())["args"]
+    values = {f"s{i}": v for i, v in enumerate(sizes)}
+
+    def tensor(dtype: str, shape: list) -> torch.Tensor:
+        dims = [d if isinstance(d, int) else evaluate(parse_dim(d), values) for d in shape]
+        return torch.empty(dims, dtype=DTYPES[dtype])
+
+    n_sizes = sum(1 for dtype, _ in args if dtype == "index")
+    assert n_sizes == len(sizes), f"{name} takes {n_sizes} size(s), got {len(sizes)}"
+    tensors = [x.contiguous() for x in inputs]
+    outs = [tensor(*a) for a in args[n_sizes + len(inputs) : n_sizes + len(inputs) + n_outputs]]
+    extra = [tensor(*a) for a in args[n_sizes + len(inputs) + n_outputs :]]  # the arena, if planned
+    for (dtype, shape), t in zip(args[n_sizes:], tensors + outs):
+        assert DTYPES[dtype] == t.dtype and list(tensor(dtype, shape).shape) == list(t.shape), (dtype, shape, t)
+    entry.argtypes = [ctypes.c_int64] * n_sizes + [ctypes.c_void_p] * (len(tensors) + len(outs) + len(extra))
+    entry(*sizes, *(t.data_ptr() for t in tensors + outs + extra))
+    return tuple(outs)

@@ -107,6 +107,34 @@ def test_embedding_model_round_trips_with_int64_inputs(tmp_path):
     torch.testing.assert_close(loaded(idx), m(idx).detach())
 
 
+class _Masks(nn.Module):
+    """bool and int64 inputs and outputs, and an int64 parameter (a compile-time table too big to
+    print inline)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("offsets", torch.arange(60).reshape(3, 20) % 7)  # an int64 table, not an arange
+
+    def forward(self, x, ids, keep):
+        mask = (ids > 1) & keep
+        return x.masked_fill(~mask, 0.0), mask, ids * 2 - self.offsets[:, :7]
+
+
+def test_bool_and_int64_outputs_round_trip(tmp_path):
+    m = _Masks().eval()
+    x, ids, keep = torch.randn(3, 7), torch.randint(0, 4, (3, 7)), torch.rand(3, 7) > 0.5
+    cm = irc.compile(m, (x, ids, keep), fallback=False)
+    assert "tensor<3x7xi64>) -> (" in cm.ir("import")  # the table is a parameter (argument) of its own dtype
+    cm.save(tmp_path / "art")
+    loaded = irc.load(tmp_path / "art")
+    version = loaded.manifest["versions"][0]
+    assert [o["dtype"] for o in version["outputs"]] == ["float32", "bool", "int64"]
+    assert [i["dtype"] for i in version["inputs"]] == ["float32", "int64", "bool"]
+    for got, expected in zip(loaded(x, ids, keep), m(x, ids, keep)):
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got, expected)
+
+
 # --- a tampered artifact is refused, never run out of bounds ------------------------------------
 
 

@@ -44,6 +44,13 @@ class MaskedFill(nn.Module):
         return (x * 2).masked_fill(mask, -1.0) + 1
 
 
+class CumProd(nn.Module):
+    """A node irc has no converter for (torch.cumprod), between two native ones."""
+
+    def forward(self, x):
+        return torch.cumprod(x * 2, 1) + 1
+
+
 class EncoderWithPadding(nn.Module):
     def __init__(self):
         super().__init__()
@@ -90,16 +97,30 @@ def _mlp(dtype):
 
 x48 = torch.randn(4, 8)
 CASES = {
-    "masked_fill_mask_input": lambda: (MaskedFill(), (x48, x48 > 0)),
+    "cumprod": lambda: (CumProd(), (x48,)),
     "src_key_padding_mask": _padding_case,
     "int64_getitem_index": lambda: (Indexing("getitem").eval(), (x48, torch.tensor([0, 2, 5]))),
-    "int64_gather": lambda: (Indexing("gather").eval(), (x48, torch.randint(0, 8, (4, 3)))),
-    "int64_index_select": lambda: (Indexing("index_select").eval(), (x48, torch.tensor([1, 1, 7]))),
     "int32_embedding_indices": lambda: (Embed().eval(), (torch.randint(0, 10, (2, 5), dtype=torch.int32),)),
     "float64_model": lambda: _mlp(torch.float64),
     "float16_model": lambda: _mlp(torch.float16),
     "bfloat16_model": lambda: _mlp(torch.bfloat16),
 }
+
+
+NATIVE = {  # once eager nodes: bool and int64 tensors are values irc computes with now
+    "masked_fill_mask_input": lambda: (MaskedFill(), (x48, x48 > 0)),
+    "int64_gather": lambda: (Indexing("gather").eval(), (x48, torch.randint(0, 8, (4, 3)))),
+    "int64_index_select": lambda: (Indexing("index_select").eval(), (x48, torch.tensor([1, 1, 7]))),
+}
+
+
+@pytest.mark.parametrize("case", list(NATIVE))
+def test_bool_and_int64_inputs_compile_natively_with_no_warning(case, caplog):
+    model, args = NATIVE[case]()
+    f = compiled(model, options={"fallback": False})
+    with torch.no_grad(), caplog.at_level(logging.WARNING, logger="irc"):
+        torch.testing.assert_close(f(*args), model(*args))
+    assert warnings(caplog) == []
 
 
 @pytest.mark.parametrize("case", list(CASES))
@@ -114,10 +135,9 @@ def test_graphs_irc_cannot_fully_compile_run_like_eager(case, caplog):
 
 
 def test_fallback_false_raises_the_irc_error():
-    model, (x, mask) = MaskedFill(), (x48, x48 > 0)
-    f = compiled(model, options={"fallback": False})
-    with torch.no_grad(), pytest.raises(irc.UnsupportedOpError, match=r"masked_fill.*torch\.bool tensor input"):
-        f(x, mask)
+    f = compiled(CumProd(), options={"fallback": False})
+    with torch.no_grad(), pytest.raises(irc.UnsupportedOpError, match=r"cumprod.*no converter"):
+        f(x48)
 
 
 def test_unknown_option_is_a_clear_error():
@@ -249,14 +269,21 @@ def test_symint_sizes_are_read_from_the_inputs_shapes(caplog):
 # --- irc.compile(fallback=True): eager nodes ----------------------------------------------------
 
 
-def test_irc_compile_runs_nodes_taking_a_bool_input_eagerly():
+def test_irc_compile_runs_unsupported_nodes_eagerly_between_native_partitions():
+    x = torch.randn(4, 8)
+    cm = irc.compile(CumProd(), (x,))
+    torch.testing.assert_close(cm(x), CumProd()(x))
+    assert [n.node for n in cm.eager_nodes] == ["cumprod"] and "no converter" in cm.eager_nodes[0].reason
+    assert len(cm.versions[((4, 8),)].partitions) == 2  # x * 2 and + 1 stay native
+    with pytest.raises(irc.UnsupportedOpError, match=r"cumprod.*no converter"):
+        irc.compile(CumProd(), (x,), fallback=False)
+
+
+def test_irc_compile_takes_a_bool_input_natively():
     x, mask = torch.randn(4, 8), torch.randn(4, 8) > 0
-    cm = irc.compile(MaskedFill(), (x, mask))
+    cm = irc.compile(MaskedFill(), (x, mask), fallback=False)
     torch.testing.assert_close(cm(x, mask), MaskedFill()(x, mask))
-    assert [n.node for n in cm.eager_nodes] == ["masked_fill"] and "torch.bool" in cm.eager_nodes[0].reason
-    assert len(cm.versions[((4, 8), (4, 8))].partitions) == 2  # x * 2 and + 1 stay native
-    with pytest.raises(irc.UnsupportedOpError, match=r"masked_fill.*torch\.bool tensor input"):
-        irc.compile(MaskedFill(), (x, mask), fallback=False)
+    assert cm.eager_nodes == [] and "tensor<4x8xi1>" in cm.ir("import")
 
 
 class RuntimeMask(nn.Module):
@@ -269,12 +296,13 @@ class RuntimeMask(nn.Module):
         return torch.where(y > 0, y, y * 0.1) + 1
 
 
-def test_irc_compile_runs_a_runtime_mask_and_its_users_eagerly():
+def test_irc_compile_computes_a_runtime_mask_natively():
+    """The mask of a linear's output is a bool tensor computed at run time; the comparison and
+    select stay out of the GEMM epilogue (it computes on float vectors) and fuse with the add."""
     m, x = RuntimeMask().eval(), torch.randn(3, 8)
-    cm = irc.compile(m, (x,))
+    cm = irc.compile(m, (x,), fallback=False)
     torch.testing.assert_close(cm(x), m(x))
-    assert [n.node for n in cm.eager_nodes] == ["gt", "where"]
-    assert "a torch.bool tensor computed in eager PyTorch" in cm.eager_nodes[1].reason
+    assert cm.eager_nodes == [] and "irt.cmp gt" in cm.ir("import")
 
 
 def test_irc_compile_runs_a_float64_model_eagerly():
@@ -351,25 +379,24 @@ def test_native_results_keep_the_traced_layout_for_eager_nodes():
     assert [n.node for n in cm.eager_nodes] == ["flat_of_transpose"]
 
 
-class ScaledMaskedFill(nn.Module):
+class ScaledCumProd(nn.Module):
     def __init__(self):
         super().__init__()
         self.alpha = 0.5
 
-    def forward(self, x, mask):
-        return (x * self.alpha).masked_fill(mask, -1.0) + 1
+    def forward(self, x):
+        return torch.cumprod(x * self.alpha, 1) + 1
 
 
 def test_a_graph_compiled_again_for_a_new_value_warns_once(caplog):
-    m, x = ScaledMaskedFill(), torch.randn(4, 8)
-    mask = x > 0
+    m, x = ScaledCumProd(), torch.randn(4, 8)
     seen: list = []
     f = compiled(m, dynamic=True, record=seen)
     with torch.no_grad(), caplog.at_level(logging.INFO, logger="irc"):
         for alpha in (0.5, 3.0):
             m.alpha = alpha
-            torch.testing.assert_close(f(x, mask), m(x, mask))
+            torch.testing.assert_close(f(x), m(x))
     (dg,) = seen
     assert len(dg.compiled) == 2
     assert len(warnings(caplog)) == 1  # the second version's partition note is at INFO
-    assert any("masked_fill" in r.getMessage() for r in caplog.records if r.levelno == logging.INFO)
+    assert any("cumprod" in r.getMessage() for r in caplog.records if r.levelno == logging.INFO)

@@ -45,6 +45,11 @@ void add1__argv(void* const* a) { add1((float*)a[0], (float*)a[1], (float*)a[2])
 void mul_sub(float* x, float* w, float* out, float* out2) {
   for (int i = 0; i < 4; ++i) { out[i] = x[i] * w[i]; out2[i] = x[i] - w[i]; }
 }
+
+// int64 and bool buffers: shifted = ids + k (k an int64 parameter), keep = ids > 0 && m
+void shift_keep(long long* ids, bool* m, long long* k, long long* shifted, bool* keep) {
+  for (int i = 0; i < 3; ++i) { shifted[i] = ids[i] + k[i]; keep[i] = ids[i] > 0 && m[i]; }
+}
 }
 """
 
@@ -319,6 +324,21 @@ def test_bad_params_rejected(lib):
         make_forward(lib.mul_sub, spec, [torch.zeros(2, 4).t()], outs, True)
     with pytest.raises(ValueError):
         make_forward(lib.mul_sub, spec, [torch.zeros(4)], outs, False)  # 2 outputs need a tuple
+
+
+def test_int64_and_bool_inputs_params_and_outputs(lib):
+    """Inputs, parameters and outputs of dtype int64 and bool pass as their own pointers; the
+    outputs are allocated with their spec's dtype."""
+    inputs = [TensorSpec("ids", (3,), torch.int64), TensorSpec("m", (3,), torch.bool)]
+    outs = [TensorSpec("shifted", (3,), torch.int64), TensorSpec("keep", (3,), torch.bool)]
+    k = torch.tensor([10, 20, 30])
+    forward = make_forward(lib.shift_keep, inputs, [k], outs, True)
+    ids, m = torch.tensor([-1, 2, 3]), torch.tensor([True, True, False])
+    shifted, keep = forward(ids, m)
+    assert shifted.dtype == torch.int64 and keep.dtype == torch.bool
+    assert shifted.tolist() == [9, 22, 33] and keep.tolist() == [False, True, False]
+    with pytest.raises(InputError, match="expected dtype torch.bool"):
+        forward(ids, m.float())
 
 
 def test_wrapper_and_dispatch_share_one_check(lib):

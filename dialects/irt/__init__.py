@@ -3,6 +3,7 @@
     core    elementwise (unary, binary, gelu, fused elementwise), contractions, reshape, transpose,
             pack, constant (re-exporting `interfaces` and `contraction`, which it is split into)
     math    exp, log, sqrt, ..., where
+    logic   cast, cmp, and/or/xor/not: the ops on int64 and bool tensors
     nn      conv2d, batch_norm, pooling
     reduce  sum/mean/amax, softmax, layer_norm, batch_matmul, attention
     shape   slice, concat, expand, embedding
@@ -15,9 +16,9 @@ from __future__ import annotations
 
 from xdsl.ir import Dialect
 
-from irc.dialects.irt import core, math, nn, reduce, shape
+from irc.dialects.irt import core, logic, math, nn, reduce, shape
 
-FAMILIES = (core, math, nn, reduce, shape)
+FAMILIES = (core, math, logic, nn, reduce, shape)
 
 IRT = Dialect(
     "irt",

@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f32,
+    i1,
     i64,
 )
 from xdsl.dialects.utils import EnumAttribute
@@ -67,15 +68,22 @@ from irc.dialects.irt.contraction import (  # noqa: F401
 
 # The shared interfaces and the contractions live beside this module; `irt.X` names them all.
 from irc.dialects.irt.interfaces import (  # noqa: F401
+    ELEMENT_TYPES,
+    NUMERIC_TYPES,
     ElementwiseOp,
     EpilogueOp,
     YieldOp,
     _check_f32_tensor,
+    _check_same_element_type,
+    _check_tensor,
     _fmt,
     _verify_scalar_region,
     broadcast_shapes,
     clone_body,
+    element_type,
     fconst,
+    is_float,
+    scalar_constant,
     scalar_region,
     shape_of,
     stretched_dims,
@@ -204,18 +212,30 @@ class GeluOp(ElementwiseOp):
 
 
 class BinaryOp(ElementwiseOp):
+    """Two operands and the result of one element type: f32, or i64 too where the op has an
+    integer form (`INT_OP`: add, sub, mul wrap around on overflow, as torch's int64 ops do)."""
+
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
     SCALAR_OP: ClassVar[type[Operation]]
+    INT_OP: ClassVar[type[Operation] | None] = None
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, result_type: Attribute):
         super().__init__(operands=[lhs, rhs], result_types=[result_type])
 
+    def verify_element_types(self) -> None:
+        if self.INT_OP is None:
+            super().verify_element_types()
+            return
+        values = (("lhs", self.lhs), ("rhs", self.rhs), ("the result", self.result))
+        _check_same_element_type(self, values, NUMERIC_TYPES)
+
     def build_scalar(self, b: Builder, args: Sequence[SSAValue]) -> SSAValue:
-        return b.insert(self.SCALAR_OP(args[0], args[1])).results[0]  # type: ignore[call-arg]
+        cls = self.SCALAR_OP if is_float(args[0].type) or self.INT_OP is None else self.INT_OP
+        return b.insert(cls(args[0], args[1])).results[0]  # type: ignore[call-arg]
 
 
 @irdl_op_definition
@@ -224,6 +244,7 @@ class AddOp(BinaryOp):
 
     name = "irt.add"
     SCALAR_OP: ClassVar = arith.AddfOp
+    INT_OP: ClassVar = arith.AddiOp
 
 
 @irdl_op_definition
@@ -232,6 +253,7 @@ class SubOp(BinaryOp):
 
     name = "irt.sub"
     SCALAR_OP: ClassVar = arith.SubfOp
+    INT_OP: ClassVar = arith.SubiOp
 
 
 @irdl_op_definition
@@ -240,6 +262,7 @@ class MulOp(BinaryOp):
 
     name = "irt.mul"
     SCALAR_OP: ClassVar = arith.MulfOp
+    INT_OP: ClassVar = arith.MuliOp
 
 
 @irdl_op_definition
@@ -253,7 +276,8 @@ class DivOp(BinaryOp):
 class ElementwiseFusedOp(ElementwiseOp):
     """A fused chain of elementwise ops: one loop nest, no intermediate tensors.
 
-    The body computes one element from one f32 per input (each broadcast to the result shape):
+    The body computes one element from one scalar per input (of the input's element type, each
+    broadcast to the result shape) and yields one of the result's element type:
 
         %r = irt.elementwise ins(%x, %y : tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32> {
         ^bb0(%a: f32, %b: f32):
@@ -280,9 +304,14 @@ class ElementwiseFusedOp(ElementwiseOp):
     def scalar_body(self) -> Region | None:
         return self.body
 
+    def verify_element_types(self) -> None:
+        for i, v in enumerate(self.inputs):
+            _check_tensor(self, v, f"operand {i}")
+        _check_tensor(self, self.result, "the result")
+
     def verify_(self) -> None:
         super().verify_()
-        _verify_scalar_region(self, self.body, len(self.inputs))
+        _verify_scalar_region(self, self.body, [element_type(v) for v in self.inputs], element_type(self.result))
 
 # ---------------------------------------------------------------------------------------------
 # Layout and data
@@ -304,6 +333,7 @@ class ReshapeOp(StaticShapeOp):
         super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
+        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), ELEMENT_TYPES)
         a, r = shape_of(self.input), shape_of(self.result)
         if product(a) != product(r):
             raise VerifyException(
@@ -339,6 +369,7 @@ class TransposeOp(StaticShapeOp):
         return tuple(self.perm.get_values())
 
     def verify_(self) -> None:
+        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), ELEMENT_TYPES)
         a, perm = shape_of(self.input), self.permutation
         if sorted(perm) != list(range(len(a))):
             raise VerifyException(f"irt.transpose: {list(perm)} is not a permutation of {len(a)} dimensions")
@@ -398,9 +429,11 @@ class PackOp(StaticShapeOp):
 
 @irdl_op_definition
 class ConstantOp(StaticShapeOp):
-    """A small literal tensor, such as the scalar in `x * 0.5`. Weights are arguments, not constants.
+    """A small literal tensor, such as the scalar in `x * 0.5`, of f32, i64 or i1. Weights are
+    arguments, not constants.
 
         %c = irt.constant dense<5.000000e-01> : tensor<f32>
+        %m = irt.constant dense<[true, false]> : tensor<2xi1>
     """
 
     name = "irt.constant"
@@ -417,15 +450,34 @@ class ConstantOp(StaticShapeOp):
     def from_floats(values: Sequence[float], shape: Sequence[int] = ()) -> ConstantOp:
         return ConstantOp(DenseIntOrFPElementsAttr.from_list(TensorType(f32, list(shape)), list(values)))
 
+    @staticmethod
+    def from_values(values: Sequence[float | int | bool], element: Attribute, shape: Sequence[int] = ()) -> ConstantOp:
+        """A constant of element type `element` (f32, i64 or i1)."""
+        if is_float(element):
+            return ConstantOp.from_floats([float(v) for v in values], shape)
+        ints = [int(v) for v in values]
+        return ConstantOp(DenseIntOrFPElementsAttr.from_list(TensorType(element, list(shape)), ints))
+
     def verify_(self) -> None:
-        _check_f32_tensor(self, self.result, "the result")
+        _check_tensor(self, self.result, "the result")
 
 
 def splat_value(value: SSAValue) -> float | None:
-    """The element of `value` if it is an `irt.constant` with all elements equal (a splat), else None."""
+    """The element of `value` if it is an `irt.constant` with all elements equal (a splat), else
+    None (an integer or bool element as a float: see `splat_element` for its own type)."""
+    element = splat_element(value)
+    return None if element is None else float(element)
+
+
+def splat_element(value: SSAValue) -> float | int | None:
+    """The element of a splat `irt.constant`, as the Python value of its type (float, or int;
+    a bool is 0 or 1), else None."""
     op = value.owner
     if isinstance(op, ConstantOp) and op.value.is_splat():
-        return float(next(iter(op.value.iter_values())))
+        element, t = next(iter(op.value.iter_values())), element_type(op.result)
+        if is_float(t):
+            return float(element)
+        return int(element) & 1 if t == i1 else int(element)  # i1 stores true as -1
     return None
 
 

@@ -11,11 +11,11 @@ mask skips some of them). Views, literals and pure data movement cost 0; an op w
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce, shape as irt_shape
@@ -28,13 +28,13 @@ def numel(value: SSAValue) -> int:
 
 
 def nbytes(value: SSAValue) -> int:
-    """Bytes of a tensor: float32, or int64 for embedding indices."""
-    return numel(value) * (value.type.element_type.bitwidth // 8)  # type: ignore[attr-defined]
+    """Bytes of a tensor: 4 per float32, 8 per int64, 1 per bool."""
+    return numel(value) * max(1, value.type.element_type.bitwidth // 8)  # type: ignore[attr-defined]
 
 
-def _scalar_ops(build: Callable[[Builder, list[SSAValue]], SSAValue], n_args: int) -> int:
-    """Floating-point ops in a scalar body (constants are free)."""
-    block = Block(arg_types=[irt.f32] * n_args)
+def _scalar_ops(build: Callable[[Builder, list[SSAValue]], SSAValue], types: int | Sequence[Attribute]) -> int:
+    """Scalar ops in a body taking arguments of `types` (a count: f32 ones); constants are free."""
+    block = Block(arg_types=[irt.f32] * types if isinstance(types, int) else list(types))
     build(Builder(InsertPoint.at_end(block)), list(block.args))
     return sum(1 for op in block.ops if not isinstance(op, arith.ConstantOp))
 
@@ -95,11 +95,16 @@ FLOPS: dict[type[Operation], FlopsFn] = {
     irt_reduce.LayerNormOp: _layer_norm_flops,
     irt_reduce.BatchMatmulOp: _batch_matmul_flops,
     irt_reduce.AttentionOp: _attention_flops,
+    irt_reduce.CumsumOp: _reduce_flops,
     # shape
     irt_shape.SliceOp: _no_flops,
     irt_shape.ConcatOp: _no_flops,
     irt_shape.ExpandOp: _no_flops,
     irt_shape.EmbeddingOp: _no_flops,
+    irt_shape.ArangeOp: _no_flops,
+    irt_shape.GatherOp: _no_flops,
+    irt_shape.IndexSelectOp: _no_flops,
+    irt_shape.TriangleOp: _no_flops,
     irt_shape.SizeOp: _no_flops,
 }
 """Op (or op family base class) -> FLOPs of its accumulation, per forward (elementwise ops need
@@ -109,7 +114,8 @@ no entry: their body is counted)."""
 def op_flops(op: Operation) -> int | None:
     """FLOPs of one irt op per forward, or None when irc does not know its cost."""
     if isinstance(op, irt.ElementwiseOp):
-        return numel(op.results[0]) * _scalar_ops(op.build_scalar, len(op.elementwise_inputs()))
+        types = [irt.element_type(v) for v in op.elementwise_inputs()]
+        return numel(op.results[0]) * _scalar_ops(op.build_scalar, types)
     accumulate = next((FLOPS[c] for c in type(op).__mro__ if c in FLOPS), None)
     if accumulate is None:
         return None

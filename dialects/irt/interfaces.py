@@ -5,8 +5,11 @@ per-element computation in.
 * `ElementwiseOp`: operands broadcast to the result shape; `build_scalar` says what one element is;
 * `EpilogueOp`: ops that accumulate each output element (contractions, convolutions), then apply
   a per-element epilogue (`build_epilogue`) before storing it;
-* scalar regions: one block of f32 arguments ending in `irt.yield` (`scalar_region` builds one,
-  `clone_body` inlines one).
+* element types: tensors hold f32, i64 or i1 (`ELEMENT_TYPES`; i1 is torch.bool, one byte per
+  element in memory); most ops compute on f32 only (`_check_f32_tensor`), the elementwise ops
+  that take integers and booleans say which in `verify_element_types`;
+* scalar regions: one block of scalar arguments (one per input, of its element type) ending in
+  `irt.yield` (`scalar_region` builds one, `clone_body` inlines one).
 
 `core` re-exports all of it, so `irt.ElementwiseOp` and `irt.shape_of` stay where every stage
 looks for them.
@@ -19,9 +22,9 @@ from typing import ClassVar
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import Float32Type, FloatAttr, TensorType, f32
+from xdsl.dialects.builtin import Float32Type, FloatAttr, IntegerAttr, TensorType, f32, i1, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, traits_def
+from xdsl.irdl import AnyAttr, irdl_op_definition, operand_def, traits_def
 from xdsl.rewriter import InsertPoint
 from xdsl.traits import IsTerminator
 from xdsl.utils.exceptions import VerifyException
@@ -62,9 +65,48 @@ def _fmt(shape: Sequence[Dim]) -> str:
     return "x".join(map(format_dim, shape)) or "scalar"
 
 
+# ---------------------------------------------------------------------------------------------
+# Element types
+# ---------------------------------------------------------------------------------------------
+
+ELEMENT_TYPES: tuple[Attribute, ...] = (f32, i64, i1)
+"""The element types of irt tensors: float32, int64 and bool (i1)."""
+NUMERIC_TYPES: tuple[Attribute, ...] = (f32, i64)
+"""The element types integer arithmetic (add, sub, mul, neg, cumsum) computes on."""
+
+
+def element_type(value: SSAValue) -> Attribute:
+    """The element type of a tensor or memref value."""
+    return value.type.element_type  # type: ignore[attr-defined]
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(t, Float32Type)
+
+
+def _type_names(types: Sequence[Attribute]) -> str:
+    names = [str(t) for t in types]
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
+def _check_tensor(op: Operation, value: SSAValue, what: str, types: Sequence[Attribute] = ELEMENT_TYPES) -> None:
+    """`value` is a tensor whose element type is one of `types`."""
+    if not isinstance(value.type, TensorType) or value.type.element_type not in types:
+        raise VerifyException(f"{op.name}: {what} must be a tensor of {_type_names(types)}, got {value.type}")
+
+
 def _check_f32_tensor(op: Operation, value: SSAValue, what: str) -> None:
-    if not isinstance(value.type, TensorType) or not isinstance(value.type.element_type, Float32Type):
-        raise VerifyException(f"{op.name}: {what} must be a tensor of f32, got {value.type}")
+    _check_tensor(op, value, what, (f32,))
+
+
+def _check_same_element_type(op: Operation, values: Sequence[tuple[str, SSAValue]], types: Sequence[Attribute]) -> None:
+    """Each named value is a tensor of one of `types`, all of the same one."""
+    for what, v in values:
+        _check_tensor(op, v, what, types)
+    found = {str(element_type(v)) for _, v in values}
+    if len(found) > 1:
+        listed = ", ".join(f"{what} {element_type(v)}" for what, v in values)
+        raise VerifyException(f"{op.name}: operands and result must have one element type, got {listed}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,6 +116,13 @@ def _check_f32_tensor(op: Operation, value: SSAValue, what: str) -> None:
 
 def fconst(b: Builder, value: float) -> SSAValue:
     return b.insert(arith.ConstantOp(FloatAttr(value, f32))).result
+
+
+def scalar_constant(b: Builder, value: float | int | bool, t: Attribute) -> SSAValue:
+    """The scalar constant `value` of element type `t` (f32, i64 or i1)."""
+    if is_float(t):
+        return fconst(b, float(value))
+    return b.insert(arith.ConstantOp(IntegerAttr(int(value), t))).result
 
 
 def clone_body(b: Builder, region: Region, args: Sequence[SSAValue]) -> SSAValue:
@@ -110,10 +159,14 @@ class ElementwiseOp(StaticShapeOp):
         (`irt.elementwise`); None when `build_scalar` builds its ops afresh."""
         return None
 
-    def verify_(self) -> None:
+    def verify_element_types(self) -> None:
+        """The element types the op computes on: f32 only, unless the op says otherwise."""
         for i, v in enumerate(self.elementwise_inputs()):
             _check_f32_tensor(self, v, f"operand {i}")
         _check_f32_tensor(self, self.results[0], "the result")
+
+    def verify_(self) -> None:
+        self.verify_element_types()
         shapes = [shape_of(v) for v in self.elementwise_inputs()]
         expected = broadcast_shapes(*shapes)
         if expected is None:
@@ -164,7 +217,7 @@ class YieldOp(StaticShapeOp):
     """Ends a scalar region of a fused op, yielding the element it computed."""
 
     name = "irt.yield"
-    value = operand_def(Float32Type)
+    value = operand_def(AnyAttr())
     traits = traits_def(IsTerminator())
     assembly_format = "$value attr-dict `:` type($value)"
 
@@ -172,28 +225,37 @@ class YieldOp(StaticShapeOp):
         super().__init__(operands=[value])
 
     def verify_(self) -> None:
+        if self.value.type not in ELEMENT_TYPES:
+            raise VerifyException(f"irt.yield: yields a scalar of {_type_names(ELEMENT_TYPES)}, got {self.value.type}")
         parent = self.parent_op()  # an elementwise op keeping its computation in a region: irt.elementwise
         fused_elementwise = isinstance(parent, ElementwiseOp) and parent.scalar_body() is not None
         if not (fused_elementwise or isinstance(parent, EpilogueOp)):
             raise VerifyException("irt.yield must end the body of irt.elementwise or of an op's epilogue")
 
 
-def _verify_scalar_region(op: Operation, region: Region, n_args: int) -> None:
+def _verify_scalar_region(
+    op: Operation, region: Region, args: int | Sequence[Attribute], result: Attribute = f32
+) -> None:
+    """One block taking `args` (a count of f32 arguments, or their types) and yielding a `result`."""
     if len(region.blocks) != 1:
         raise VerifyException(f"{op.name}: the scalar body must have exactly one block")
     block = region.block
-    if len(block.args) != n_args or any(not isinstance(a.type, Float32Type) for a in block.args):
-        raise VerifyException(
-            f"{op.name}: the scalar body must take {n_args} f32 argument(s), "
-            f"got ({', '.join(str(a.type) for a in block.args)})"
-        )
+    types = [f32] * args if isinstance(args, int) else list(args)
+    if [a.type for a in block.args] != types:
+        got = ", ".join(str(a.type) for a in block.args)
+        if all(is_float(t) for t in types):
+            raise VerifyException(f"{op.name}: the scalar body must take {len(types)} f32 argument(s), got ({got})")
+        raise VerifyException(f"{op.name}: the scalar body must take ({', '.join(map(str, types))}), got ({got})")
     if not isinstance(block.last_op, YieldOp):
         raise VerifyException(f"{op.name}: the scalar body must end with irt.yield")
+    if block.last_op.value.type != result:
+        raise VerifyException(f"{op.name}: the scalar body must yield {result}, got {block.last_op.value.type}")
 
 
-def scalar_region(names: Sequence[str], body) -> Region:
-    """A one-block region of f32 arguments named `names`; `body(builder, args)` returns the element."""
-    block = Block(arg_types=[f32] * len(names))
+def scalar_region(names: Sequence[str], body, types: Sequence[Attribute] | None = None) -> Region:
+    """A one-block region of scalar arguments named `names` (f32, or `types`); `body(builder,
+    args)` returns the element."""
+    block = Block(arg_types=list(types) if types is not None else [f32] * len(names))
     for arg, name in zip(block.args, names):
         arg.name_hint = name
     b = Builder(InsertPoint.at_end(block))

@@ -6,7 +6,7 @@ exp, log, sqrt, rsqrt, neg, abs, cos, sin, relu6, silu, hardswish, hardsigmoid (
     %y = irt.pow %x exponent 3.000000e+00 : tensor<4xf32>
     %y = irt.clamp %x min -1.000000e+00 max 1.000000e+00 : tensor<4xf32>
     %y = irt.leaky_relu %x slope 1.000000e-02 : tensor<4xf32>
-    %y = irt.where %c, %a, %b : (tensor<4xf32>, tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
+    %y = irt.where %c, %a, %b : (tensor<4xi1>, tensor<f32>, tensor<4xf32>) -> tensor<4xf32>
 
 Each is an `irt.ElementwiseOp` defining `build_scalar`, so fusion, lowering and the reference
 evaluator handle it with no further code. The scalar bodies follow PyTorch's CPU kernels where
@@ -36,7 +36,20 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.irt.core import ElementwiseOp, UnaryOp, _fmt, _relu, fconst, shape_of
+from irc.dialects.irt.core import (
+    ELEMENT_TYPES,
+    NUMERIC_TYPES,
+    ElementwiseOp,
+    UnaryOp,
+    _check_same_element_type,
+    _check_tensor,
+    _fmt,
+    _relu,
+    fconst,
+    is_float,
+    scalar_constant,
+    shape_of,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Scalar helpers
@@ -124,12 +137,18 @@ class RsqrtOp(UnaryOp):
 
 @irdl_op_definition
 class NegOp(UnaryOp):
-    """-x.   %y = irt.neg %x : tensor<4xf32>"""
+    """-x, of f32 or i64 (0 - x, wrapping as torch does).   %y = irt.neg %x : tensor<4xf32>"""
 
     name = "irt.neg"
 
+    def verify_element_types(self) -> None:
+        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), NUMERIC_TYPES)
+
     def build_scalar(self, b: Builder, args: Sequence[SSAValue]) -> SSAValue:
-        return _ins(b, arith.NegfOp(args[0]))
+        x = args[0]
+        if is_float(x.type):
+            return _ins(b, arith.NegfOp(x))
+        return _ins(b, arith.SubiOp(scalar_constant(b, 0, x.type), x))
 
 
 @irdl_op_definition
@@ -253,7 +272,8 @@ class PowOp(_ScalarParamOp):
 
 @irdl_op_definition
 class ClampOp(_ScalarParamOp):
-    """min(max(x, min), max), either bound optional; NaN stays NaN as in torch.clamp.
+    """min(max(x, min), max), either bound optional; NaN stays NaN as in torch.clamp. On i64 the
+    bounds are integers (held as f32: exact up to 2**24).
 
         %y = irt.clamp %x min -1.000000e+00 max 1.000000e+00 : tensor<4xf32>
     """
@@ -268,8 +288,17 @@ class ClampOp(_ScalarParamOp):
         props = {k: _f32(x) for k, x in (("min", min), ("max", max)) if x is not None}
         super().__init__(operands=[v], result_types=[v.type], properties=props)
 
+    def verify_element_types(self) -> None:
+        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), NUMERIC_TYPES)
+
     def build_scalar(self, b: Builder, args: Sequence[SSAValue]) -> SSAValue:
         x = args[0]
+        if not is_float(x.type):  # integer bounds
+            if self.min is not None:
+                x = _ins(b, arith.MaxSIOp(x, scalar_constant(b, int(self.min.value.data), x.type)))
+            if self.max is not None:
+                x = _ins(b, arith.MinSIOp(x, scalar_constant(b, int(self.max.value.data), x.type)))
+            return x
         if self.min is not None:
             x = _max(b, x, self.min.value.data)
         if self.max is not None:
@@ -278,6 +307,9 @@ class ClampOp(_ScalarParamOp):
 
     def verify_(self) -> None:
         super().verify_()
+        bounds = [a.value.data for a in (self.min, self.max) if a is not None]
+        if not is_float(self.input.type.element_type) and not all(v.is_integer() for v in bounds):
+            raise VerifyException(f"irt.clamp: an i64 clamp needs integer bounds, got {bounds}")
         if self.min is None and self.max is None:
             raise VerifyException(
                 f"irt.clamp: at least one of min and max is required (input {_fmt(shape_of(self.input))})"
@@ -309,10 +341,11 @@ class LeakyReluOp(_ScalarParamOp):
 
 @irdl_op_definition
 class WhereOp(ElementwiseOp):
-    """cond ? a : b per element, with cond an f32 tensor of 0.0 (false) and 1.0 (true), all three
-    broadcast to the result shape. (irc has no bool tensors: a compile-time mask is folded to f32.)
+    """cond ? a : b per element, all three broadcast to the result shape; a, b and the result have
+    one element type (f32, i64 or i1). cond is a bool (i1) tensor, or an f32 one of 0.0 (false)
+    and 1.0 (true): the form a mask known at compile time is folded to.
 
-        %y = irt.where %c, %a, %b : (tensor<4x4xf32>, tensor<f32>, tensor<4x4xf32>) -> tensor<4x4xf32>
+        %y = irt.where %c, %a, %b : (tensor<4x4xi1>, tensor<f32>, tensor<4x4xf32>) -> tensor<4x4xf32>
     """
 
     name = "irt.where"
@@ -326,8 +359,13 @@ class WhereOp(ElementwiseOp):
     def __init__(self, cond: SSAValue, lhs: SSAValue, rhs: SSAValue, result_type: TensorType):
         super().__init__(operands=[cond, lhs, rhs], result_types=[result_type])
 
+    def verify_element_types(self) -> None:
+        _check_tensor(self, self.cond, "the condition", (i1, f32))
+        values = (("lhs", self.lhs), ("rhs", self.rhs), ("the result", self.result))
+        _check_same_element_type(self, values, ELEMENT_TYPES)
+
     def build_scalar(self, b: Builder, args: Sequence[SSAValue]) -> SSAValue:
-        c = _ins(b, arith.FPToUIOp(args[0], i1))
+        c = args[0] if args[0].type == i1 else _ins(b, arith.FPToUIOp(args[0], i1))
         return _ins(b, arith.SelectOp(c, args[1], args[2]))
 
 

@@ -19,6 +19,10 @@ that is 0 at call time gives -inf (eager raises, and the verifier rejects a stat
     %n = irt.layer_norm %x : tensor<4x8xf32> weight %w : tensor<8xf32> bias %b : tensor<8xf32> dims 1 eps 1.000000e-05 -> tensor<4x8xf32>
     %y = irt.batch_matmul matmul %a, %b : (tensor<2x4x8xf32>, tensor<2x8x16xf32>) -> tensor<2x4x16xf32>
     %o = irt.attention %q, %k, %v scale 0.125 causal : (...) -> tensor<1x4x16x8xf32>
+    %c = irt.cumsum %m dim 1 : tensor<?x?xi64, #irt.dims<"s0", "s1">>
+
+`irt.cumsum` (running sums along one dim, f32 or i64: position ids from an attention mask) is
+written for symbolic sizes.
 """
 
 from __future__ import annotations
@@ -57,9 +61,11 @@ from xdsl.utils.exceptions import VerifyException
 from xdsl.utils.str_enum import StrEnum
 
 from irc.dialects.irt.core import (
+    NUMERIC_TYPES,
     ContractionKind,
     ContractionKindAttr,
     _check_f32_tensor,
+    _check_same_element_type,
     _fmt,
     broadcast_shapes,
     shape_of,
@@ -100,7 +106,8 @@ def reduced_shape(shape: Sequence[int], dims: Sequence[int], keepdim: bool) -> t
 
 @irdl_op_definition
 class ReduceOp(StaticShapeOp):
-    """Sum, mean or max over `dims` (sorted, non-negative; all dims for a full reduction).
+    """Sum, mean or max over `dims` (sorted, non-negative; all dims for a full reduction). Sizes
+    may be symbolic (a mean over a sequence of any length).
 
         %s = irt.reduce mean %x [0, 2] keepdim : (tensor<3x4x5xf32>) -> tensor<1x4x1xf32>
     """
@@ -441,5 +448,43 @@ class AttentionOp(StaticShapeOp):
             raise VerifyException(f"irt.attention: scale must be finite, got {self.scale_value}")
 
 
-OPS: list = [ReduceOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchMatmulOp, AttentionOp]
+# ---------------------------------------------------------------------------------------------
+# irt.cumsum
+# ---------------------------------------------------------------------------------------------
+
+
+@irdl_op_definition
+class CumsumOp(StaticShapeOp):
+    """Running sums along `dim` (torch.cumsum): result[..., j, ...] = sum of input[..., :j+1, ...].
+    f32 sums accumulate in double, as torch's CPU kernel does; i64 ones wrap.
+
+        %c = irt.cumsum %m dim 1 : tensor<?x?xi64, #irt.dims<"s0", "s1">>
+    """
+
+    SYMBOLIC_DIMS: ClassVar[bool] = True
+    name = "irt.cumsum"
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    input = operand_def(T)
+    dim = prop_def(IntegerAttr[i64])
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$input `dim` $dim attr-dict `:` type($result)"
+
+    def __init__(self, input: SSAValue, dim: int):
+        v = SSAValue.get(input)
+        super().__init__(operands=[v], result_types=[v.type], properties={"dim": IntegerAttr(dim, i64)})
+
+    @property
+    def axis(self) -> int:
+        return self.dim.value.data % max(len(shape_of(self.input)), 1)
+
+    def verify_(self) -> None:
+        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), NUMERIC_TYPES)
+        shape = shape_of(self.input)
+        if not shape:
+            raise VerifyException("irt.cumsum: the input must have rank >= 1, got a scalar")
+        _normalize_dim(self.name, self.dim.value.data, len(shape))
+
+
+OPS: list = [ReduceOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, BatchMatmulOp, AttentionOp, CumsumOp]
 ATTRS: list = [ReduceKindAttr]

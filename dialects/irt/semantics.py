@@ -129,6 +129,10 @@ def _batch_matmul(op: irt_reduce.BatchMatmulOp, inputs: list[Tensor]) -> Tensor:
     return torch.matmul(lhs, rhs)
 
 
+def _cumsum(op: irt_reduce.CumsumOp, inputs: list[Tensor]) -> Tensor:
+    return torch.cumsum(inputs[0], op.axis)
+
+
 def _attention(op: irt_reduce.AttentionOp, inputs: list[Tensor]) -> Tensor:
     q, k, v = inputs[:3]
     scores = torch.matmul(q, k.transpose(-2, -1)) * op.scale_value
@@ -162,6 +166,34 @@ def _expand(op: irt_shape.ExpandOp, inputs: list[Tensor]) -> Tensor:
     return inputs[0].expand(irt.shape_of(op.result))
 
 
+def _arange(op: irt_shape.ArangeOp, inputs: list[Tensor]) -> Tensor:
+    (n,) = irt.shape_of(op.result)
+    if irt.is_float(irt.element_type(op.result)):  # i * step + start in f32, as the loops compute it
+        return torch.arange(n, dtype=torch.float32) * op.step_value + op.start_value
+    return torch.arange(n, dtype=torch.int64) * int(op.step_value) + int(op.start_value)
+
+
+def _missing(x: Tensor) -> Tensor:
+    """What an index outside the input reads: NaN, or 0 / false."""
+    return torch.tensor(float("nan") if x.is_floating_point() else 0, dtype=x.dtype)
+
+
+def _gather(op: irt_shape.GatherOp, inputs: list[Tensor]) -> Tensor:
+    x, idx, d = inputs[0], inputs[1], op.axis
+    valid = (idx >= 0) & (idx < x.shape[d])
+    taken = torch.gather(x, d, idx.clamp(0, max(x.shape[d] - 1, 0)))
+    return torch.where(valid, taken, _missing(x))
+
+
+def _index_select(op: irt_shape.IndexSelectOp, inputs: list[Tensor]) -> Tensor:
+    x, idx, d = inputs[0], inputs[1], op.axis
+    valid = ((idx >= 0) & (idx < x.shape[d])).reshape([-1 if k == d else 1 for k in range(x.dim())])
+    taken = torch.index_select(x, d, idx.clamp(0, max(x.shape[d] - 1, 0)))
+    return torch.where(valid, taken, _missing(x))
+
+
+def _triangle(op: irt_shape.TriangleOp, inputs: list[Tensor]) -> Tensor:
+    return (torch.triu if op.UPPER else torch.tril)(inputs[0], op.offset)
 def _size(op: irt_shape.SizeOp, inputs: list[Tensor]) -> Tensor:
     """The expression with each symbol bound from the operand's actual shape."""
     dims = irt.shape_of(op.source)
@@ -203,11 +235,16 @@ REFERENCE: dict[type[Operation], Semantics] = {
     irt_reduce.LayerNormOp: _layer_norm,
     irt_reduce.BatchMatmulOp: _batch_matmul,
     irt_reduce.AttentionOp: _attention,
+    irt_reduce.CumsumOp: _cumsum,
     # shape
     irt_shape.SliceOp: _slice,
     irt_shape.ConcatOp: _concat,
     irt_shape.ExpandOp: _expand,
     irt_shape.EmbeddingOp: _embedding,
+    irt_shape.ArangeOp: _arange,
+    irt_shape.GatherOp: _gather,
+    irt_shape.IndexSelectOp: _index_select,
+    irt_shape.TriangleOp: _triangle,
     irt_shape.SizeOp: _size,
 }
 """Every other non-elementwise op -> its result."""

@@ -1,8 +1,16 @@
-"""`irt` ops: layout and data movement beyond reshape/transpose: slice, concat, expand.
+"""`irt` ops: layout and data movement beyond reshape/transpose: slice, concat, expand,
+embedding, and the index ops of language models: arange, gather, index_select, triu/tril.
 
     %s = irt.slice %x offsets [0, 2] strides [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
     %c = irt.concat %a, %b dim 1 : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>
     %e = irt.expand %x : (tensor<4x1xf32>) -> tensor<4x8xf32>
+    %p = irt.arange start 0 step 1 : tensor<?xi64, #irt.dims<"s0">>
+    %g = irt.gather %x, %idx dim 1 : (tensor<4x8xf32>, tensor<4x3xi64>) -> tensor<4x3xf32>
+    %r = irt.index_select %x, %idx dim 0 : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<3x8xf32>
+    %t = irt.tril %m diagonal 0 : tensor<?x?xi1, #irt.dims<"s0", "s0">>
+
+The index ops are written for symbolic sizes (`SYMBOLIC_DIMS`): arange takes its length from its
+result type, and their verifiers check what the sizes decide.
 
 A slice takes, in each dimension d, `size_d` elements (the result's size) starting at
 `offsets[d]`, `strides[d]` apart (torch's `x[a:b:s]`; int indexing is a size-1 slice followed by
@@ -18,12 +26,27 @@ Permutations use `irt.transpose`, and views (squeeze, unsqueeze, flatten, ...) `
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, IntegerType, StringAttr, TensorType, f32, i64
+from xdsl.dialects.builtin import (
+    I64,
+    DenseArrayBase,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    f32,
+    f64,
+    i64,
+)
 from xdsl.ir import Attribute, SSAValue
 from xdsl.irdl import (
+    AnyAttr,
+    VarConstraint,
     irdl_op_definition,
     operand_def,
     prop_def,
@@ -34,14 +57,24 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from irc.dialects.irt.core import _check_f32_tensor, _fmt, shape_of
+from irc.dialects.irt.core import (
+    ELEMENT_TYPES,
+    NUMERIC_TYPES,
+    _check_f32_tensor,
+    _check_same_element_type,
+    _check_tensor,
+    _fmt,
+    element_type,
+    shape_of,
+)
 from irc.dialects.static_shape import StaticShapeOp
 from irc.dialects.symbolic import Dim, dim, format_dim, parse_dim, symbols_of
 
 
 @irdl_op_definition
 class SliceOp(StaticShapeOp):
-    """A strided box of the input: result[i...] = input[offsets + i * strides ...].
+    """A strided box of the input: result[i...] = input[offsets + i * strides ...] (sizes may be
+    symbolic: see the module doc and `call_time_requirements`).
 
         %s = irt.slice %x offsets [0, 2] strides [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
     """
@@ -74,8 +107,7 @@ class SliceOp(StaticShapeOp):
         return tuple(self.strides.get_values())
 
     def verify_(self) -> None:
-        _check_f32_tensor(self, self.input, "the input")
-        _check_f32_tensor(self, self.result, "the result")
+        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), ELEMENT_TYPES)
         a, r = shape_of(self.input), shape_of(self.result)
         offs, strides = self.static_offsets, self.static_strides
         if not (len(a) == len(r) == len(offs) == len(strides)):
@@ -122,7 +154,7 @@ def _may_fit(n: Dim, size: Dim, offset: int, stride: int) -> bool:
 
 @irdl_op_definition
 class ConcatOp(StaticShapeOp):
-    """Inputs joined along `dim`; every other dimension agrees.
+    """Inputs joined along `dim`; every other dimension agrees (sizes may be symbolic).
 
         %c = irt.concat %a, %b dim 1 : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>
     """
@@ -143,11 +175,10 @@ class ConcatOp(StaticShapeOp):
         return self.dim.value.data
 
     def verify_(self) -> None:
-        _check_f32_tensor(self, self.result, "the result")
+        values = [(f"input {i}", v) for i, v in enumerate(self.inputs)] + [("the result", self.result)]
+        _check_same_element_type(self, values, ELEMENT_TYPES)
         r, d = shape_of(self.result), self.axis
         shapes = [shape_of(v) for v in self.inputs]
-        for i, v in enumerate(self.inputs):
-            _check_f32_tensor(self, v, f"input {i}")
         listed = ", ".join(map(_fmt, shapes))
         if not shapes:
             raise VerifyException("irt.concat: needs at least one input")
@@ -190,8 +221,7 @@ class ExpandOp(StaticShapeOp):
         super().__init__(operands=[input], result_types=[result_type])
 
     def verify_(self) -> None:
-        _check_f32_tensor(self, self.input, "the input")
-        _check_f32_tensor(self, self.result, "the result")
+        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), ELEMENT_TYPES)
         a, r = shape_of(self.input), shape_of(self.result)
         if not broadcasts_to(a, r):
             raise VerifyException(f"irt.expand: input {_fmt(a)} does not broadcast to the result {_fmt(r)}")
@@ -236,6 +266,185 @@ class EmbeddingOp(StaticShapeOp):
             )
 
 
+# ---------------------------------------------------------------------------------------------
+# The index ops of language models (symbolic sizes)
+# ---------------------------------------------------------------------------------------------
+
+
+def _normalize_dim(op_name: str, dim: int, rank: int) -> int:
+    if not 0 <= dim < rank:
+        raise VerifyException(f"{op_name}: dim {dim} is out of range for a rank-{rank} tensor")
+    return dim
+
+
+@irdl_op_definition
+class ArangeOp(StaticShapeOp):
+    """start, start + step, start + 2 * step, ...: as many as the 1-D result has (torch.arange,
+    its length taken from the result type, so it may be a symbolic size). i64 results need an
+    integral start and step; f32 ones compute start + i * step in f32 (exact for integral values
+    up to 2**24).
+
+        %p = irt.arange start 0.000000e+00 step 1.000000e+00 : tensor<?xi64, #irt.dims<"s0">>
+    """
+
+    SYMBOLIC_DIMS: ClassVar[bool] = True
+    name = "irt.arange"
+    start = prop_def(FloatAttr[Float64Type])
+    step = prop_def(FloatAttr[Float64Type])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "`start` $start `step` $step attr-dict `:` type($result)"
+
+    def __init__(self, start: float, step: float, result_type: Attribute):
+        super().__init__(
+            result_types=[result_type],
+            properties={"start": FloatAttr(float(start), f64), "step": FloatAttr(float(step), f64)},
+        )
+
+    @property
+    def start_value(self) -> float:
+        return self.start.value.data
+
+    @property
+    def step_value(self) -> float:
+        return self.step.value.data
+
+    def verify_(self) -> None:
+        _check_tensor(self, self.result, "the result", NUMERIC_TYPES)
+        if len(shape_of(self.result)) != 1:
+            raise VerifyException(f"irt.arange: the result must be 1-D, got {_fmt(shape_of(self.result))}")
+        values = (self.start_value, self.step_value)
+        if not all(math.isfinite(v) for v in values):
+            raise VerifyException(f"irt.arange: start and step must be finite, got {values[0]} and {values[1]}")
+        if element_type(self.result) == i64 and not all(v.is_integer() for v in values):
+            raise VerifyException(f"irt.arange: an i64 result needs an integral start and step, got {values[0]} and {values[1]}")
+
+
+def _check_indices(op: StaticShapeOp, indices: SSAValue) -> None:
+    _check_tensor(op, indices, "the indices", (i64,))
+
+
+@irdl_op_definition
+class GatherOp(StaticShapeOp):
+    """torch.gather: result[i..., j, k...] = input[i..., index[i..., j, k...], k...] along `dim`;
+    the indices have the input's rank, and the result their shape. An index outside
+    [0, input.shape[dim]) (eager raises) reads nothing: the element is NaN, or 0 / false.
+
+        %g = irt.gather %x, %idx dim 1 : (tensor<4x8xf32>, tensor<4x3xi64>) -> tensor<4x3xf32>
+    """
+
+    SYMBOLIC_DIMS: ClassVar[bool] = True
+    name = "irt.gather"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $indices `dim` $dim attr-dict `:` functional-type(operands, $result)"
+
+    def __init__(self, input: SSAValue, indices: SSAValue, dim: int, result_type: Attribute):
+        super().__init__(operands=[input, indices], result_types=[result_type], properties={"dim": IntegerAttr(dim, i64)})
+
+    @property
+    def axis(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), ELEMENT_TYPES)
+        _check_indices(self, self.indices)
+        x, idx, r = shape_of(self.input), shape_of(self.indices), shape_of(self.result)
+        d = _normalize_dim(self.name, self.axis, len(x))
+        if len(idx) != len(x) or r != idx:
+            raise VerifyException(
+                f"irt.gather: indices {_fmt(idx)} must have the rank of the input {_fmt(x)}, and the result "
+                f"{_fmt(r)} their shape"
+            )
+        for k, (n, m) in enumerate(zip(x, idx)):  # torch: index.size(k) <= input.size(k) for k != dim
+            if k != d and isinstance(n, int) and isinstance(m, int) and m > n:
+                raise VerifyException(f"irt.gather: indices {_fmt(idx)} are larger than the input {_fmt(x)} in dim {k}")
+
+
+@irdl_op_definition
+class IndexSelectOp(StaticShapeOp):
+    """torch.index_select: the input's slices along `dim` picked by 1-D indices, in their order:
+    result[..., j, ...] = input[..., index[j], ...]. An index outside the input (eager raises)
+    reads nothing: its slice is NaN, or 0 / false.
+
+        %r = irt.index_select %x, %idx dim 0 : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<3x8xf32>
+    """
+
+    SYMBOLIC_DIMS: ClassVar[bool] = True
+    name = "irt.index_select"
+    input = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(TensorType)
+    traits = traits_def(Pure())
+    assembly_format = "$input `,` $indices `dim` $dim attr-dict `:` functional-type(operands, $result)"
+
+    def __init__(self, input: SSAValue, indices: SSAValue, dim: int, result_type: Attribute):
+        super().__init__(operands=[input, indices], result_types=[result_type], properties={"dim": IntegerAttr(dim, i64)})
+
+    @property
+    def axis(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), ELEMENT_TYPES)
+        _check_indices(self, self.indices)
+        x, idx, r = shape_of(self.input), shape_of(self.indices), shape_of(self.result)
+        d = _normalize_dim(self.name, self.axis, len(x))
+        expected = (*x[:d], *idx, *x[d + 1 :])
+        if len(idx) != 1 or r != expected:
+            raise VerifyException(
+                f"irt.index_select: 1-D indices {_fmt(idx)} into dim {d} of {_fmt(x)} give {_fmt(expected)}, "
+                f"not {_fmt(r)}"
+            )
+
+
+class TriangleOp(StaticShapeOp):
+    """The input with the elements on one side of a diagonal of its last two dims set to zero
+    (false for i1): torch.triu / torch.tril at run time."""
+
+    SYMBOLIC_DIMS: ClassVar[bool] = True
+    T: ClassVar = VarConstraint("T", AnyAttr())
+    input = operand_def(T)
+    diagonal = prop_def(IntegerAttr[I64])
+    result = result_def(T)
+    traits = traits_def(Pure())
+    assembly_format = "$input `diagonal` $diagonal attr-dict `:` type($result)"
+    UPPER: ClassVar[bool]
+
+    def __init__(self, input: SSAValue, diagonal: int = 0):
+        super().__init__(operands=[input], result_types=[input.type], properties={"diagonal": IntegerAttr(diagonal, i64)})
+
+    @property
+    def offset(self) -> int:
+        return self.diagonal.value.data
+
+    def verify_(self) -> None:
+        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), ELEMENT_TYPES)
+        if len(shape_of(self.input)) < 2 or shape_of(self.result) != shape_of(self.input):
+            raise VerifyException(
+                f"{self.name}: needs an input of rank >= 2 and a result of its shape, got "
+                f"{_fmt(shape_of(self.input))} -> {_fmt(shape_of(self.result))}"
+            )
+
+
+@irdl_op_definition
+class TriuOp(TriangleOp):
+    """Keeps x[..., i, j] where j - i >= diagonal (torch.triu).   %t = irt.triu %x diagonal 1 : tensor<4x4xf32>"""
+
+    name = "irt.triu"
+    UPPER: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class TrilOp(TriangleOp):
+    """Keeps x[..., i, j] where j - i <= diagonal (torch.tril).   %t = irt.tril %x diagonal 0 : tensor<4x4xi1>"""
+
+    name = "irt.tril"
+    UPPER: ClassVar[bool] = False
 
 
 @irdl_op_definition
@@ -281,5 +490,5 @@ class SizeOp(StaticShapeOp):
             )
 
 
-OPS = [SliceOp, ConcatOp, ExpandOp, EmbeddingOp, SizeOp]
+OPS = [SliceOp, ConcatOp, ExpandOp, EmbeddingOp, SizeOp, ArangeOp, GatherOp, IndexSelectOp, TriuOp, TrilOp]
 ATTRS: list = []

@@ -31,7 +31,8 @@ from torch import fx
 
 from irc.dialects.irt import core as irt
 from irc.errors import IrcError
-from irc.frontend.convert_base import Converter, ImportContext, Unsupported
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported, dtype_problem
+from irc.frontend.folding import has_runtime_value
 
 aten = torch.ops.aten
 
@@ -60,12 +61,23 @@ def _name(target: Target) -> str:
     return f"{mod}.{getattr(target, '__name__', target)}"
 
 
+def _checked(converter: Converter, node: fx.Node, args: tuple, kwargs: dict) -> Converter:
+    """`converter`, if it takes the call's tensors: the importer checks the alias (which takes
+    every dtype), so the dtypes the torch-level converter takes are checked here."""
+    values = [v for v in (*args, *kwargs.values()) if not isinstance(v, (tuple, list))]
+    values += [v for a in (*args, *kwargs.values()) if isinstance(a, (tuple, list)) for v in a]
+    problem = dtype_problem(converter, node, values, has_runtime_value((args, kwargs)))
+    if problem is not None:
+        raise Unsupported(problem)
+    return converter
+
+
 def call(imp: ImportContext, node: fx.Node, target: Target, *args, **kwargs) -> Any:
     """Convert `target(*args, **kwargs)` with the importer's converter for it (result shape: `node`'s)."""
     converter = _lookup(imp, target)
     if converter is None:
         raise Unsupported(f"no converter for {_name(target)}")
-    return converter(imp, node, *args, **kwargs)
+    return _checked(converter, node, args, kwargs)(imp, node, *args, **kwargs)
 
 
 def alias(*candidates: Target | tuple[Target, Normalizer]) -> Callable[..., Any]:
@@ -77,7 +89,7 @@ def alias(*candidates: Target | tuple[Target, Normalizer]) -> Callable[..., Any]
             converter = _lookup(imp, target)
             if converter is not None:
                 a, kw = normalize(*args, **kwargs)
-                return converter(imp, node, *a, **kw)
+                return _checked(converter, node, a, kw)(imp, node, *a, **kw)
         names = " or ".join(_name(t) for t, _ in pairs)
         raise Unsupported(f"no converter for {names}, which this ATen op maps onto")
 
@@ -94,7 +106,7 @@ class NodeView:
         if index is not None and isinstance(meta, (tuple, list)):
             meta = meta[index]
         if shape is not None:
-            meta = SimpleNamespace(shape=torch.Size(shape), dtype=torch.float32)
+            meta = SimpleNamespace(shape=torch.Size(shape), dtype=getattr(meta, "dtype", torch.float32))
         self.meta = {**node.meta, "tensor_meta": meta}
 
     def __getattr__(self, name: str) -> Any:
@@ -248,6 +260,10 @@ def _sdpa_norm(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale
     return (q, k, v, attn_mask, dropout_p, is_causal), kwargs
 
 
+def _to_copy_norm(x, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
+    return ((x,) if dtype is None else (x, dtype)), {} if device is None else {"device": device}
+
+
 def _unary_names() -> dict[Any, Callable[..., Any]]:
     """aten.<f>.default → torch.<f> / F.<f> for the elementwise functions of the same name."""
     table = {}
@@ -342,7 +358,30 @@ def _aliases() -> dict[Any, Callable[..., Any]]:
         aten.amax.default: alias((torch.amax, lambda x, dim=(), keepdim=False: ((x, list(dim), keepdim), {}))),
         # shape queries (dynamic-shape graphs)
         aten.sym_size.int: _sym_size,
+        # masks, casts and index ops (language models)
+        aten.where.ScalarSelf: alias(torch.where),
+        aten.where.ScalarOther: alias(torch.where),
+        aten.masked_fill.Scalar: alias(torch.masked_fill),
+        aten.masked_fill.Tensor: alias(torch.masked_fill),
+        aten.logical_not.default: alias(torch.logical_not),
+        aten.bitwise_not.default: alias(torch.bitwise_not),
+        aten._to_copy.default: alias(("Tensor.to", _to_copy_norm)),
+        aten.to.dtype: alias(("Tensor.to", lambda x, dtype, *a, **k: ((x, dtype), {}))),
+        aten.cumsum.default: alias(torch.cumsum),
+        aten.triu.default: alias(torch.triu),
+        aten.tril.default: alias(torch.tril),
+        aten.gather.default: alias(torch.gather),
+        aten.index_select.default: alias(torch.index_select),
+        aten.embedding.default: alias((torch.embedding, lambda w, idx, *a: ((w, idx), {}))),
     }
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        packet = getattr(aten, name)
+        table[packet.Tensor] = table[packet.Scalar] = alias(getattr(torch, name))
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        table[getattr(aten, name).default] = alias(getattr(torch, name))
+    for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        packet = getattr(aten, name)
+        table[packet.Tensor] = table[packet.Scalar] = alias(getattr(torch, name))
     for name, target in binary.items():
         packet = getattr(aten, name)
         if name in ("add", "sub"):
@@ -353,6 +392,8 @@ def _aliases() -> dict[Any, Callable[..., Any]]:
 
 
 FUNCTIONS: dict[Any, Converter] = _aliases()
+for _converter in FUNCTIONS.values():  # each checks the dtypes its torch-level converter takes (`_checked`)
+    _converter.accepts_ints = True  # type: ignore[attr-defined]
 
 # Ops an exported graph uses for run-time checks only: dropped when they have no users.
 _CHECKS = {

@@ -21,6 +21,7 @@ from irc.frontend.convert_base import (
     Converter,
     ImportContext,
     Unsupported,
+    accepts_ints,
     binary,
     identity,
     reshape,
@@ -36,6 +37,7 @@ def _gelu(imp: ImportContext, node: fx.Node, x, approximate: str = "none") -> SS
     return imp.insert(irt.GeluOp(x, approximate))
 
 
+@accepts_ints
 def _dropout(imp: ImportContext, node: fx.Node, x, p=0.5, training=True, inplace=False) -> SSAValue:
     if training and p != 0:  # F.dropout(x, p=0.0) is x in training too (torchvision's Swin calls it so)
         raise Unsupported("dropout in training mode; compile the model in eval mode (model.eval())")
@@ -61,6 +63,7 @@ def _exit_autocast(imp: ImportContext, node: fx.Node, state, *args):
     return state
 
 
+@accepts_ints
 def _transpose(imp: ImportContext, node: fx.Node, x, dim0: int, dim1: int) -> SSAValue:
     x = imp.tensor(x)
     rank = len(irt.shape_of(x))
@@ -70,6 +73,7 @@ def _transpose(imp: ImportContext, node: fx.Node, x, dim0: int, dim1: int) -> SS
     return imp.insert(irt.TransposeOp(x, perm, imp.result_type(node)))
 
 
+@accepts_ints
 def _t(imp: ImportContext, node: fx.Node, x) -> SSAValue:
     x = imp.tensor(x)
     if len(irt.shape_of(x)) < 2:
@@ -104,6 +108,9 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.add: _arithmetic(irt.AddOp, torch.add),
     operator.add: _arithmetic(irt.AddOp, operator.add),
     operator.iadd: _arithmetic(irt.AddOp, operator.iadd),
+    operator.isub: _arithmetic(irt.SubOp, operator.isub),
+    operator.imul: _arithmetic(irt.MulOp, operator.imul),
+    operator.itruediv: _arithmetic(irt.DivOp, operator.itruediv),
     torch.sub: _arithmetic(irt.SubOp, torch.sub),
     operator.sub: _arithmetic(irt.SubOp, operator.sub),
     torch.mul: _arithmetic(irt.MulOp, torch.mul),

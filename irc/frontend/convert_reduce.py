@@ -30,6 +30,7 @@ from torch import fx, nn
 from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
+from irc.dialects.irt.math import WhereOp
 from irc.dialects.irt.reduce import (
     AttentionOp,
     BatchMatmulOp,
@@ -38,8 +39,9 @@ from irc.dialects.irt.reduce import (
     ReduceOp,
     SoftmaxOp,
 )
+from irc.dialects.irt.shape import ExpandOp
 from irc.dialects.symbolic import dims_of
-from irc.frontend.convert_base import Converter, ImportContext, Unsupported, tensor_type
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported, accepts_ints, dtype_of, tensor_type
 
 # ---------------------------------------------------------------------------------------------
 # Reductions
@@ -199,11 +201,19 @@ def _attention_mask(
     imp: ImportContext, mask: Any, lq: int, lk: int, true_means_masked: bool
 ) -> tuple[SSAValue | None, bool]:
     """(additive float mask operand or None, causal). Float masks pass through; a compile-time bool
-    mask becomes `causal` if it is the causal pattern, else a constant 0/-inf tensor."""
+    mask becomes `causal` if it is the causal pattern, else a constant 0/-inf tensor; a run-time
+    bool mask 0/-inf computed from it (irt.where)."""
     if mask is None:
         return None, False
     if isinstance(mask, SSAValue):
-        return mask, False
+        if dtype_of(mask) == torch.float32:
+            return mask, False
+        if dtype_of(mask) != torch.bool:
+            raise Unsupported(f"an attn_mask of {dtype_of(mask)} (irc takes float and bool masks)")
+        shape = irt.shape_of(mask)
+        zero, minus_inf = imp.tensor(0.0), imp.tensor(float("-inf"))
+        attend, skip = (minus_inf, zero) if true_means_masked else (zero, minus_inf)
+        return imp.insert(WhereOp(mask, attend, skip, tensor_type(shape))), False
     if isinstance(mask, torch.Tensor):
         if mask.dtype == torch.bool:
             allowed = ~mask if true_means_masked else mask
@@ -217,20 +227,36 @@ def _attention_mask(
                       "or compile-time bool masks")
 
 
+@accepts_ints
 def _sdpa(
     imp: ImportContext, node: fx.Node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
     enable_gqa=False,
 ) -> SSAValue:
     if dropout_p:
         raise Unsupported(f"dropout_p={dropout_p}: irc compiles inference (dropout_p must be 0)")
-    if enable_gqa:
-        raise Unsupported("enable_gqa=True (grouped-query attention) is not supported")
     q, k, v = imp.tensor(q), imp.tensor(k), imp.tensor(v)
+    if any(dtype_of(x) != torch.float32 for x in (q, k, v)):
+        raise Unsupported("attention on tensors other than float32")
+    if enable_gqa:  # k and v have fewer heads than q: each serves a group of query heads
+        k, v = (_repeat_heads(imp, x, irt.shape_of(q)[-3]) for x in (k, v))
     lq, e = irt.shape_of(q)[-2:]
     lk = irt.shape_of(k)[-2]
     mask, causal = _attention_mask(imp, attn_mask, lq, lk, true_means_masked=False)
     s = 1.0 / math.sqrt(e) if scale is None and e else 1.0 if scale is None else float(scale)  # E = 0: scores are 0
     return imp.insert(AttentionOp(q, k, v, mask, s, bool(is_causal) or causal, imp.result_type(node)))
+
+
+def _repeat_heads(imp: ImportContext, x: SSAValue, heads: int) -> SSAValue:
+    """[..., Hkv, L, E] -> [..., heads, L, E], head h reading head h // (heads / Hkv) (repeat_kv)."""
+    *batch, hkv, length, e = irt.shape_of(x)
+    if len(irt.shape_of(x)) < 3 or heads % hkv:
+        raise Unsupported(f"enable_gqa with {heads} query heads over {hkv} key/value heads")
+    if heads == hkv:
+        return x
+    group = heads // hkv
+    x = _reshape(imp, x, (*batch, hkv, 1, length, e))
+    x = imp.insert(ExpandOp(x, tensor_type((*batch, hkv, group, length, e))))
+    return _reshape(imp, x, (*batch, heads, length, e))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,6 +395,7 @@ def _weights_used(node: fx.Node) -> bool:
     return False
 
 
+@accepts_ints
 def _mha_module(
     imp: ImportContext, node: fx.Node, mod: nn.MultiheadAttention, query, key, value, key_padding_mask=None,
     need_weights=True, attn_mask=None, average_attn_weights=True, is_causal=False,

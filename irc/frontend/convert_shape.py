@@ -31,21 +31,25 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
-from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, SliceOp
-from irc.dialects.symbolic import Dim, all_static, dims_of, product
+from irc.dialects.irt.logic import CmpOp
+from irc.dialects.irt.math import WhereOp
+from irc.dialects.irt.shape import ArangeOp, ConcatOp, EmbeddingOp, ExpandOp, IndexSelectOp, SliceOp
+from irc.dialects.symbolic import Dim, all_static, dims_of, is_expr, product
 from irc.errors import IrcError
 from irc.frontend.convert_base import (
     Converter,
     ImportContext,
     Unsupported,
-    accepts_int64,
+    accepts_ints,
+    dtype_of,
     identity,
-    is_int64,
+    like,
     reshape,
+    size,
     slice_dim,
     tensor_type,
 )
-from irc.frontend.folding import folding, has_runtime_value, method_call
+from irc.frontend.folding import folding, has_runtime_value, has_size_expr, method_call
 
 # ---------------------------------------------------------------------------------------------
 # Compile-time checks
@@ -75,25 +79,29 @@ def _torch_size(shape: tuple[Dim, ...]) -> torch.Size | tuple[Dim, ...]:
     return torch.Size(shape) if all_static(shape) else tuple(shape)
 
 
+@accepts_ints
 def _size(imp: ImportContext, node: fx.Node, x: SSAValue, dim: int | None = None):
     size = _torch_size(_shape(x))
     return size if dim is None else size[dim]
 
 
+@accepts_ints
 def _dim(imp: ImportContext, node: fx.Node, x: SSAValue) -> int:
     return len(_shape(x))
 
 
+@accepts_ints
 def _numel(imp: ImportContext, node: fx.Node, x: SSAValue) -> int:
     return product(_shape(x))
 
 
+@accepts_ints
 def _getattr(imp: ImportContext, node: fx.Node, x: SSAValue, name: str, *default):
     shape = _shape(x)
     attrs = {
         "shape": lambda: _torch_size(shape),
         "ndim": lambda: len(shape),
-        "dtype": lambda: torch.float32,
+        "dtype": lambda: dtype_of(x),
         "device": lambda: torch.device("cpu"),
         "is_cuda": lambda: False,
         "requires_grad": lambda: False,
@@ -121,7 +129,7 @@ def _transpose_last(imp: ImportContext, node: fx.Node, x: SSAValue) -> SSAValue:
 def _reshaped(imp: ImportContext, x: SSAValue, shape: Sequence[int]) -> SSAValue:
     if _shape(x) == tuple(shape):
         return x
-    return imp.insert(irt.ReshapeOp(x, tensor_type(shape)))
+    return imp.insert(irt.ReshapeOp(x, like(x, shape)))
 
 
 def _index_tensor(imp: ImportContext, node: fx.Node, x: SSAValue, index: Any) -> SSAValue:
@@ -130,7 +138,8 @@ def _index_tensor(imp: ImportContext, node: fx.Node, x: SSAValue, index: Any) ->
     for it in items:
         if isinstance(it, bool) or not (it is None or it is Ellipsis or isinstance(it, (int, slice))):
             raise Unsupported(f"indexing with {type(it).__name__} (irc supports ints, slices, None and ...)")
-        if isinstance(it, slice) and not all(isinstance(v, (int, type(None))) for v in (it.start, it.stop, it.step)):
+        bounds = (it.start, it.stop, it.step) if isinstance(it, slice) else ()
+        if not all(isinstance(v, (int, type(None))) or is_expr(v) for v in bounds):
             raise Unsupported("a slice whose bounds are not known at compile time")
     shape = _shape(x)
     consumed = sum(1 for it in items if it is not None and it is not Ellipsis)
@@ -142,6 +151,9 @@ def _index_tensor(imp: ImportContext, node: fx.Node, x: SSAValue, index: Any) ->
         items[at : at + 1] = fill
     else:
         items += fill
+    bounds = [v for it in items if isinstance(it, slice) for v in (it.start, it.stop, it.step)]
+    if not all_static(shape) or any(is_expr(v) for v in bounds):
+        return _index_symbolic(imp, node, x, items)
 
     offsets, strides, sizes, out_shape, d = [], [], [], [], 0
     for it in items:
@@ -167,19 +179,74 @@ def _index_tensor(imp: ImportContext, node: fx.Node, x: SSAValue, index: Any) ->
         d += 1
     v = x
     if tuple(sizes) != shape or any(o != 0 for o in offsets):
-        v = imp.insert(SliceOp(x, offsets, strides, tensor_type(sizes)))
+        v = imp.insert(SliceOp(x, offsets, strides, like(x, sizes)))
     return _reshaped(imp, v, out_shape)
 
 
+SYMBOLIC_MIN = 2
+"""The least size a symbolic dimension has (tracing assumes >= 2; the runtime checks it)."""
+
+
+def _index_symbolic(imp: ImportContext, node: fx.Node, x: SSAValue, items: list) -> SSAValue:
+    """x[items] where sizes or slice bounds are symbolic: offsets and strides must be static (a
+    negative index counts from a size only the call knows: unsupported), the sizes are the traced
+    ones (torch's own arithmetic on the symbols); a static box on a symbolic dimension must fit in
+    its least size, so no call reads outside it."""
+    shape, out_shape = _shape(x), list(dims_of(imp.result_type(node)))
+    offsets, strides, sizes, d, o = [], [], [], 0, 0
+    for it in items:
+        if it is None:
+            o += 1
+            continue
+        n = shape[d]
+        start, step = (it, 1) if isinstance(it, int) else (it.start or 0, it.step or 1)
+        if not (isinstance(start, int) and isinstance(step, int)) or start < 0 or step < 1:
+            raise Unsupported(f"index {it} of a dimension of size {n}: irc takes static, non-negative starts and steps here")
+        size = 1 if isinstance(it, int) else out_shape[o]
+        if not isinstance(n, int) and isinstance(size, int) and size and start + (size - 1) * step >= SYMBOLIC_MIN:
+            raise Unsupported(f"index {it} of a dimension of size {n} (static reach past its least size {SYMBOLIC_MIN})")
+        offsets.append(start)
+        strides.append(step)
+        sizes.append(size)
+        o += 0 if isinstance(it, int) else 1
+        d += 1
+    v = x
+    if tuple(sizes) != shape or any(off != 0 for off in offsets):
+        v = imp.insert(SliceOp(x, offsets, strides, like(x, sizes)))
+    return _reshaped(imp, v, out_shape)
+
+
+@accepts_ints
 def _getitem(imp: ImportContext, node: fx.Node, x: Any, index: Any):
-    """getitem on a tensor (slicing) or on a Python sequence (shapes, split results)."""
+    """getitem on a tensor (slicing, or rows picked by an int64 tensor) or on a Python sequence
+    (shapes, split results)."""
+    if isinstance(x, torch.Tensor) and has_size_expr(index):  # a compile-time tensor cut to symbolic sizes
+        x = imp.constant(x, "sliced", keep=True)
     if isinstance(x, SSAValue):
+        if isinstance(index, SSAValue):
+            return _take_rows(imp, node, x, index)
         if has_runtime_value(index) or isinstance(index, (torch.Tensor, list)):
-            raise Unsupported("indexing with tensors or lists (advanced indexing)")
+            raise Unsupported("indexing with several tensors, lists or compile-time tensors (advanced indexing)")
         return _index_tensor(imp, node, x, index)
     if isinstance(x, (tuple, list)):
         return x[index]
     raise Unsupported(f"indexing a {type(x).__name__} with a run-time tensor")
+
+
+def _take_rows(imp: ImportContext, node: fx.Node, x: SSAValue, index: SSAValue) -> SSAValue:
+    """x[index] for a run-time int64 tensor: the rows x[index[i...]] (negative indices count from
+    the end, as in eager): an irt.index_select along dim 0 of the flattened indices, reshaped to
+    index.shape + x.shape[1:]."""
+    if dtype_of(index) != torch.int64 or not _shape(x):
+        raise Unsupported("indexing with a bool mask or a float tensor (the result's size depends on the values)")
+    n, idx_shape = _shape(x)[0], _shape(index)
+    zero = imp.tensor(0, torch.int64)
+    negative = imp.insert(CmpOp("lt", index, zero, tensor_type(idx_shape, torch.bool)))
+    wrapped = imp.insert(irt.AddOp(index, imp.tensor(n, torch.int64), like(index, idx_shape)))
+    index = imp.insert(WhereOp(negative, wrapped, index, like(index, idx_shape)))
+    flat = _reshaped(imp, index, (math.prod(idx_shape),))
+    rows = imp.insert(IndexSelectOp(x, flat, 0, like(x, (math.prod(idx_shape), *_shape(x)[1:]))))
+    return _reshaped(imp, rows, (*idx_shape, *_shape(x)[1:]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -189,17 +256,23 @@ def _getitem(imp: ImportContext, node: fx.Node, x: Any, index: Any):
 
 def _pieces(imp: ImportContext, x: SSAValue, dim: int, sizes: Sequence[int]) -> tuple[SSAValue, ...]:
     out, start = [], 0
-    for size in sizes:
-        out.append(slice_dim(imp, x, dim, start, size))
-        start += size
+    for n in sizes:
+        out.append(slice_dim(imp, x, dim, start, n))
+        start += n
     return tuple(out)
 
 
 def _meta_sizes(x: SSAValue, dim: int, how: Callable[[torch.Tensor], Sequence[torch.Tensor]]) -> list[int]:
-    """Piece sizes along `dim` exactly as torch computes them (on a shape-only tensor)."""
-    return [p.shape[dim] for p in how(torch.empty(_shape(x), device="meta"))]
+    """Piece sizes along `dim` exactly as torch computes them (on a shape-only tensor; the other
+    dimensions do not matter, so symbolic ones stand in as 1)."""
+    n = _shape(x)[dim]
+    if not isinstance(n, int):
+        raise Unsupported(f"splitting a dimension of symbolic size {n}")
+    shape = [d if isinstance(d, int) else 1 for d in _shape(x)]
+    return [p.shape[dim] for p in how(torch.empty(shape, device="meta"))]
 
 
+@accepts_ints
 def _split(imp: ImportContext, node: fx.Node, x, split_size_or_sections, dim: int = 0):
     x = imp.tensor(x)
     dim %= len(_shape(x))
@@ -207,12 +280,14 @@ def _split(imp: ImportContext, node: fx.Node, x, split_size_or_sections, dim: in
     return _pieces(imp, x, dim, sizes)
 
 
+@accepts_ints
 def _chunk(imp: ImportContext, node: fx.Node, x, chunks: int, dim: int = 0):
     x = imp.tensor(x)
     dim %= len(_shape(x))
     return _pieces(imp, x, dim, _meta_sizes(x, dim, lambda t: torch.chunk(t, chunks, dim)))
 
 
+@accepts_ints
 def _unbind(imp: ImportContext, node: fx.Node, x, dim: int = 0):
     x = imp.tensor(x)
     shape = _shape(x)
@@ -226,19 +301,22 @@ def _unbind(imp: ImportContext, node: fx.Node, x, dim: int = 0):
 # ---------------------------------------------------------------------------------------------
 
 
+@accepts_ints
 def _cat(imp: ImportContext, node: fx.Node, tensors, dim: int = 0, **kwargs) -> SSAValue:
     if kwargs:
         raise Unsupported(f"cat with {', '.join(kwargs)}")
-    inputs = [imp.tensor(t) for t in tensors]
     t = imp.result_type(node)
+    dtype = _dtype_of_type(t)
+    inputs = [imp.tensor(v, dtype) for v in tensors]  # torch.cat promotes its inputs to one dtype
     if len(inputs) == 1:
         return inputs[0]
     return imp.insert(ConcatOp(inputs, dim % len(t.get_shape()), t))
 
 
+@accepts_ints
 def _stack(imp: ImportContext, node: fx.Node, tensors, dim: int = 0) -> SSAValue:
-    inputs = [imp.tensor(t) for t in tensors]
     t = imp.result_type(node)
+    inputs = [imp.tensor(v, _dtype_of_type(t)) for v in tensors]
     dim %= len(t.get_shape())
     shape = list(_shape(inputs[0]))
     shape.insert(dim, 1)
@@ -251,10 +329,10 @@ BROADCASTING_FUNCTIONS = {operator.add, operator.sub, operator.mul, operator.tru
 BROADCASTING_METHODS = {"add", "sub", "mul", "div"}
 
 
-def _value_shape(arg: Any) -> tuple[int, ...] | None:
+def _value_shape(arg: Any) -> tuple[Dim, ...] | None:
     if isinstance(arg, fx.Node):
         meta = arg.meta.get("tensor_meta")
-        return tuple(meta.shape) if meta is not None and hasattr(meta, "shape") else None
+        return tuple(map(size, meta.shape)) if meta is not None and hasattr(meta, "shape") else None
     return () if isinstance(arg, (int, float)) and not isinstance(arg, bool) else None
 
 
@@ -283,6 +361,7 @@ def consumers_broadcast(node: fx.Node, source_shape: Sequence[int]) -> bool:
     return bool(node.users)
 
 
+@accepts_ints
 def _expand(imp: ImportContext, node: fx.Node, x, *sizes, **kwargs) -> SSAValue:
     x = imp.tensor(x)
     t = imp.result_type(node)
@@ -291,6 +370,7 @@ def _expand(imp: ImportContext, node: fx.Node, x, *sizes, **kwargs) -> SSAValue:
     return imp.insert(ExpandOp(x, t))
 
 
+@accepts_ints
 def _permute(imp: ImportContext, node: fx.Node, x, *dims) -> SSAValue:
     x = imp.tensor(x)
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
@@ -300,9 +380,10 @@ def _permute(imp: ImportContext, node: fx.Node, x, *dims) -> SSAValue:
     if perm == list(range(rank)):
         return x
     shape = [_shape(x)[p] for p in perm]
-    return imp.insert(irt.TransposeOp(x, perm, tensor_type(shape)))
+    return imp.insert(irt.TransposeOp(x, perm, like(x, shape)))
 
 
+@accepts_ints
 def _movedim(imp: ImportContext, node: fx.Node, x, source, destination) -> SSAValue:
     """movedim as a permutation: result dimension d comes from input dimension perm[d]."""
     x = imp.tensor(x)
@@ -316,33 +397,8 @@ def _movedim(imp: ImportContext, node: fx.Node, x, source, destination) -> SSAVa
     return _permute(imp, node, x, *(p if p is not None else next(rest) for p in perm))
 
 
-# ---------------------------------------------------------------------------------------------
-# Identity and casts
-# ---------------------------------------------------------------------------------------------
-
-
-def _check_float32(arg: Any) -> None:
-    if isinstance(arg, torch.dtype) and arg != torch.float32:
-        raise Unsupported(f"a cast to {arg}: irc compiles float32 tensors")
-    if isinstance(arg, str) and arg not in ("torch.FloatTensor", "cpu") and not arg.startswith("cpu"):
-        raise Unsupported(f"a conversion to {arg!r}: irc compiles float32 CPU tensors")
-    if isinstance(arg, torch.device) and arg.type != "cpu":
-        raise Unsupported(f"a move to {arg}: irc compiles for the CPU")
-
-
-def _to(imp: ImportContext, node: fx.Node, x, *args, **kwargs) -> SSAValue:
-    """.to(dtype/device/tensor), .type(dtype): the identity when it keeps float32 on the CPU."""
-    for arg in (*args, kwargs.get("dtype"), kwargs.get("device")):
-        _check_float32(arg)
-        if isinstance(arg, torch.Tensor) and arg.dtype != torch.float32:
-            raise Unsupported(f"a cast to {arg.dtype}: irc compiles float32 tensors")
-    return imp.tensor(x)
-
-
-def _type(imp: ImportContext, node: fx.Node, x, dtype=None, **kwargs):
-    if dtype is None:
-        return "torch.FloatTensor"
-    return _to(imp, node, x, dtype)
+def _dtype_of_type(t: Any) -> torch.dtype:
+    return {"f32": torch.float32, "i64": torch.int64, "i1": torch.bool}[str(t.element_type)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,13 +406,67 @@ def _type(imp: ImportContext, node: fx.Node, x, dtype=None, **kwargs):
 # ---------------------------------------------------------------------------------------------
 
 
-def _like(fn: Callable[..., torch.Tensor]) -> Converter:
-    """zeros_like(x), ones_like(x), full_like(x, v), x.new_zeros(...): x only lends its shape."""
+def _filled(imp: ImportContext, node: fx.Node, value: Any) -> SSAValue:
+    """A tensor of the node's traced shape (symbolic sizes included) and dtype, every element
+    `value`: one constant, broadcast (nothing is materialized until a kernel reads it)."""
+    if isinstance(value, SSAValue) or is_expr(value) or not isinstance(value, (int, float, bool)):
+        raise Unsupported("a factory whose fill value is computed at run time")
+    t = imp.result_type(node)
+    c = imp.tensor(value, _dtype_of_type(t))
+    return c if not t.get_shape() else imp.insert(ExpandOp(c, t))
 
+
+FILLS = {"zeros": 0, "ones": 1, "empty": 0}
+
+
+def _sized(eager: Callable[..., Any], fill: Callable[..., Any]) -> Converter:
+    """A factory (zeros, ones, full, empty...): evaluated at compile time when its sizes are static,
+    else a broadcast constant of the traced shape (`fill(*args, **kwargs)` gives the value)."""
+    folded = folding(None, eager, _FACTORY)
+
+    def convert(imp: ImportContext, node: fx.Node, *args, **kwargs):
+        if not has_size_expr((args, kwargs)):
+            return folded(imp, node, *args, **kwargs)
+        return _filled(imp, node, fill(*args, **kwargs))
+
+    return convert
+
+
+def _full_value(size, fill_value, *args, **kwargs):
+    return fill_value
+
+
+def _arange(imp: ImportContext, node: fx.Node, *args, **kwargs) -> SSAValue:
+    """torch.arange: folded when its bounds are static, else irt.arange of the traced (symbolic)
+    length, plus a symbolic start as a number."""
+    if not has_size_expr((args, kwargs)):
+        return folding(None, torch.arange, _FACTORY)(imp, node, *args, **kwargs)
+    bounds = list(args) + [kwargs[k] for k in ("start", "end", "step") if k in kwargs]
+    start, step = (bounds[0], bounds[2] if len(bounds) > 2 else 1) if len(bounds) > 1 else (0, 1)
+    if is_expr(step) or not isinstance(step, (int, float)):
+        raise Unsupported("arange with a step computed at run time")
+    t = imp.result_type(node)
+    v = imp.insert(ArangeOp(0 if is_expr(start) else start, step, t))
+    if is_expr(start):
+        v = imp.insert(irt.AddOp(v, imp.tensor(start, _dtype_of_type(t)), t))
+    return v
+
+
+def _like(fn: Callable[..., torch.Tensor], fill: Callable[..., Any] | None = None) -> Converter:
+    """zeros_like(x), ones_like(x), full_like(x, v), x.new_zeros(...): x only lends its shape and
+    dtype; evaluated at compile time when the shape is static, else (`fill(*args)` gives the
+    value) a broadcast constant of the traced symbolic shape."""
+
+    @accepts_ints
     def convert(imp: ImportContext, node: fx.Node, x, *args, **kwargs):
-        proxy = torch.empty(_shape(x)) if isinstance(x, SSAValue) else x
         if has_runtime_value((args, kwargs)):
             raise Unsupported("a factory whose arguments are computed at run time")
+        symbolic = isinstance(x, SSAValue) and not all_static(_shape(x))
+        if symbolic or has_size_expr((args, kwargs)):
+            if fill is None:
+                raise Unsupported("this factory with symbolic sizes")
+            return _filled(imp, node, fill(*args, **kwargs))
+        proxy = torch.empty(_shape(x), dtype=dtype_of(x)) if isinstance(x, SSAValue) else x
         return fn(proxy, *args, **kwargs)
 
     return convert
@@ -372,26 +482,28 @@ def _embedding_op(imp: ImportContext, node: fx.Node, indices, weight, max_norm=N
     change training, so they are accepted; max_norm renormalizes the table in place: unsupported."""
     if max_norm is not None:
         raise Unsupported("max_norm (renormalizes the weight in place on every call)")
-    if not is_int64(indices):
-        raise Unsupported("the indices must be an int64 tensor given at run time (a model input)")
-    if not isinstance(weight, SSAValue) or is_int64(weight):
+    if isinstance(indices, torch.Tensor) and not indices.dtype.is_floating_point:
+        indices = imp.constant(indices, "indices", keep=True)  # position ids known at compile time
+    if not isinstance(indices, SSAValue) or dtype_of(indices) != torch.int64:
+        raise Unsupported("the indices must be an int64 tensor")
+    if not isinstance(weight, SSAValue) or dtype_of(weight) != torch.float32:
         raise Unsupported("the weight must be a float32 parameter")
     return imp.insert(EmbeddingOp(indices, weight, imp.result_type(node)))
 
 
-@accepts_int64
+@accepts_ints
 def _f_embedding(imp: ImportContext, node: fx.Node, input, weight, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False) -> SSAValue:
     return _embedding_op(imp, node, input, weight, max_norm)
 
 
-@accepts_int64
+@accepts_ints
 def _torch_embedding(imp: ImportContext, node: fx.Node, weight, input, padding_idx=-1,
                      scale_grad_by_freq=False, sparse=False) -> SSAValue:
     return _embedding_op(imp, node, input, weight)
 
 
-@accepts_int64
+@accepts_ints
 def _embedding_module(imp: ImportContext, node: fx.Node, mod: torch.nn.Embedding, input) -> SSAValue:
     return _embedding_op(imp, node, input, imp.param(mod.weight), mod.max_norm)
 
@@ -417,12 +529,10 @@ def _results_getitem(convert: Converter) -> Converter:
             return item
         return convert(imp, node, value, index, *args, **kwargs)
 
+    getitem.accepts_ints = getattr(convert, "accepts_ints", False)  # type: ignore[attr-defined]
     return getitem
 
 
-_RUNTIME_COMPARISON = (
-    "a comparison or logical op on a run-time tensor (it makes a bool tensor; irc compiles float32 only)"
-)
 _FACTORY = "a factory whose arguments are computed at run time"
 
 
@@ -433,11 +543,8 @@ def _only_folded(targets: Sequence[Any], what: str) -> dict[Any, Converter]:
 
 FUNCTIONS: dict[Any, Converter] = {
     **_only_folded(
-        (operator.floordiv, operator.mod, operator.eq, operator.ne, operator.lt, operator.le, operator.gt,
-         operator.ge, operator.not_, operator.and_, operator.or_, operator.invert, operator.xor, torch.eq, torch.ne,
-         torch.lt, torch.le, torch.gt, torch.ge, torch.logical_not, torch.logical_and, torch.logical_or,
-         builtins.len),
-        _RUNTIME_COMPARISON,
+        (operator.floordiv, operator.mod, operator.not_, builtins.len),
+        "integer division, modulo or `not` of a value computed at run time",
     ),
     # Size arithmetic Dynamo records (math on x.shape, SymInt/SymFloat helpers)
     **_only_folded(
@@ -445,10 +552,17 @@ FUNCTIONS: dict[Any, Converter] = {
          torch.sym_min, torch.sym_sum, torch.sym_not),
         "size arithmetic on a value computed at run time",
     ),
-    **_only_folded((torch.zeros, torch.ones, torch.full, torch.arange, torch.eye, torch.linspace, torch.tensor), _FACTORY),
-    **_only_folded((torch.triu, torch.tril), "triu/tril of a tensor computed at run time"),
+    **_only_folded((torch.eye, torch.linspace, torch.tensor), _FACTORY),
+    # dtype facts (`torch.finfo(x.dtype).min`: the fill value of masks)
+    **_only_folded((torch.finfo, torch.iinfo), "finfo/iinfo of a value computed at run time"),
+    # torch.Size(...) of sizes (Dynamo records it for `x.size()[:-1] + (n,)`), API-usage logging
+    **_only_folded((torch.Size, torch._C._log_api_usage_once), "a value computed at run time"),
+    torch.zeros: _sized(torch.zeros, lambda *a, **k: 0),
+    torch.ones: _sized(torch.ones, lambda *a, **k: 1),
+    torch.full: _sized(torch.full, _full_value),
+    torch.arange: _arange,
     # torch.empty is folded to zeros: its contents are unspecified, and zeros are one valid choice.
-    torch.empty: folding(None, lambda *a, **k: torch.zeros(*a, **k), _FACTORY),
+    torch.empty: _sized(lambda *a, **k: torch.zeros(*a, **k), lambda *a, **k: 0),
     operator.getitem: _results_getitem(folding(_getitem, operator.getitem)),
     builtins.getattr: folding(_getattr, builtins.getattr),
     torch._assert: folding(None, _assert, "torch._assert on a value computed at run time"),
@@ -469,9 +583,9 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.broadcast_to: folding(_expand, torch.broadcast_to),
     torch.clone: folding(identity, torch.clone),
     torch.detach: folding(identity, torch.detach),
-    torch.zeros_like: _like(torch.zeros_like),
-    torch.ones_like: _like(torch.ones_like),
-    torch.full_like: _like(torch.full_like),
+    torch.zeros_like: _like(torch.zeros_like, lambda *a, **k: 0),
+    torch.ones_like: _like(torch.ones_like, lambda *a, **k: 1),
+    torch.full_like: _like(torch.full_like, lambda fill_value, *a, **k: fill_value),
     torch.nn.functional.embedding: _f_embedding,
     torch.embedding: _torch_embedding,
 }
@@ -501,24 +615,13 @@ METHODS: dict[str, Converter] = {
     "clone": folding(identity, method_call("clone")),
     "detach": folding(identity, method_call("detach")),
     "cpu": folding(identity, method_call("cpu")),
-    "float": folding(identity, method_call("float")),
-    "to": folding(_to, method_call("to")),
-    "type": folding(_type, method_call("type")),
-    "new_zeros": _like(lambda t, *a, **k: t.new_zeros(*a, **k)),
-    "new_ones": _like(lambda t, *a, **k: t.new_ones(*a, **k)),
-    "new_full": _like(lambda t, *a, **k: t.new_full(*a, **k)),
-    # Folded on compile-time tensors (masks, index arithmetic); on run-time tensors unsupported:
+    "new_zeros": _like(lambda t, *a, **k: t.new_zeros(*a, **k), lambda *a, **k: 0),
+    "new_ones": _like(lambda t, *a, **k: t.new_ones(*a, **k), lambda *a, **k: 1),
+    "new_full": _like(lambda t, *a, **k: t.new_full(*a, **k), _full_value),
+    # Folded on compile-time tensors; on run-time tensors unsupported:
     **{
         name: folding(None, method_call(name), what)
         for name, what in {
-            "bool": "a cast to torch.bool: irc compiles float32 tensors",
-            "long": "a cast to torch.int64: irc compiles float32 tensors",
-            "int": "a cast to torch.int32: irc compiles float32 tensors",
-            "triu": "triu/tril of a tensor computed at run time",
-            "tril": "triu/tril of a tensor computed at run time",
-            **dict.fromkeys(
-                ("eq", "ne", "lt", "le", "gt", "ge", "logical_not", "logical_and", "logical_or"), _RUNTIME_COMPARISON
-            ),
             "item": "item() of a run-time tensor",
             "tolist": "tolist() of a run-time tensor",
         }.items()

@@ -21,7 +21,9 @@ from typing import Any
 from irc.frontend import (
     aten,
     convert_core,
+    convert_index,
     convert_layout,
+    convert_logic,
     convert_math,
     convert_mutation,
     convert_nn,
@@ -33,6 +35,8 @@ from irc.frontend.convert_base import Converter
 FAMILIES: tuple[ModuleType, ...] = (
     convert_core,
     convert_math,
+    convert_logic,
+    convert_index,
     convert_nn,
     convert_reduce,
     convert_shape,

@@ -15,6 +15,7 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
+from irc.dialects.symbolic import is_expr
 from irc.errors import IrcError
 from irc.frontend.convert_base import Converter, ImportContext, Unsupported
 
@@ -32,9 +33,22 @@ def has_runtime_value(obj: Any) -> bool:
     return False
 
 
+def has_size_expr(obj: Any) -> bool:
+    """Whether an argument (possibly nested in tuples, lists, dicts, slices) holds a symbolic size."""
+    if isinstance(obj, (tuple, list)):
+        return any(map(has_size_expr, obj))
+    if isinstance(obj, dict):
+        return any(map(has_size_expr, obj.values()))
+    if isinstance(obj, slice):
+        return any(map(has_size_expr, (obj.start, obj.stop, obj.step)))
+    return is_expr(obj)
+
+
 def folding(convert: Converter | None, eager: Callable[..., Any], what: str = "") -> Converter:
     """A converter that evaluates `eager(*args, **kwargs)` at compile time when no argument is a
-    run-time tensor, and otherwise defers to `convert` (None: such a call is unsupported)."""
+    run-time tensor, and otherwise defers to `convert` (None: such a call is unsupported). Sizes
+    that are symbolic are compile-time values to arithmetic on them (sympy computes it), but a
+    torch function refuses them: then `convert` takes the call (a tensor of symbolic shape)."""
 
     def fold(imp: ImportContext, node: fx.Node, *args, **kwargs):
         if not has_runtime_value((args, kwargs)):
@@ -44,11 +58,14 @@ def folding(convert: Converter | None, eager: Callable[..., Any], what: str = ""
             except IrcError:
                 raise
             except Exception as e:  # the node itself fails on its constant arguments
+                if convert is not None and has_size_expr((args, kwargs)):
+                    return convert(imp, node, *args, **kwargs)
                 raise Unsupported(f"evaluating it at compile time failed: {type(e).__name__}: {e}") from e
         if convert is None:
             raise Unsupported(what or "supported only on values known at compile time")
         return convert(imp, node, *args, **kwargs)
 
+    fold.accepts_ints = getattr(convert, "accepts_ints", False)  # type: ignore[attr-defined]
     return fold
 
 
@@ -86,4 +103,5 @@ def splats_as_scalars(convert: Converter) -> Converter:
                 args[i] = t.flatten()[0].item()
         return convert(imp, node, *args, *rest, **kwargs)
 
+    scalars.accepts_ints = getattr(convert, "accepts_ints", False)  # type: ignore[attr-defined]
     return scalars

@@ -30,8 +30,19 @@ from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
-from irc.frontend.convert_base import SYMBOLS, Converter, ImportContext, Unsupported, is_int64, ssa_name, tensor_type
+from irc.frontend.convert_base import (
+    DTYPES,
+    SYMBOLS,
+    Converter,
+    ImportContext,
+    Unsupported,
+    dtype_of,
+    dtype_problem,
+    ssa_name,
+    tensor_type,
+)
 from irc.frontend.converters import FUNCTIONS, METHODS, MODULES
+from irc.frontend.folding import has_runtime_value
 from irc.frontend.order_mutations import EAGER_META, order_mutations
 from irc.frontend.symbolic_import import SymbolTable, propagate_symbolic
 
@@ -47,8 +58,9 @@ class ImportedGraph:
     params: list[tuple[str, torch.Tensor]]  # qualified name, tensor; function args after the inputs
     output_shapes: list[tuple[int, ...]]
     return_tuple: bool
-    input_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, or int64 (embedding indices)
+    input_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, int64 or bool
     output_spec: pytree.TreeSpec | None = None  # a dict/list/nested output's structure; None: one tensor or a flat tuple
+    output_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, int64 or bool
     symbol_ranges: dict[str, tuple[int, int | None]] = field(default_factory=dict)  # symbolic sizes: name -> (min, max)
     symbol_guards: list[str] = field(default_factory=list)  # size rules tracing assumed, checked per call
 
@@ -69,13 +81,13 @@ class EagerTensor:
         return f"{self.name}, a {self.dtype} tensor {kind}" if self.dtype else f"{self.name}, a non-tensor value {kind}"
 
     def reason(self) -> str:
-        return f"it takes {self.what()}; irc compiles float32 tensors (and int64 ones as embedding indices)"
+        return f"it takes {self.what()}; irc compiles float32, int64 and bool tensors"
 
 
-INPUT_DTYPES = (torch.float32, torch.int64)
-"""Input dtypes irc compiles; int64 tensors may only flow into converters marked `accepts_int64`
-(embedding indices), any other use is an unsupported node, as is any use of an input of another
-dtype (an `EagerTensor`)."""
+INPUT_DTYPES = DTYPES
+"""Input dtypes irc compiles (float32, int64, bool); int64 and bool tensors may only flow into
+converters marked `accepts_ints`, any other use is an unsupported node, as is any use of an
+input of another dtype (an `EagerTensor`)."""
 
 
 def describe_target(node: fx.Node, gm: fx.GraphModule) -> str:
@@ -190,6 +202,7 @@ class FxImporter(ImportContext):
             return_tuple=return_tuple,
             input_dtypes=[x.dtype for x in example_inputs],
             output_spec=output_spec,
+            output_dtypes=[dtype_of(v) for v in outputs],
             symbol_ranges=dict(table.ranges) if table is not None else {},
             symbol_guards=list(table.guards) if table is not None else [],
         )
@@ -207,6 +220,8 @@ class FxImporter(ImportContext):
                     tensors = [(f"{node.target}.{n}", p) for n, p in mod.named_parameters(recurse=False)]
                     tensors += [(f"{node.target}.{n}", t) for n, t in mod.named_buffers(recurse=False)]
             for name, t in tensors:
+                if _traced_scalar(name, t):
+                    continue
                 if isinstance(t, torch.Tensor) and t.dtype == torch.float32 and id(t) not in found:
                     found[id(t)] = (name, t)
         return list(found.values())
@@ -226,13 +241,10 @@ class FxImporter(ImportContext):
             eager = [v for v in (self.values.get(i) for i in node.all_input_nodes) if isinstance(v, EagerTensor)]
             if eager:
                 raise Unsupported(eager[0].reason())
-            if not getattr(converter, "accepts_int64", False):
-                ints = [i.name for i in node.all_input_nodes if is_int64(self.values.get(i))]
-                if ints:
-                    raise Unsupported(
-                        f"it takes the int64 tensor {', '.join(ints)}; irc compiles int64 tensors only "
-                        "as embedding indices (nn.Embedding, F.embedding)"
-                    )
+            inputs = [self.values.get(i) for i in node.all_input_nodes]
+            problem = dtype_problem(converter, node, inputs, has_runtime_value((args, kwargs)))
+            if problem is not None:
+                raise Unsupported(problem)
             value = converter(self, node, *args, **kwargs)
         except Unsupported as e:
             self._unsupported(node, str(e))
@@ -258,7 +270,7 @@ class FxImporter(ImportContext):
             if module_converter is None:
                 raise Unsupported("no converter for this module type")
             convert = lambda imp, node, *args, **kwargs: module_converter(imp, node, mod, *args, **kwargs)  # noqa: E731
-            convert.accepts_int64 = getattr(module_converter, "accepts_int64", False)  # type: ignore[attr-defined]
+            convert.accepts_ints = getattr(module_converter, "accepts_ints", False)  # type: ignore[attr-defined]
             return convert
         table, what = (METHODS, "tensor method") if node.op == "call_method" else (FUNCTIONS, "function")
         converter = table.get(node.target)
@@ -271,6 +283,8 @@ class FxImporter(ImportContext):
         t = _fetch_attr(imp.gm, str(node.target))
         if isinstance(t, torch.Tensor) and t.dtype in (torch.bool, torch.int64, torch.int32, torch.uint8):
             return t  # a mask or index buffer: a compile-time value, folded where it is used
+        if _traced_scalar(str(node.target), t):
+            return t  # a number tracing froze into a tensor: a literal (GPT-2's mask fill, a scale)
         if not isinstance(t, torch.Tensor) or id(t) not in imp.param_args:
             raise Unsupported("the attribute is not a float32 tensor")
         return imp.param_args[id(t)]
@@ -290,11 +304,9 @@ class FxImporter(ImportContext):
                 continue
             v = self.values[item]
             if isinstance(v, EagerTensor):
-                self.unsupported.append(UnsupportedNode(node.name, "output", f"returns {v.what()}; irc returns float32 tensors"))
-            elif is_int64(v):
-                self.unsupported.append(
-                    UnsupportedNode(node.name, "output", f"returns the int64 tensor {item.name}; irc returns float32 tensors")
-                )
+                self.unsupported.append(UnsupportedNode(
+                    node.name, "output", f"returns {v.what()}; irc returns float32, int64 and bool tensors"
+                ))
             elif isinstance(v, SSAValue):
                 values.append(v)
             else:
@@ -306,6 +318,14 @@ class FxImporter(ImportContext):
         if spec.type is tuple and all(c.is_leaf() for c in spec.children()):
             return values, True, None
         return values, True, spec
+
+
+def _traced_scalar(name: str, t: Any) -> bool:
+    """A 0-d float tensor torch.fx made of a value computed while tracing (`torch.full([], v)`
+    in forward is evaluated then, and kept as `_tensor_constant<N>`): no weight of the model,
+    so a literal in the IR rather than a parameter (fusion can then read it: the -inf of a mask)."""
+    return (isinstance(t, torch.Tensor) and t.dim() == 0 and t.dtype == torch.float32
+            and name.rsplit(".", 1)[-1].startswith("_tensor_constant"))
 
 
 def _plain(out: Any) -> Any:

@@ -2,7 +2,8 @@
 
     irc-opt model.mlir -p irc-fuse,irc-to-loops -t cpp
 
-Each function becomes an `extern "C"` entry point taking one `float* __restrict__` per buffer,
+Each function becomes an `extern "C"` entry point taking one `float* __restrict__` per buffer
+(`int64_t*` for i64 elements, `bool*` for i1: one byte, as torch.bool stores it),
 with two twins: `NAME__argv(void* const* a)` (one array of all the pointers, the Python
 wrapper's cheap call) and `NAME__signature()`, a JSON string `{"args": [[dtype, shape], ...]}`
 naming every buffer's element type and shape in order, so a loader checks what it passes against
@@ -30,6 +31,7 @@ from xdsl.dialects import arith, func, math as xmath, memref, scf
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
     Float32Type,
+    Float64Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -61,8 +63,12 @@ from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
 
 BINARY = {arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*", arith.DivfOp: "/",
-          arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivSIOp: "/", arith.RemSIOp: "%"}
+          arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivSIOp: "/", arith.RemSIOp: "%",
+          arith.AndIOp: "&", arith.OrIOp: "|", arith.XOrIOp: "^"}
 CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: ">", 9: ">="}  # arith.cmpi predicates
+CMPF = {1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 13: "!="}
+"""arith.cmpf predicates irc emits (oeq, ogt, oge, olt, ole: false with a NaN, as C++'s
+comparisons are; une: true with a NaN, as C++'s != is)."""
 CALLS = {arith.MaximumfOp: "irc_maxf", arith.MinimumfOp: "irc_minf", xmath.ExpOp: "irc_exp",
          xmath.TanhOp: "irc_tanh", xmath.ErfOp: "irc_erf", xmath.SqrtOp: "__builtin_sqrtf",
          xmath.LogOp: "irc_log", xmath.AbsFOp: "__builtin_fabsf", xmath.CosOp: "__builtin_cosf",
@@ -76,19 +82,38 @@ CPP_KEYWORDS = frozenset("""
     not not_eq nullptr operator or or_eq private protected public register reinterpret_cast return short
     signed sizeof static static_assert static_cast struct switch template this thread_local throw true try
     typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq
+    int64_t intptr_t size_t std
 """.split())
-"""Names an SSA value's hint cannot keep as a C++ variable."""
+"""Names an SSA value's hint cannot keep as a C++ variable (an FX node of `x.long()` is named
+`long`, a KV cache's new entries `new`), nor the types and namespace the unit uses."""
 
 SIGNATURE_SUFFIX = "__signature"
-SIGNATURE_DTYPES = {"float": "float32", "int64_t": "int64"}  # C++ element type -> torch's name in `__signature`
+SIGNATURE_DTYPES = {"float": "float32", "int64_t": "int64", "bool": "bool"}  # C++ element type -> torch's name in `__signature`
 
 
 def ctype(t: Attribute) -> str:
     if isinstance(t, Float32Type):
         return "float"
+    if isinstance(t, Float64Type):
+        return "double"  # accumulators only (irt.cumsum sums f32 in double, as torch)
+    if isinstance(t, IntegerType) and t.width.data == 1:
+        return "bool"  # one byte holding 0 or 1, as torch.bool
     if isinstance(t, (IndexType, IntegerType)):
         return "int64_t"
     raise NotImplementedError(f"cpp emitter: no C++ type for {t}")
+
+
+def element_bytes(t: Attribute) -> int:
+    """Bytes per element of a buffer of element type `t` in the generated C++."""
+    return 1 if ctype(t) == "bool" else 4 if ctype(t) == "float" else 8
+
+
+def int_literal(value: int, t: Attribute) -> str:
+    if ctype(t) == "bool":
+        return "true" if value else "false"
+    if value == -(2**63):  # the literal 9223372036854775808 does not fit: negate after
+        return "(-9223372036854775807LL - 1)"
+    return str(value)
 
 
 def static_buffer(t: Attribute, what: str) -> Attribute:
@@ -127,7 +152,7 @@ class CppEmitter:
     used: set[str] = field(default_factory=set)
     lanes: str | None = None  # see vector_lanes()
     uses_gemm: bool = False  # an irl.gemm was emitted: the GEMM engine goes into the prelude
-    uses_thread_arena: bool = False  # a symbolic-size arena: irc_thread_arena goes into the prelude
+    uses_thread_arena: bool = False  # a function with sizes has an arena: irc_thread_arena goes into the prelude
 
     def line(self, text: str) -> None:
         self.out.write("  " * self.depth + text + "\n")
@@ -215,10 +240,9 @@ class CppEmitter:
         sizes = [a for a in args if isinstance(a.type, IndexType)]
         if args[: len(sizes)] != sizes or any(a.name_hint is None or not SYMBOL_NAME.fullmatch(a.name_hint) for a in sizes):
             raise NotImplementedError(f"cpp emitter: @{name}: size arguments (index, named s0, s1, ...) come first")
-        # A function with size arguments takes its arena from this thread's (runtime/wrapper.py
-        # passes none for it), whether the arena's own size is symbolic or not.
-        arena_arg = bool(args) and args[-1].name_hint == "arena"
-        symbolic_arena = arena_arg and (bool(sizes) or symbolic_attr(args[-1].type) is not None)
+        # A function with size arguments takes this thread's arena itself, of a symbolic size or a
+        # static one (only its 0-d irt.size buffers planned): its caller passes none.
+        own_arena = bool(args) and args[-1].name_hint == "arena" and (bool(sizes) or symbolic_attr(args[-1].type) is not None)
         params = []
         for arg in args:
             if isinstance(arg.type, IndexType):
@@ -234,13 +258,13 @@ class CppEmitter:
         self.line(f'extern "C" void {name}({", ".join(params)})')
         self.nested(op.body.block)
         # Its twin taking one array of pointers: the Python wrapper's cheap call (runtime/wrapper.py).
-        # Sizes travel as the pointer-sized integers themselves; a symbolic arena is this thread's
-        # scratch, grown to the size this call needs (the caller passes none).
+        # Sizes travel as the pointer-sized integers themselves; the arena of a function with sizes
+        # is this thread's scratch, grown to the size this call needs (the caller passes none).
         casts = []
         for i, a in enumerate(args):
             if isinstance(a.type, IndexType):
                 casts.append(f"static_cast<int64_t>(reinterpret_cast<intptr_t>(a[{i}]))")
-            elif symbolic_arena and a is args[-1]:
+            elif own_arena and a is args[-1]:
                 self.uses_thread_arena = True
                 casts.append(f"irc_thread_arena({cpp_dim(product(dims_of(a.type)) * 4)})")
             else:
@@ -264,7 +288,7 @@ class CppEmitter:
         elif isinstance(attr, FloatAttr):
             self.names[op.result] = float_literal(attr.value.data)
         elif isinstance(attr, IntegerAttr):
-            self.names[op.result] = str(attr.value.data)
+            self.names[op.result] = int_literal(attr.value.data, attr.type)
         else:
             raise NotImplementedError(f"cpp emitter: constant {attr}")
 
@@ -281,6 +305,9 @@ class CppEmitter:
     @emit.register(arith.MuliOp)
     @emit.register(arith.DivSIOp)
     @emit.register(arith.RemSIOp)
+    @emit.register(arith.AndIOp)
+    @emit.register(arith.OrIOp)
+    @emit.register(arith.XOrIOp)
     def _(self, op: Operation) -> None:
         lhs, rhs = op.operands
         self.value(op, f"{self.n(lhs)} {BINARY[type(op)]} {self.n(rhs)}")
@@ -296,21 +323,25 @@ class CppEmitter:
         cmp = CMPI[op.predicate.value.data]  # signed/unsigned alike: irc compares index values only
         self.line(f"const bool {self.fresh(op.result)} = {self.n(op.lhs)} {cmp} {self.n(op.rhs)};")
 
-    @emit.register(arith.AndIOp)
-    @emit.register(arith.OrIOp)
-    def _(self, op: Operation) -> None:
-        if op.results[0].type != IntegerType(1):
-            raise NotImplementedError(f"cpp emitter: {op.name} on {op.results[0].type} (irc combines i1 conditions only)")
-        both = "&&" if isinstance(op, arith.AndIOp) else "||"
-        self.line(f"const bool {self.fresh(op.results[0])} = {self.n(op.lhs)} {both} {self.n(op.rhs)};")
+    @emit.register
+    def _(self, op: arith.CmpfOp) -> None:
+        cmp = CMPF.get(op.predicate.value.data)
+        if cmp is None:
+            raise NotImplementedError(f"cpp emitter: arith.cmpf predicate {op.predicate.value.data}")
+        self.line(f"const bool {self.fresh(op.result)} = {self.n(op.lhs)} {cmp} {self.n(op.rhs)};")
 
     @emit.register
     def _(self, op: arith.IndexCastOp) -> None:
         self.names[op.result] = self.n(op.input)  # index and i64 are both int64_t
 
-    @emit.register
-    def _(self, op: arith.SIToFPOp) -> None:
-        self.value(op, f"static_cast<float>({self.n(op.input)})")
+    @emit.register(arith.SIToFPOp)
+    @emit.register(arith.UIToFPOp)
+    @emit.register(arith.FPToSIOp)
+    @emit.register(arith.ExtUIOp)
+    @emit.register(arith.ExtFOp)
+    @emit.register(arith.TruncFOp)
+    def _(self, op: Operation) -> None:  # float <-> int64 (toward zero), bool -> 0/1, float <-> double
+        self.value(op, f"static_cast<{ctype(op.results[0].type)}>({self.n(op.input)})")
 
     @emit.register(arith.MaximumfOp)
     @emit.register(arith.MinimumfOp)
@@ -337,9 +368,9 @@ class CppEmitter:
     @emit.register
     def _(self, op: memref.AllocOp) -> None:
         t = static_buffer(op.memref.type, "a memref.alloc")
-        size = align_up(product(dims_of(t)) * 4, 64)  # aligned_alloc wants a multiple of the alignment
-        name = self.fresh(op.memref, "buf")
-        self.line(f"float* __restrict__ {name} = static_cast<float*>(std::aligned_alloc(64, {cpp_dim(size)}));")
+        size = align_up(product(dims_of(t)) * element_bytes(t.element_type), 64)  # a multiple of the alignment
+        name, c = self.fresh(op.memref, "buf"), ctype(t.element_type)
+        self.line(f"{c}* __restrict__ {name} = static_cast<{c}*>(std::aligned_alloc(64, {cpp_dim(size)}));")
 
     @emit.register
     def _(self, op: memref.DeallocOp) -> None:
@@ -351,8 +382,11 @@ class CppEmitter:
         if offset == DYNAMIC_INDEX:
             offset = self.n(op.offsets[0])
         static_buffer(op.result.type, "a memref.reinterpret_cast")
-        name = self.fresh(op.result, "view")
-        self.line(f"[[maybe_unused]] float* __restrict__ {name} = {self.n(op.source)} + {offset};  // view as {op.result.type}")
+        name, c = self.fresh(op.result, "view"), ctype(op.result.type.element_type)
+        at = f"{self.n(op.source)} + {offset}"  # in the source's elements (an int64 or bool view of the f32 arena: cast)
+        if op.source.type.element_type != op.result.type.element_type:
+            at = f"reinterpret_cast<{c}*>({at})"
+        self.line(f"[[maybe_unused]] {c}* __restrict__ {name} = {at};  // view as {op.result.type}")
 
     @emit.register
     def _(self, op: memref.LoadOp) -> None:

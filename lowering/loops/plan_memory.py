@@ -163,11 +163,20 @@ def _aligned(n: Dim, alignment: int) -> Dim:
     return align_up(n, alignment)
 
 
+PLANNED_BYTES = {"f32": 4, "i64": 8, "i1": 1}
+"""Element types of planned buffers and their bytes (i1 is a C++ bool, one byte, as torch.bool);
+every buffer starts at an aligned offset, so an int64 or bool buffer is a view of the arena too."""
+
+
+def _element_bytes(t: MemRefType) -> int:
+    return PLANNED_BYTES[str(t.element_type)]
+
+
 def _plannable(op: Operation) -> bool:
     if not isinstance(op, memref.AllocOp) or op.symbol_operands:
         return False
     t = op.memref.type
-    return isinstance(t, MemRefType) and t.element_type == f32 and isinstance(t.layout, (NoneAttr, DimsAttr))
+    return isinstance(t, MemRefType) and str(t.element_type) in PLANNED_BYTES and isinstance(t.layout, (NoneAttr, DimsAttr))
 
 
 HINT = 64
@@ -234,7 +243,7 @@ class FunctionPlan:
         for op in self.top:
             if _plannable(op):
                 t = op.memref.type
-                buf = Buffer(op.memref, op, product(dims_of(t)) * ELEMENT_BYTES)
+                buf = Buffer(op.memref, op, product(dims_of(t)) * _element_bytes(t))
                 self.buffers[op.memref] = buf
                 self.roots[op.memref] = {buf}
                 self.offsets[op.memref] = 0
@@ -309,18 +318,19 @@ class FunctionPlan:
         ivs = list(body.args)
         if store.parent_block() is not body or list(store.indices) != ivs:
             return False
-        shape = dims_of(store.memref.type)
+        shape, element = dims_of(store.memref.type), store.memref.type.element_type
         order = {op: n for n, op in enumerate(body.ops)}
-        return all(
+        return all(  # one element type: an 8-byte element written over 4-byte ones would clobber unread ones
             load.parent_block() is body
             and list(load.indices) == ivs
             and dims_of(load.memref.type) == shape
+            and load.memref.type.element_type == element
             and order[load] < order[store]
             for load in loads
         )
 
     # -- packing -----------------------------------------------------------------------------
-    def pack(self, in_place: bool = True) -> tuple[list[Slot], int]:
+    def pack(self, in_place: bool = True) -> tuple[list[Slot], Dim]:
         """Slots with offsets (greedy by size, first fit) and the arena size in bytes."""
         slot_of: dict[Buffer, Slot] = {}
         slots: list[Slot] = []
@@ -336,8 +346,24 @@ class FunctionPlan:
                     slot_of[b] = keep
                 gone_slots.add(id(gone))
             slots = [s for s in slots if id(s) not in gone_slots]
-        if not all(isinstance(s.bytes, int) for s in slots):
-            return slots, self._stack(slots)
+        # One region of the arena per element type (f32, then i64, then i1): a place is never
+        # reused by another type, so no write through one type can be reordered past a read or
+        # write of the same bytes through another (C++'s type-based aliasing rules).
+        arena: Dim = 0
+        for element in PLANNED_BYTES:
+            group = [s for s in slots if str(s.members[0].value.type.element_type) == element]
+            if not group:
+                continue
+            size = self._first_fit(group) if all(isinstance(s.bytes, int) for s in group) else self._stack(group)
+            for slot in group:  # each region's size is a multiple of the alignment already
+                for b in slot.members:
+                    b.offset = dim(b.offset + arena)
+            arena = dim(arena + size)
+        return slots, arena
+
+    def _first_fit(self, slots: list[Slot]) -> int:
+        """Static offsets: greedy by size, each slot at the lowest aligned offset that overlaps no
+        slot live at the same time; returns the region's size in bytes."""
         placed = _Placed(len(self.top))
         arena = 0
         for n, slot in enumerate(sorted(slots, key=lambda s: (-s.bytes, s.start))):
@@ -353,7 +379,7 @@ class FunctionPlan:
             for b in slot.members:
                 b.offset = offset
             arena = max(arena, _aligned(offset + size, self.alignment))
-        return slots, arena
+        return arena
 
     def _stack(self, slots: list[Slot]) -> Dim:
         """Symbolic offsets (see the module doc): each slot above every placed slot it overlaps."""
@@ -391,17 +417,19 @@ class FunctionPlan:
         for op in self.top:
             if isinstance(op, memref.AllocOp) and op.memref in self.buffers:
                 buf = self.buffers[op.memref]
-                shape = dims_of(op.memref.type)
-                view = _arena_view(arena, _elements(buf.offset), shape, op.memref.name_hint, sizes)
+                t = op.memref.type
+                view = _arena_view(arena, _elements(buf.offset), dims_of(t), op.memref.name_hint, sizes, t.element_type)
                 self._replace(op, view, absolute)
             elif (
                 isinstance(op, memref.ReinterpretCastOp)
                 and op.source in absolute
                 and self.offsets.get(op.results[0]) is not None
+                and (op.static_offsets.get_values()[0] * _element_bytes(op.result.type)) % ELEMENT_BYTES == 0
             ):
-                own = op.static_offsets.get_values()[0]
+                t = op.result.type  # its own offset in its elements, the arena's in f32 ones
+                own = op.static_offsets.get_values()[0] * _element_bytes(t) // ELEMENT_BYTES
                 view = _arena_view(
-                    arena, absolute[op.source] + own, dims_of(op.result.type), op.result.name_hint, sizes
+                    arena, absolute[op.source] + own, dims_of(t), op.result.name_hint, sizes, t.element_type
                 )
                 self._replace(op, view, absolute)
         for op in self.deallocs:
@@ -419,8 +447,9 @@ class FunctionPlan:
 
 
 def _elements(n: Dim) -> Dim:
-    """Bytes to f32 elements (every planned size and offset is a multiple of 4 bytes)."""
-    return n // ELEMENT_BYTES if isinstance(n, int) else dim(n / sympy.Integer(ELEMENT_BYTES))
+    """Bytes to f32 elements (every planned size and offset is a multiple of 4 bytes; floor
+    division keeps an expression such as max(a, b) / 4 an integer one)."""
+    return n // ELEMENT_BYTES if isinstance(n, int) else dim(sympy.floor(n / sympy.Integer(ELEMENT_BYTES)))
 
 
 def _size_attr(n: Dim) -> Attribute:
@@ -428,20 +457,22 @@ def _size_attr(n: Dim) -> Attribute:
 
 
 def _arena_view(
-    arena: SSAValue, offset: Dim, shape: tuple[Dim, ...], name: str | None, sizes: EntrySizes
+    arena: SSAValue, offset: Dim, shape: tuple[Dim, ...], name: str | None, sizes: EntrySizes,
+    element: Attribute = f32,
 ) -> tuple[memref.ReinterpretCastOp, Dim]:
-    """`shape` elements of the arena from element `offset` (a strided layout records a non-zero
-    static offset; symbolic sizes and offsets are index operands), and that offset."""
+    """`shape` elements of type `element` at the arena's f32 element `offset` (a strided layout
+    records a non-zero static offset; symbolic sizes and offsets are index operands), and that
+    offset. An int64 or bool view is the same bytes seen as another type (the emitter casts)."""
     if not (isinstance(offset, int) and all_static(shape)):
         strides = row_major_strides(shape)
         dynamic = [[sizes(d) for d in ds if not isinstance(d, int)] for ds in ([offset], shape, strides)]
         static = [[d if isinstance(d, int) else DYNAMIC_INDEX for d in ds] for ds in ([offset], shape, strides)]
-        view = memref.ReinterpretCastOp(arena, *dynamic, *static, memref_of(f32, shape))
+        view = memref.ReinterpretCastOp(arena, *dynamic, *static, memref_of(element, shape))
         view.result.name_hint = name
         return view, offset
     strides = row_major_strides(shape)
     layout = StridedLayoutAttr(strides, offset) if offset else None
-    t = MemRefType(f32, shape, layout) if layout else MemRefType(f32, shape)
+    t = MemRefType(element, shape, layout) if layout else MemRefType(element, shape)
     view = memref.ReinterpretCastOp(arena, [], [], [], [offset], list(shape), strides, t)
     view.result.name_hint = name
     return view, offset

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects.builtin import f32
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
@@ -48,6 +48,21 @@ def is_rhs(producer: Operation, consumer: Operation, index: int) -> bool:
     return index == 1
 
 
+def float_consumer(producer: Operation, consumer: Operation, index: int) -> bool:
+    """The consumer computes on f32 only, inside too: an epilogue runs on vectors of floats
+    (comparisons, selects on a mask, casts and integer arithmetic after a contraction stay
+    separate kernels)."""
+    if not all(irt.is_float(irt.element_type(v)) for v in [*consumer.operands, *consumer.results]):
+        return False
+    body = consumer.scalar_body()
+    if body is None:
+        block = Block(arg_types=[f32] * len(consumer.elementwise_inputs()))
+        consumer.build_scalar(Builder(InsertPoint.at_end(block)), list(block.args))
+    else:
+        block = body.block
+    return all(irt.is_float(r.type) for op in block.ops for r in op.results)
+
+
 # ---------------------------------------------------------------------------------------------
 # Combiners: (producer, consumer, operand index) -> the fused op replacing the consumer
 # ---------------------------------------------------------------------------------------------
@@ -71,12 +86,12 @@ def _larger(a: Block, b: Block) -> bool:
 
 
 def concatenate_bodies(
-    producer: Operation, consumer: irt.ElementwiseOp, first: int, build_first: Build, producer_body: Region | None,
-    names: Sequence[str],
+    producer: Operation, consumer: irt.ElementwiseOp, first_types: Sequence[Attribute], build_first: Build,
+    producer_body: Region | None, names: Sequence[str],
 ) -> Region:
-    """The scalar region of `consumer(producer(...))`: its first `first` arguments feed the
-    producer's part (`build_first` returns the producer's element), the others are the consumer's
-    other inputs, in order; then the consumer's part.
+    """The scalar region of `consumer(producer(...))`: its first arguments (of `first_types`)
+    feed the producer's part (`build_first` returns the producer's element), the others are the
+    consumer's other inputs, in order (of their element types); then the consumer's part.
 
     Fusing a chain grows one body op by op, so building both parts afresh at every step (cloning
     a stored body) is quadratic in the chain's length. Both ops are erased after the rewrite, so
@@ -84,6 +99,7 @@ def concatenate_bodies(
     is and only the other part is built: the same region, in time of the smaller part (so
     linear over a chain)."""
     inputs, produced = consumer.elementwise_inputs(), producer.results[0]
+    first = len(first_types)
     consumer_body = consumer.scalar_body()
     if producer_body is not None and (consumer_body is None or not _larger(consumer_body.block, producer_body.block)):
         block = producer_body.detach_block(0)
@@ -91,12 +107,12 @@ def concatenate_bodies(
         assert isinstance(yielded, irt.YieldOp)
         value = yielded.value
         block.erase_op(yielded)
-        rest = [block.insert_arg(f32, len(block.args)) for v in inputs if v is not produced]
+        rest = [block.insert_arg(irt.element_type(v), len(block.args)) for v in inputs if v is not produced]
         b = Builder(InsertPoint.at_end(block))
         b.insert(irt.YieldOp(consumer.build_scalar(b, _substitute(inputs, producer, value, rest))))
     elif consumer_body is not None:
         block = consumer_body.detach_block(0)
-        mine = [block.insert_arg(f32, i) for i in range(first)]
+        mine = [block.insert_arg(t, i) for i, t in enumerate(first_types)]
         value = build_first(Builder(InsertPoint.at_start(block)), mine)
         for v, arg in zip(inputs, list(block.args[first:]), strict=True):
             if v is produced:
@@ -110,7 +126,8 @@ def concatenate_bodies(
             value = build_first(b, args[:first])
             return consumer.build_scalar(b, _substitute(inputs, producer, value, list(args[first:])))
 
-        return irt.scalar_region(names, body)
+        types = [*first_types, *(irt.element_type(v) for v in inputs if v is not produced)]
+        return irt.scalar_region(names, body, types)
     for arg, name in zip(block.args, names, strict=True):
         arg.name_hint = name
     return Region(block)
@@ -122,7 +139,7 @@ def absorb_into_epilogue(producer: irt.EpilogueOp, consumer: irt.ElementwiseOp, 
     others = [v for v in consumer.elementwise_inputs() if v is not producer.results[0]]
     names = ["acc"] + [f"e{i}" for i in range(len(own) + len(others))]
     body = concatenate_bodies(
-        producer, consumer, 1 + len(own), lambda b, args: producer.build_epilogue(b, args[0], args[1:]),
+        producer, consumer, [f32] * (1 + len(own)), lambda b, args: producer.build_epilogue(b, args[0], args[1:]),
         producer.epilogue_body(), names,
     )
     return producer.with_epilogue(own + others, body, consumer.results[0].type)
@@ -133,7 +150,8 @@ def merge_elementwise(producer: irt.ElementwiseOp, consumer: irt.ElementwiseOp, 
     own = list(producer.elementwise_inputs())
     others = [v for v in consumer.elementwise_inputs() if v is not producer.results[0]]
     names = [f"x{i}" for i in range(len(own) + len(others))]
-    body = concatenate_bodies(producer, consumer, len(own), producer.build_scalar, producer.scalar_body(), names)
+    types = [irt.element_type(v) for v in own]
+    body = concatenate_bodies(producer, consumer, types, producer.build_scalar, producer.scalar_body(), names)
     return irt.ElementwiseFusedOp(own + others, consumer.results[0].type, body)
 
 
@@ -177,7 +195,7 @@ RULES: tuple[FusionRule, ...] = (
         "contraction-epilogue",
         consumer=ELEMENTWISE,
         producer=ACCUMULATORS,
-        where=(single_user, same_shape),
+        where=(single_user, same_shape, float_consumer),
         combine=absorb_into_epilogue,
         doc="act(linear(x, w, b)), matmul(x, w) + b, linear(...) + residual -> contract with epilogue",
     ),

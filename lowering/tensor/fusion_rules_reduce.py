@@ -8,9 +8,13 @@
 The attention rule recognizes attention written out by hand:
 `softmax(q @ k.transpose(-2, -1) * scale [/ sqrt(d)] [+ mask], dim=-1) @ v`. The scale and the
 mask may be separate `irt.mul`/`irt.div`/`irt.add` ops or already merged into one
-`irt.elementwise`: the chain is read symbolically as `scores * a + mask`. It does not fire when the
-scores (or any step between them and the softmax, or the softmax itself) have another user, when
-the softmax runs over another dim, or when the chain is anything but a scale and one additive mask.
+`irt.elementwise`: the chain is read symbolically as `scores * a + mask`. GPT-2's form,
+`where(causal, scores * a, min) [+ mask]` with `min` the float32 minimum or -inf, is the additive
+mask `where(causal, 0, min) [+ mask]` (built beside the attention): scores are far smaller than
+the ulp of the minimum, so `s + min` is `min` exactly. It does not fire when the scores (or any
+step between them and the softmax, or the softmax itself) have another user, when the softmax
+runs over another dim, or when the chain is anything but a scale, such a select and one additive
+mask.
 
 Softmax, log_softmax and layer_norm need no rule: the importer maps F.softmax, F.log_softmax,
 F.layer_norm and nn.LayerNorm to single ops, which are already single fused row reductions.
@@ -22,11 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr
+from xdsl.dialects.builtin import FloatAttr, TensorType, f32, i1
 from xdsl.ir import Operation, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.irt import core as irt
+from irc.dialects.irt.math import WhereOp
 from irc.dialects.irt.reduce import AttentionOp, BatchMatmulOp, SoftmaxOp, attention_shape
 from irc.lowering.tensor.fusion_rules import FusionRule, is_rhs, single_user
 
@@ -64,17 +70,30 @@ def batch_matmul_to_linear(producer: irt.TransposeOp, consumer: BatchMatmulOp, i
 
 @dataclass(frozen=True)
 class Scores:
-    """`q @ k^T * scale + mask` (mask may be None)."""
+    """`where(keep, q @ k^T * scale, fill) + mask` (keep and mask may be None)."""
 
     q: SSAValue
     k: SSAValue
     scale: float
     mask: SSAValue | None
+    keep: SSAValue | None = None  # a bool or 0/1 f32 tensor: where it is false the score is `fill`
+    fill: float = 0.0
 
+
+@dataclass(frozen=True)
+class Condition:
+    """A select's condition read from a tensor: a bool one, or an f32 one of 0.0/1.0."""
+
+    tensor: SSAValue
+
+
+MASK_FILL = -3.4028234663852886e38
+"""A select may replace scores by this (float32's minimum) or by -inf: no score is within an
+ulp of it (2**104), so adding it to a score gives it exactly."""
 
 # Symbolic values while reading the chain: a Scores, a float constant, an opaque tensor (a possible
-# mask), or None (something the attention op cannot express).
-Form = Scores | float | SSAValue | None
+# mask), a select's condition, or None (something the attention op cannot express).
+Form = Scores | float | SSAValue | Condition | None
 
 
 def _one_use(value: SSAValue) -> bool:
@@ -99,13 +118,25 @@ def _combine(kind: str, a: Form, b: Form) -> Form:
     s, other = (a, b) if isinstance(a, Scores) else (b, a)
     if not isinstance(s, Scores) or isinstance(other, Scores):
         return None
-    if kind == "mul" and isinstance(other, float) and s.mask is None:
+    if kind == "mul" and isinstance(other, float) and s.mask is None and s.keep is None:
         return Scores(s.q, s.k, s.scale * other, None)
-    if kind == "div" and s is a and isinstance(other, float) and other != 0 and s.mask is None:
+    if kind == "div" and s is a and isinstance(other, float) and other != 0 and s.mask is None and s.keep is None:
         return Scores(s.q, s.k, s.scale / other, None)
     if kind == "add" and isinstance(other, SSAValue) and s.mask is None:
-        return Scores(s.q, s.k, s.scale, other)
+        return Scores(s.q, s.k, s.scale, other, s.keep, s.fill)
     return None
+
+
+def _select(cond: Form | bool, a: Form, b: Form) -> Form:
+    """where(cond, scores, fill): scores where the condition holds, float32's minimum (or -inf)
+    elsewhere; before any additive mask. A condition true everywhere selects the scores."""
+    if cond is True and isinstance(a, Scores):
+        return a
+    if not isinstance(cond, Condition) or not isinstance(a, Scores) or not isinstance(b, float):
+        return None
+    if a.mask is not None or a.keep is not None or not b <= MASK_FILL:
+        return None
+    return Scores(a.q, a.k, a.scale, None, cond.tensor, b)
 
 
 SCALAR_KINDS = {arith.MulfOp: "mul", arith.DivfOp: "div", arith.AddfOp: "add"}
@@ -115,11 +146,22 @@ BINARY_KINDS = {irt.MulOp: "mul", irt.DivOp: "div", irt.AddOp: "add"}
 def _read_body(op: irt.ElementwiseFusedOp, inputs: list[Form]) -> Form:
     """Read a fused elementwise body whose arguments are `inputs` (block args only may be opaque)."""
     env: dict[SSAValue, Form] = dict(zip(op.body.block.args, inputs))
+    for arg, value in zip(op.body.block.args, op.inputs):
+        if arg.type == i1:  # a bool input: a select's condition
+            env[arg] = Condition(value)
     for inner in op.body.block.ops:
         if isinstance(inner, irt.YieldOp):
             return env.get(inner.value)
         if isinstance(inner, arith.ConstantOp) and isinstance(inner.value, FloatAttr):
             env[inner.result] = float(inner.value.value.data)
+            continue
+        if isinstance(inner, arith.FPToUIOp):  # a 0/1 f32 mask made a condition (irt.where)
+            source = env.get(inner.input)
+            env[inner.result] = Condition(source) if isinstance(source, SSAValue) else (
+                source != 0.0 if isinstance(source, float) else None)  # a splat: true or false everywhere
+            continue
+        if isinstance(inner, arith.SelectOp):
+            env[inner.result] = _select(env.get(inner.cond), env.get(inner.lhs), env.get(inner.rhs))
             continue
         kind = SCALAR_KINDS.get(type(inner))  # type: ignore[arg-type]
         if kind is None:
@@ -137,7 +179,7 @@ def read_scores(value: SSAValue) -> Form:
     if c is not None:
         return c
     op = value.owner
-    if not isinstance(op, (*BINARY_KINDS, irt.ElementwiseFusedOp)):
+    if not isinstance(op, (*BINARY_KINDS, irt.ElementwiseFusedOp, WhereOp)):
         return value
     forms = [read_scores(v) for v in op.operands]
     if not any(isinstance(f, Scores) for f in forms):
@@ -146,6 +188,9 @@ def read_scores(value: SSAValue) -> Form:
         return None
     if isinstance(op, irt.ElementwiseFusedOp):
         return _read_body(op, forms)
+    if isinstance(op, WhereOp):
+        splat = irt.splat_value(op.cond)
+        return _select(Condition(op.cond) if splat is None else splat != 0.0, forms[1], forms[2])
     return _combine(BINARY_KINDS[type(op)], forms[0], forms[1])
 
 
@@ -186,11 +231,27 @@ def is_lhs(producer: Operation, consumer: Operation, index: int) -> bool:
     return index == 0
 
 
+def _additive(s: Scores, before: Operation) -> SSAValue | None:
+    """The additive mask of `where(keep, scores, fill) + mask`: where(keep, 0, fill) + mask,
+    built before `before` (the mask alone when there is no select)."""
+    if s.keep is None:
+        return s.mask
+    ops: list[Operation] = [irt.ConstantOp.from_floats([0.0]), irt.ConstantOp.from_floats([s.fill])]
+    keep_shape = irt.shape_of(s.keep)
+    ops.append(WhereOp(s.keep, ops[0].results[0], ops[1].results[0], TensorType(f32, list(keep_shape))))
+    if s.mask is not None:
+        shape = irt.broadcast_shapes(keep_shape, irt.shape_of(s.mask))
+        ops.append(irt.AddOp(ops[-1].results[0], s.mask, TensorType(f32, list(shape))))
+    for op in ops:
+        Rewriter.insert_op(op, InsertPoint.before(before))
+    return ops[-1].results[0]
+
+
 def to_attention(producer: SoftmaxOp, consumer: BatchMatmulOp, index: int) -> Operation:
     """softmax(q @ k^T * scale + mask) @ v  =>  irt.attention(q, k, v, mask, scale)."""
     s = attention_parts(producer, consumer, index)
     assert s is not None
-    return AttentionOp(s.q, s.k, consumer.rhs, s.mask, s.scale, False, consumer.result.type)
+    return AttentionOp(s.q, s.k, consumer.rhs, _additive(s, consumer), s.scale, False, consumer.result.type)
 
 
 RULES: tuple[FusionRule, ...] = (

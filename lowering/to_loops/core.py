@@ -99,5 +99,5 @@ def lower_constant(fl: FunctionLowering, op: irt.ConstantOp) -> None:
     strides = row_major_strides(shape)
     for flat, value in enumerate(op.value.iter_values()):
         idx = [fl.index(flat // stride % size) for stride, size in zip(strides, shape)]
-        c = irt.fconst(fl.b, float(value))
+        c = irt.scalar_constant(fl.b, value, irt.element_type(op.result))
         fl.b.insert(memref.StoreOp.get(c, out, idx))

@@ -21,7 +21,6 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     TensorType,
-    f32,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
@@ -175,9 +174,9 @@ class FunctionLowering:
 
     def load(self, b: Builder, tensor: SSAValue, ivs: Sequence[SSAValue], out_shape: Sequence[int]) -> SSAValue:
         """The element of `tensor` that broadcasts to position `ivs` of an `out_shape` result."""
-        value = irt.splat_value(tensor)
+        value = irt.splat_element(tensor)
         if value is not None:
-            return irt.fconst(b, value)
+            return irt.scalar_constant(b, value, irt.element_type(tensor))
         indices = self.broadcast_indices(irt.shape_of(tensor), ivs, out_shape)
         return b.insert(memref.LoadOp.get(self.buffers[tensor], indices)).res
 
@@ -195,7 +194,8 @@ class FunctionLowering:
             return self.buffers[value]
         dims = irt.shape_of(value)
         sizes = [self.index(d) for d in dims if not isinstance(d, int)]
-        alloc = self.b.insert(memref.AllocOp(sizes, [], memref_of(f32, dims), IntegerAttr(64, 64)))
+        t = memref_of(irt.element_type(value), dims)
+        alloc = self.b.insert(memref.AllocOp(sizes, [], t, IntegerAttr(64, 64)))
         alloc.memref.name_hint = value.name_hint
         self.allocs.append(alloc.memref)
         self.buffers[value] = alloc.memref
@@ -278,7 +278,8 @@ class FunctionLowering:
         n = len(shape)
         cast = memref.ReinterpretCastOp(
             buffer, [], dynamic[: sum(1 for d in shape if not isinstance(d, int))],
-            dynamic[sum(1 for d in shape if not isinstance(d, int)) :], [0], static[:n], static[n:], memref_of(f32, shape),
+            dynamic[sum(1 for d in shape if not isinstance(d, int)) :], [0], static[:n], static[n:],
+            memref_of(irt.element_type(buffer), shape),
         )
         cast.result.name_hint = name
         return self.b.insert(cast).result

@@ -34,7 +34,7 @@ from xdsl.rewriter import InsertPoint
 from irc.dialects import irl
 from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
-from irc.dialects.symbolic import Dim, dim, product, row_major_strides, sympy
+from irc.dialects.symbolic import Dim, dim, memref_of, product, row_major_strides, sympy
 from irc.lowering.to_loops.core import lower_contraction
 from irc.lowering.to_loops.function import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe
 from irc.lowering.to_loops.index_arith import STATIC, Cond, Index, IndexArith
@@ -297,6 +297,23 @@ ATTENTION_ROWS = 64
 """Queries per block: a 64 x Lk block of scores per thread (32 KiB at Lk = 128)."""
 
 
+def _dense_mask(fl: FunctionLowering, op: irt_reduce.AttentionOp, scores: Sequence[int]) -> SSAValue:
+    """The mask broadcast to the whole scores shape, in a buffer of its own: the engine reads a
+    mask at strides affine in the flattened batch, which a mask shared by the heads of one batch
+    ([B, 1, Lq, Lk], a language model's padding mask) is not. One pass over B x H x Lq x Lk floats
+    is a few per cent of the attention, where the scalar nest it would fall back to is 20x slower."""
+    sizes = [fl.index(d) for d in scores if not isinstance(d, int)]
+    alloc = fl.b.insert(memref.AllocOp(sizes, [], memref_of(f32, list(scores)), IntegerAttr(64, 64)))
+    alloc.memref.name_hint = "mask"
+    fl.allocs.append(alloc.memref)
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        b.insert(memref.StoreOp.get(fl.load(b, op.mask, ivs, scores), alloc.memref, ivs))
+
+    fl.nest(list(scores), f"{describe(op)} (its mask, broadcast)", body)
+    return alloc.memref
+
+
 def lower_attention_gemm(fl: FunctionLowering, op: irt_reduce.AttentionOp) -> None:
     out_shape = shape_of(op.result)
     batch_shape = out_shape[:-2]
@@ -308,15 +325,18 @@ def lower_attention_gemm(fl: FunctionLowering, op: irt_reduce.AttentionOp) -> No
         epilogue_strides(op.mask, (*batch_shape, lq, lk), [nd - 2], [nd - 1], list(range(nd - 2)))
         if op.mask is not None else ()
     )
-    if fl.strict or not same_batch or mask_strides is None or not engine_runs(*out_shape, lk, e):
+    if fl.strict or not same_batch or not engine_runs(*out_shape, lk, e):
         lower_attention(fl, op)
         return
+    mask = fl.buffers[op.mask] if op.mask is not None else None
+    if mask is not None and mask_strides is None:  # e.g. [B, 1, Lq, Lk] over B x H heads: made dense
+        mask, mask_strides = _dense_mask(fl, op, (*batch_shape, lq, lk)), (dim(lq * lk), lk, 1)
     batch = product(batch_shape)
     rows = min(lq, ATTENTION_ROWS) if isinstance(lq, int) else ATTENTION_ROWS  # a block of at most Lq queries
     ix = IndexArith(fl)
     attention = irl.AttentionOp(
         fl.buffers[op.q], fl.buffers[op.k], fl.buffers[op.v], fl.result_buffer(op.result),
-        fl.buffers[op.mask] if op.mask is not None else None,
+        mask,
         sizes=[ix.dim(d) for d in (batch, lq, lk, e, ev)], rows=rows, scale=op.scale_value, causal=op.causal,
         mask_strides=[ix.dim(s) for s in mask_strides], parallel=parallel_if(ix, dim(2 * batch * lq * lk * (e + ev))),
     )

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math as xmath, scf
-from xdsl.dialects.builtin import IndexType, StringAttr, f32, i64
+from xdsl.dialects.builtin import FloatAttr, IndexType, StringAttr, f32, f64, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -40,6 +40,7 @@ from irc.dialects.irt.core import fconst
 from irc.dialects.irt.reduce import (
     AttentionOp,
     BatchMatmulOp,
+    CumsumOp,
     LayerNormOp,
     ReduceKind,
     ReduceOp,
@@ -71,9 +72,10 @@ def for_loop(
     reduction: bool = False,
     lb: Dim | SSAValue = 0,
 ) -> Accs:
-    """scf.for iv in [lb, ub) carrying `inits`; `body(builder, iv, accs)` returns the next accs.
-    A bound is a value, or a size (static, or symbolic: computed once at the function's entry)."""
-    block = Block(arg_types=[IndexType()] + [f32] * len(inits))
+    """scf.for iv in [lb, ub) carrying `inits` (of their own types); `body(builder, iv, accs)`
+    returns the next accs. A bound is a value, or a size (static, or symbolic: computed once at
+    the function's entry)."""
+    block = Block(arg_types=[IndexType()] + [v.type for v in inits])
     block.args[0].name_hint = name
     inner = Builder(InsertPoint.at_end(block))
     inner.insert(scf.YieldOp(*body(inner, block.args[0], list(block.args[1:]))))
@@ -181,6 +183,35 @@ def lower_reduce(fl: FunctionLowering, op: ReduceOp) -> None:
 
     kernel(fl, irt.shape_of(op.result), describe(op), body)
 
+
+# ---------------------------------------------------------------------------------------------
+# irt.cumsum
+# ---------------------------------------------------------------------------------------------
+
+
+def lower_cumsum(fl: FunctionLowering, op: CumsumOp) -> None:
+    """Parallel over every dim but the summed one; along it a sequential loop carrying the sum
+    (f64 for f32 elements, as torch's CPU kernel accumulates), storing each prefix."""
+    out, src = fl.result_buffer(op.result), fl.buffers[op.input]
+    shape, axis = irt.shape_of(op.input), op.axis
+    floats = irt.is_float(irt.element_type(op.input))
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        def step(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
+            at = [*ivs[:axis], j, *ivs[axis:]]
+            x = load_at(kb, src, at)
+            if floats:
+                total = _bin(kb, arith.AddfOp, accs[0], kb.insert(arith.ExtFOp(x, f64)).result)
+                store_at(kb, kb.insert(arith.TruncFOp(total, f32)).result, out, at)
+            else:
+                total = _bin(kb, arith.AddiOp, accs[0], x)
+                store_at(kb, total, out, at)
+            return [total]
+
+        zero = b.insert(arith.ConstantOp(FloatAttr(0.0, f64))).result if floats else irt.scalar_constant(b, 0, i64)
+        for_loop(fl, b, shape[axis], [zero], step)
+
+    kernel(fl, [s for d, s in enumerate(shape) if d != axis], describe(op), body)
 
 
 # ---------------------------------------------------------------------------------------------

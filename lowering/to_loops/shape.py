@@ -8,10 +8,19 @@ Each is one copy kernel over its result (concat: one per input, writing at the i
   inputs before k, may be an expression of the symbols: a KV cache's `s0` past positions);
 * `irt.expand`: a broadcasting load (index 0 in the input's size-1 dimensions);
 * `irt.embedding`: out[i..., d] = weight[idx[i...], d], parallel over index positions and d; the
-  index is clamped for the load and the element replaced by NaN when clamping changed it.
+  index is clamped for the load and the element replaced by NaN when clamping changed it;
+* `irt.gather` / `irt.index_select`: the same clamped load along their dim (NaN, or 0 / false
+  for integer and bool elements, where the index is outside the input);
+* `irt.arange`: out[i] = start + i * step, from the index;
+* `irt.triu` / `irt.tril`: out = x where j - i is on the kept side of the diagonal, else 0, from
+  the last two indices.
+Sizes may be symbolic in the ops that say so (`SYMBOLIC_DIMS`): bounds and clamps are index
+values `fl.index` computes from the function's size arguments.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref
@@ -19,7 +28,17 @@ from xdsl.dialects.builtin import IndexType, f32, i64
 from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
-from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, SizeOp, SliceOp
+from irc.dialects.irt.shape import (
+    ArangeOp,
+    ConcatOp,
+    EmbeddingOp,
+    ExpandOp,
+    GatherOp,
+    IndexSelectOp,
+    SizeOp,
+    SliceOp,
+    TriangleOp,
+)
 from irc.dialects.symbolic import Dim, dim, format_dim
 from irc.lowering.to_loops.function import FunctionLowering, describe
 
@@ -94,6 +113,82 @@ def lower_embedding(fl: FunctionLowering, op: EmbeddingOp) -> None:
         b.insert(memref.StoreOp.get(value, out, ivs))
 
     fl.nest(shape, describe(op), body)
+
+
+def _ins(b: Builder, op) -> SSAValue:
+    return b.insert(op).results[0]
+
+
+def lower_arange(fl: FunctionLowering, op: ArangeOp) -> None:
+    out, t = fl.result_buffer(op.result), irt.element_type(op.result)
+    start, step = op.start_value, op.step_value
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        i = _ins(b, arith.IndexCastOp(ivs[0], i64))
+        if irt.is_float(t):  # i * step + start, in f32
+            v = _ins(b, arith.SIToFPOp(i, f32))
+            v = v if step == 1 else _ins(b, arith.MulfOp(v, irt.fconst(b, step)))
+            v = v if start == 0 else _ins(b, arith.AddfOp(v, irt.fconst(b, start)))
+        else:
+            v = i if step == 1 else _ins(b, arith.MuliOp(i, irt.scalar_constant(b, int(step), i64)))
+            v = v if start == 0 else _ins(b, arith.AddiOp(v, irt.scalar_constant(b, int(start), i64)))
+        b.insert(memref.StoreOp.get(v, out, ivs))
+
+    fl.nest(irt.shape_of(op.result), describe(op), body)
+
+
+def _clamped_load(
+    fl: FunctionLowering, b: Builder, src: SSAValue, raw: SSAValue, size: Dim, at: Sequence[SSAValue], d: int
+) -> SSAValue:
+    """src[at with index d = raw], or NaN / 0 / false where raw is outside [0, size): the load
+    reads a clamped index (never out of bounds), then the element is replaced."""
+    t = irt.element_type(src)
+    missing = irt.scalar_constant(b, float("nan") if irt.is_float(t) else 0, t)
+    if isinstance(size, int) and size == 0:  # nothing to read
+        return missing
+    row = _ins(b, arith.IndexCastOp(raw, IndexType()))
+    safe = _ins(b, arith.MaxSIOp(row, fl.index(0)))
+    safe = _ins(b, arith.MinSIOp(safe, fl.index(size - 1)))
+    valid = _ins(b, arith.CmpiOp(safe, row, "eq"))
+    idx = list(at)
+    idx[d] = safe
+    value = b.insert(memref.LoadOp.get(src, idx)).res
+    return _ins(b, arith.SelectOp(valid, value, missing))
+
+
+def lower_gather(fl: FunctionLowering, op: GatherOp) -> None:
+    out, src, idx = fl.result_buffer(op.result), fl.buffers[op.input], fl.buffers[op.indices]
+    d, size = op.axis, irt.shape_of(op.input)[op.axis]
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        raw = b.insert(memref.LoadOp.get(idx, ivs)).res
+        b.insert(memref.StoreOp.get(_clamped_load(fl, b, src, raw, size, ivs, d), out, ivs))
+
+    fl.nest(irt.shape_of(op.result), describe(op), body)
+
+
+def lower_index_select(fl: FunctionLowering, op: IndexSelectOp) -> None:
+    out, src, idx = fl.result_buffer(op.result), fl.buffers[op.input], fl.buffers[op.indices]
+    d, size = op.axis, irt.shape_of(op.input)[op.axis]
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        raw = b.insert(memref.LoadOp.get(idx, [ivs[d]])).res
+        b.insert(memref.StoreOp.get(_clamped_load(fl, b, src, raw, size, ivs, d), out, ivs))
+
+    fl.nest(irt.shape_of(op.result), describe(op), body)
+
+
+def lower_triangle(fl: FunctionLowering, op: TriangleOp) -> None:
+    """x where (j - i >= diagonal) for triu, (j - i <= diagonal) for tril, else zero."""
+    out, src, t = fl.result_buffer(op.result), fl.buffers[op.input], irt.element_type(op.result)
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        diff = _ins(b, arith.SubiOp(ivs[-1], ivs[-2]))
+        keep = _ins(b, arith.CmpiOp(diff, fl.index(op.offset), "sge" if op.UPPER else "sle"))
+        value = b.insert(memref.LoadOp.get(src, ivs)).res
+        b.insert(memref.StoreOp.get(_ins(b, arith.SelectOp(keep, value, irt.scalar_constant(b, 0, t))), out, ivs))
+
+    fl.nest(irt.shape_of(op.result), describe(op), body)
 
 
 def lower_size(fl: FunctionLowering, op: SizeOp) -> None:

@@ -39,11 +39,16 @@ SCALAR_NESTS: dict[type[Operation], LoweringFn] = {
     irt_reduce.LayerNormOp: reduce.lower_layer_norm,
     irt_reduce.BatchMatmulOp: reduce.lower_batch_matmul,
     irt_reduce.AttentionOp: reduce.lower_attention,
+    irt_reduce.CumsumOp: reduce.lower_cumsum,
     # shape
     irt_shape.SliceOp: shape.lower_slice,
     irt_shape.ConcatOp: shape.lower_concat,
     irt_shape.ExpandOp: shape.lower_expand,
     irt_shape.EmbeddingOp: shape.lower_embedding,
+    irt_shape.ArangeOp: shape.lower_arange,
+    irt_shape.GatherOp: shape.lower_gather,
+    irt_shape.IndexSelectOp: shape.lower_index_select,
+    irt_shape.TriangleOp: shape.lower_triangle,
     irt_shape.SizeOp: shape.lower_size,
 }
 """Every op as loop nests of its own (`scf.parallel`/`scf.for`)."""

@@ -1,7 +1,7 @@
-// Emitted only for a function whose scratch arena has a symbolic size (lowering/cpp/emit_cpp.py).
-// The scratch arena of a function whose intermediates have symbolic sizes: one per calling
-// thread, grown (never shrunk) to the bytes this call needs, 64-byte aligned, freed when the
-// thread ends. Static arenas are the caller's (runtime/wrapper.py).
+// Emitted only for a function with size arguments (lowering/cpp/emit_cpp.py). Its scratch arena:
+// one per calling thread, grown (never shrunk) to the bytes this call needs, 64-byte aligned,
+// freed when the thread ends. The arenas of functions without sizes are the caller's
+// (runtime/wrapper.py).
 struct irc_arena_slot {
   float* data = nullptr;
   int64_t bytes = 0;

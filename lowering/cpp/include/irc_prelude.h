@@ -7,6 +7,10 @@
 
 #include "irc_math.h"  // pasted here by the emitter (lowering/cpp/headers.py)
 
+// max and min of sizes in expressions of symbolic sizes (cpp_dim); <algorithm> costs 45 ms a build.
+static inline int64_t irc_imax(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t irc_imin(int64_t a, int64_t b) { return a < b ? a : b; }
+
 extern "C" void irc_set_num_threads(int n) {
 #ifdef _OPENMP
   omp_set_num_threads(n);

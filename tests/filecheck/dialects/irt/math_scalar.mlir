@@ -42,7 +42,7 @@
 
 // CPP-LABEL: extern "C" void chain(
 // CPP:         const float [[P:v[0-9]+]] = __builtin_powf([[B:v[0-9]+]], 2.5f);
-// CPP:         const int64_t [[C:v[0-9]+]] = [[M:v[0-9]+]] != 0.0f;
+// CPP:         const bool [[C:v[0-9]+]] = [[M:v[0-9]+]] != 0.0f;
 // CPP-NEXT:    const float [[S:v[0-9]+]] = [[C]] ? [[R:v[0-9]+]] : [[X:v[0-9]+]];
 func.func @chain(%x: tensor<4x8xf32>, %m: tensor<8xf32>) -> tensor<4x8xf32> {
   %a = irt.hardswish %x : tensor<4x8xf32>

@@ -18,9 +18,17 @@ func.func @where_no_broadcast(%c: tensor<3xf32>, %x: tensor<4x8xf32>) -> tensor<
 
 // -----
 
-func.func @where_bool(%c: tensor<4xi1>, %x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{irt.where: operand 0 must be a tensor of f32, got tensor<4xi1>}}
-  %0 = irt.where %c, %x, %x : (tensor<4xi1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+func.func @where_int_condition(%c: tensor<4xi64>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{irt.where: the condition must be a tensor of i1 or f32, got tensor<4xi64>}}
+  %0 = irt.where %c, %x, %x : (tensor<4xi64>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %0 : tensor<4xf32>
+}
+
+// -----
+
+func.func @where_mixed_types(%c: tensor<4xi1>, %x: tensor<4xf32>, %y: tensor<4xi64>) -> tensor<4xf32> {
+  // expected-error @+1 {{irt.where: operands and result must have one element type, got lhs f32, rhs i64, the result f32}}
+  %0 = irt.where %c, %x, %y : (tensor<4xi1>, tensor<4xf32>, tensor<4xi64>) -> tensor<4xf32>
   func.return %0 : tensor<4xf32>
 }
 

@@ -35,7 +35,7 @@ func.func @broadcast_result(%x: tensor<4x1xf32>, %y: tensor<8xf32>) -> tensor<4x
 // -----
 
 func.func @not_f32(%x: tensor<4xi32>, %y: tensor<4xi32>) -> tensor<4xi32> {
-  // expected-error @+1 {{irt.add: operand 0 must be a tensor of f32, got tensor<4xi32>}}
+  // expected-error @+1 {{irt.add: lhs must be a tensor of f32 or i64, got tensor<4xi32>}}
   %0 = irt.add %x, %y : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   func.return %0 : tensor<4xi32>
 }

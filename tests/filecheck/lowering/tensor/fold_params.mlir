@@ -44,3 +44,20 @@ func.func @g(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
   %y = irt.linear %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
   func.return %y : tensor<4x16xf32>
 }
+
+// -----
+
+// An op on literals whose result has symbolic sizes has no value before the call binds them: it
+// stays (a causal mask the length of the sequence), and nothing folds.
+// CHECK-LABEL: func.func @mask(%x: tensor<?x?xf32, #irt.dims<"s0", "s0">>) -> tensor<?x?xi1, #irt.dims<"s0", "s0">> {
+// CHECK-NEXT:    %t = irt.constant dense<true> : tensor<i1>
+// CHECK-NEXT:    %full = irt.expand %t
+// CHECK-NEXT:    %m = irt.tril %full diagonal 0
+// CHECK-NEXT:    func.return %m
+// CHECK-NOT:   @mask__fold
+func.func @mask(%x: tensor<?x?xf32, #irt.dims<"s0", "s0">>) -> tensor<?x?xi1, #irt.dims<"s0", "s0">> {
+  %t = irt.constant dense<true> : tensor<i1>
+  %full = irt.expand %t : (tensor<i1>) -> tensor<?x?xi1, #irt.dims<"s0", "s0">>
+  %m = irt.tril %full diagonal 0 : tensor<?x?xi1, #irt.dims<"s0", "s0">>
+  func.return %m : tensor<?x?xi1, #irt.dims<"s0", "s0">>
+}

@@ -140,3 +140,25 @@ func.func @broadcast_producer(%x: tensor<4x8xf32>, %w: tensor<1x8xf32>, %z: tens
   %a = irt.add %y, %z : (tensor<4x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
   func.return %a : tensor<4x16xf32>
 }
+
+// -----
+
+// Must NOT fuse into the epilogue: the consumer compares and selects (an i1 inside its body),
+// and an epilogue computes on vectors of floats. The mask and select still fuse with the add.
+// CHECK-LABEL: func.func @mask_after_linear
+// CHECK:         %y = irt.linear %x, %w
+// CHECK-NEXT:    %r = irt.elementwise ins(%y, %k, %y, %zero, %y, %one
+// CHECK:           arith.cmpf ogt
+// CHECK:           arith.select
+
+func.func @mask_after_linear(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf32> {
+  %zero = irt.constant dense<0.0> : tensor<f32>
+  %k = irt.constant dense<0.1> : tensor<f32>
+  %one = irt.constant dense<1.0> : tensor<f32>
+  %y = irt.linear %x, %w : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  %m = irt.cmp gt %y, %zero : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xi1>
+  %s = irt.mul %y, %k : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  %v = irt.where %m, %y, %s : (tensor<4x16xi1>, tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = irt.add %v, %one : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
+  func.return %r : tensor<4x16xf32>
+}

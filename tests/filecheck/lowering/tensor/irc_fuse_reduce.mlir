@@ -122,3 +122,42 @@ func.func @mask_then_scale(%q: tensor<2x5x3xf32>, %k: tensor<2x7x3xf32>, %v: ten
   %o = irt.batch_matmul matmul %p, %v : (tensor<2x5x7xf32>, tensor<2x7x4xf32>) -> tensor<2x5x4xf32>
   func.return %o : tensor<2x5x4xf32>
 }
+
+// -----
+
+// GPT-2's form: where(causal, scores / sqrt(d), float32's minimum) + padding mask. The select is
+// the additive mask where(causal, 0, min), built beside the attention and added to the padding
+// mask (a score plus min is min exactly: no score comes within an ulp of it).
+// CHECK-LABEL: func.func @gpt2
+// CHECK:         %[[ZERO:.*]] = irt.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[MIN:.*]] = irt.constant dense<-3.40282347e+38> : tensor<f32>
+// CHECK-NEXT:    %[[KEEP:.*]] = irt.where %causal, %[[ZERO]], %[[MIN]] : (tensor<1x1x5x5xi1>, tensor<f32>, tensor<f32>) -> tensor<1x1x5x5xf32>
+// CHECK-NEXT:    %[[MASK:.*]] = irt.add %[[KEEP]], %pad : (tensor<1x1x5x5xf32>, tensor<2x1x1x5xf32>) -> tensor<2x1x5x5xf32>
+// CHECK-NEXT:    %o = irt.attention %q, %k, %v mask %[[MASK]] scale 5.000000e-01
+// NOATT-LABEL: func.func @gpt2
+// NOATT:         irt.softmax
+func.func @gpt2(%q: tensor<2x4x5x4xf32>, %k: tensor<2x4x5x4xf32>, %v: tensor<2x4x5x4xf32>, %causal: tensor<1x1x5x5xi1>, %pad: tensor<2x1x1x5xf32>) -> tensor<2x4x5x4xf32> {
+  %s = irt.batch_matmul linear %q, %k : (tensor<2x4x5x4xf32>, tensor<2x4x5x4xf32>) -> tensor<2x4x5x5xf32>
+  %two = irt.constant dense<2.0> : tensor<f32>
+  %d = irt.div %s, %two : (tensor<2x4x5x5xf32>, tensor<f32>) -> tensor<2x4x5x5xf32>
+  %min = irt.constant dense<-3.40282347e+38> : tensor<f32>
+  %w = irt.where %causal, %d, %min : (tensor<1x1x5x5xi1>, tensor<2x4x5x5xf32>, tensor<f32>) -> tensor<2x4x5x5xf32>
+  %a = irt.add %w, %pad : (tensor<2x4x5x5xf32>, tensor<2x1x1x5xf32>) -> tensor<2x4x5x5xf32>
+  %p = irt.softmax %a dim -1 : tensor<2x4x5x5xf32>
+  %o = irt.batch_matmul matmul %p, %v : (tensor<2x4x5x5xf32>, tensor<2x4x5x4xf32>) -> tensor<2x4x5x4xf32>
+  func.return %o : tensor<2x4x5x4xf32>
+}
+
+// -----
+
+// Must not fire: a select to -10000 (older models' fill) changes scores that a sum would not.
+// CHECK-LABEL: func.func @small_fill
+// CHECK:         irt.softmax
+func.func @small_fill(%q: tensor<2x4x5x4xf32>, %k: tensor<2x4x5x4xf32>, %v: tensor<2x4x5x4xf32>, %causal: tensor<1x1x5x5xi1>) -> tensor<2x4x5x4xf32> {
+  %s = irt.batch_matmul linear %q, %k : (tensor<2x4x5x4xf32>, tensor<2x4x5x4xf32>) -> tensor<2x4x5x5xf32>
+  %fill = irt.constant dense<-10000.0> : tensor<f32>
+  %w = irt.where %causal, %s, %fill : (tensor<1x1x5x5xi1>, tensor<2x4x5x5xf32>, tensor<f32>) -> tensor<2x4x5x5xf32>
+  %p = irt.softmax %w dim -1 : tensor<2x4x5x5xf32>
+  %o = irt.batch_matmul matmul %p, %v : (tensor<2x4x5x5xf32>, tensor<2x4x5x4xf32>) -> tensor<2x4x5x4xf32>
+  func.return %o : tensor<2x4x5x4xf32>
+}

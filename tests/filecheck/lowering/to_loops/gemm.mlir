@@ -113,3 +113,18 @@ func.func @attention(%q: tensor<1x4x16x8xf32>, %k: tensor<1x4x16x8xf32>, %v: ten
   %o = irt.attention %q, %k, %v mask %m scale 0.125 : (tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<16x16xf32>) -> tensor<1x4x16x8xf32>
   func.return %o : tensor<1x4x16x8xf32>
 }
+
+// -----
+
+// A language model's padding mask, one per batch shared by its heads ([B, 1, Lq, Lk] over B x H):
+// not affine in the flattened (batch, head) index, so it is first broadcast to the scores' shape
+// in a buffer of its own, then read densely; the engine still runs (the scalar nest it would fall
+// back to is about 20x slower).
+// CHECK-LABEL: func.func @attention_batch_mask
+// CHECK:         %mask = memref.alloc() {alignment = 64 : i64} : memref<2x4x16x16xf32>
+// CHECK:         }) {irc.kernel = "irt.attention -> 2x4x16x8 (its mask, broadcast)"}
+// CHECK:         irl.attention %q, %k, %v -> %out0 mask(%mask : memref<2x4x16x16xf32>) sizes [8, 16, 16, 8, 8] rows 16 scale 1.250000e-01 causal 0 mask_strides [256, 16, 1]
+func.func @attention_batch_mask(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>, %v: tensor<2x4x16x8xf32>, %m: tensor<2x1x16x16xf32>) -> tensor<2x4x16x8xf32> {
+  %o = irt.attention %q, %k, %v mask %m scale 0.125 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x1x16x16xf32>) -> tensor<2x4x16x8xf32>
+  func.return %o : tensor<2x4x16x8xf32>
+}

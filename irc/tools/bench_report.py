@@ -171,21 +171,23 @@ def json_report(rows: list[BenchRow], meta: dict) -> dict:
     """Every raw number: the run's metadata and, per row, each contender's timing and verdict."""
     results = []
     for r in rows:
-        contenders = {}
-        for c in CONTENDERS:
-            t = r.timings.get(c)
-            contenders[c] = {
-                "timing": None if t is None else {**asdict(t), "unit": "seconds per call"},
-                "ratio_to_eager": r.ratio(c) if c != EAGER else (1.0 if t else None),
-                "gflops": r.gflops(c),
-                "status": r.status(c),
-                "error": r.checks.get(c),
-            }
         results.append({"model": r.name, "description": r.description, "flops": r.flops,
                         "threads": r.threads, "compile_seconds": r.compile_seconds,
                         "irc_compiler_runs": r.irc_compiler_runs,
-                        "contenders": contenders})
+                        "contenders": {c: contender_json(r, c) for c in CONTENDERS}})
     return {**meta, "ratio": RATIO_NOTE, "results": results}
+
+
+def contender_json(r: BenchRow, c: str) -> dict:
+    """One contender of a row: its timing (seconds per call), ratio to eager, GFLOP/s and verdict."""
+    t = r.timings.get(c)
+    return {
+        "timing": None if t is None else {**asdict(t), "unit": "seconds per call"},
+        "ratio_to_eager": r.ratio(c) if c != EAGER else (1.0 if t else None),
+        "gflops": r.gflops(c),
+        "status": r.status(c),
+        "error": r.checks.get(c),
+    }
 
 
 def plot_ratios(rows: list[BenchRow], path: Path) -> None:

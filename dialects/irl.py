@@ -26,24 +26,54 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
 * `im2col_panels`: as `im2col`, with `a` the weights already in the engine's 6-row panels,
   [ceil(O/6), C/groups*kH*kW, 6] (`irt.pack "rows" 6`, at compile time).
 
+`batch [count, sa, sb, sc]` (optional, not with im2col) makes it `count` products, the n-th reading
+A, B and C `sa`, `sb`, `sc` elements further on (0: shared, a broadcast batch dim) and its
+epilogue inputs at the per-batch strides: a batched matmul (attention's q @ k^T, p @ v).
+
 `tiles` = [MC, NC, KC, MS] is the cache blocking: OpenMP tasks of MS rows x NC columns of C,
 each taking K in steps of KC and its rows MC at a time;
-`strides` has three element strides per epilogue input (per image, per row i, per column j; 0
-broadcasts), `parallel` = 1 shares C blocks among OpenMP threads.
+`strides` has three element strides per epilogue input (per image or batch entry, per row i, per
+column j; 0 broadcasts), `parallel` = 1 shares C blocks among OpenMP threads.
+
+Sizes known only at call time (symbolic dimensions, `dialects/symbolic.py`) are `index`
+operands in these lists, as in MLIR's mixed static/dynamic lists (`memref.subview`): the
+blocking and strides computed from them are operands too (arith ops before the op compute them
+at call time, `lowering/to_loops/gemm.py`), and `parallel 1 if %p` runs on threads only when
+the i1 `%p` is true at call time (the product is large enough):
+
+    irl.gemm nk %x, %w -> %y sizes [%s0, 256, 256] tiles [%mc, 128, 256, %ms] strides []
+        parallel 1 if %big : memref<?x256xf32, #irt.dims<"s0">>, memref<256x256xf32>, ...
+
+A run-time size may be 0: the engine then writes nothing (M or N) or the epilogue of 0 (K).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import ClassVar, Union
 
-from xdsl.dialects.builtin import I64, DenseArrayBase, Float32Type, FloatAttr, IntAttr, IntegerAttr, MemRefType, i64
-from xdsl.dialects.utils import EnumAttribute
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    I64,
+    DenseArrayBase,
+    Float32Type,
+    FloatAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    MemRefType,
+    i1,
+    i64,
+)
+from xdsl.dialects.utils import DynamicIndexList, EnumAttribute, get_dynamic_index_list, split_dynamic_index_list
 from xdsl.ir import Attribute, Dialect, ParametrizedAttribute, Region, SpacedOpaqueSyntaxAttribute, SSAValue
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -200,36 +230,93 @@ class YieldOp(StaticShapeOp):
         super().__init__(operands=[value])
 
 
+Index = Union[int, SSAValue]
+"""A size, tile or stride on an `irl` op: static, or an `index` value known at call time."""
+
+
 def _ints(values: Sequence[int]) -> DenseArrayBase:
     return DenseArrayBase.from_list(i64, list(values))
 
 
+def _mixed(values: Sequence[Index]) -> tuple[DenseArrayBase, list[SSAValue]]:
+    """A mixed list as its static property (`?` entries marked DYNAMIC_INDEX) and its operands."""
+    static, dynamic = split_dynamic_index_list(list(values), DYNAMIC_INDEX)
+    return _ints(static), dynamic
+
+
+def _parallel(parallel: bool | SSAValue) -> tuple[IntegerAttr, list[SSAValue]]:
+    """`parallel 0 | 1`, or `parallel 1 if %p` when `parallel` is an i1 known at call time."""
+    if isinstance(parallel, SSAValue):
+        return IntegerAttr(1, i64), [parallel]
+    return IntegerAttr(int(parallel), i64), []
+
+
 class IntArrays:
-    """Reading an op's integer-array properties as Python tuples."""
+    """Reading an op's mixed static/dynamic integer lists (property `name`, operands
+    `dynamic_<name>`) as Python tuples."""
+
+    def mixed(self, name: str) -> tuple[Index, ...]:
+        """The entries: ints, and the index operands of those known at call time."""
+        static = getattr(self, name).get_values()
+        dynamic = getattr(self, f"dynamic_{name}", ())
+        return tuple(get_dynamic_index_list(static, dynamic, DYNAMIC_INDEX))
 
     def ints(self, name: str) -> tuple[int, ...]:
-        return tuple(getattr(self, name).get_values())
+        """The entries of a list that has no run-time entries."""
+        values = self.mixed(name)
+        if not all(isinstance(v, int) for v in values):
+            raise ValueError(f"{self.name}: {name} has entries known only at call time")  # type: ignore[attr-defined]
+        return values  # type: ignore[return-value]
+
+    def verify_list(self, name: str, length: int | None, what: str, minimum: int | None = None) -> None:
+        """`name` has `length` entries (None: any), one operand per `?`, static entries >= `minimum`."""
+        static = tuple(getattr(self, name).get_values())
+        dynamic = getattr(self, f"dynamic_{name}", ())
+        if static.count(DYNAMIC_INDEX) != len(dynamic):
+            raise VerifyException(f"{self.name}: {name} has {static.count(DYNAMIC_INDEX)} run-time entries "  # type: ignore[attr-defined]
+                                  f"but {len(dynamic)} operands")
+        shown = "[" + ", ".join("?" if v == DYNAMIC_INDEX else str(v) for v in static) + "]"
+        known = [v for v in static if v != DYNAMIC_INDEX]
+        if (length is not None and len(static) != length) or (minimum is not None and known and min(known) < minimum):
+            raise VerifyException(f"{self.name}: {name} must be {what}, got {shown}")  # type: ignore[attr-defined]
+
+    def verify_parallel(self) -> None:
+        if self.parallel_if is not None and self.parallel.value.data != 1:  # type: ignore[attr-defined]
+            raise VerifyException(f"{self.name}: `parallel 1 if %p` is the only run-time choice of threads")  # type: ignore[attr-defined]
 
 
 @irdl_op_definition
 class GemmOp(IntArrays, StaticShapeOp):
     """C = epilogue(A x B) by irc's GEMM engine (see the module docstring)."""
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irl.gemm"
     layout = prop_def(GemmLayoutAttr)
     a = operand_def(MemRefType)
     b = operand_def(MemRefType)
     c = operand_def(MemRefType)
     epilogue = var_operand_def(MemRefType)
+    dynamic_sizes = var_operand_def(IndexType)
+    dynamic_tiles = var_operand_def(IndexType)
+    dynamic_strides = var_operand_def(IndexType)
+    dynamic_batch = var_operand_def(IndexType)
+    parallel_if = opt_operand_def(i1)
     sizes = prop_def(DenseArrayBase.constr(i64))
     tiles = prop_def(DenseArrayBase.constr(i64))
     strides = prop_def(DenseArrayBase.constr(i64))
+    batch = prop_def(DenseArrayBase.constr(i64))  # [] or [count, sa, sb, sc]
     conv = opt_prop_def(ConvAttr)
     parallel = prop_def(IntegerAttr[I64])
     body = region_def("single_block")
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    custom_directives = (DynamicIndexList,)
     assembly_format = (
         "$layout $a `,` $b `->` $c (`epilogue` `(` $epilogue^ `:` type($epilogue) `)`)? "
-        "`sizes` $sizes `tiles` $tiles `strides` $strides (`conv` $conv^)? `parallel` $parallel "
+        "(`batch` custom<DynamicIndexList>($dynamic_batch, $batch)^)? "
+        "`sizes` custom<DynamicIndexList>($dynamic_sizes, $sizes) "
+        "`tiles` custom<DynamicIndexList>($dynamic_tiles, $tiles) "
+        "`strides` custom<DynamicIndexList>($dynamic_strides, $strides) (`conv` $conv^)? "
+        "`parallel` $parallel (`if` $parallel_if^)? "
         "`:` type($a) `,` type($b) `,` type($c) attr-dict-with-keyword $body"
     )
 
@@ -241,36 +328,52 @@ class GemmOp(IntArrays, StaticShapeOp):
         c: SSAValue,
         epilogue: Sequence[SSAValue],
         *,
-        sizes: Sequence[int],
-        tiles: Sequence[int],
-        strides: Sequence[int],
+        sizes: Sequence[Index],
+        tiles: Sequence[Index],
+        strides: Sequence[Index],
         body: Region,
         conv: ConvGeometry | None = None,
-        parallel: bool = True,
+        batch: Sequence[Index] = (),
+        parallel: bool | SSAValue = True,
     ):
+        (sizes_attr, dyn_sizes), (tiles_attr, dyn_tiles), (strides_attr, dyn_strides), (batch_attr, dyn_batch) = (
+            _mixed(sizes), _mixed(tiles), _mixed(strides), _mixed(batch))
+        parallel_attr, parallel_if = _parallel(parallel)
         properties: dict[str, Attribute] = {
             "layout": GemmLayoutAttr(layout),
-            "sizes": _ints(sizes),
-            "tiles": _ints(tiles),
-            "strides": _ints(strides),
-            "parallel": IntegerAttr(int(parallel), i64),
+            "sizes": sizes_attr,
+            "tiles": tiles_attr,
+            "strides": strides_attr,
+            "batch": batch_attr,
+            "parallel": parallel_attr,
         }
         if conv is not None:
             properties["conv"] = ConvAttr.get(conv)
-        super().__init__(operands=[a, b, c, list(epilogue)], regions=[body], properties=properties)
+        super().__init__(
+            operands=[a, b, c, list(epilogue), dyn_sizes, dyn_tiles, dyn_strides, dyn_batch, parallel_if],
+            regions=[body], properties=properties,
+        )
 
     def verify_(self) -> None:
-        if len(self.ints("sizes")) != 3 or min(self.ints("sizes")) < 1:
-            raise VerifyException(f"irl.gemm: sizes must be [M, N, K] >= 1, got {list(self.ints('sizes'))}")
-        if len(self.ints("tiles")) != 4 or min(self.ints("tiles")) < 1:
-            raise VerifyException(f"irl.gemm: tiles must be [MC, NC, KC, MS] >= 1, got {list(self.ints('tiles'))}")
-        if len(self.ints("strides")) != 3 * len(self.epilogue):
+        self.verify_list("sizes", 3, "[M, N, K] >= 1", minimum=1)
+        self.verify_list("tiles", 4, "[MC, NC, KC, MS] >= 1", minimum=1)
+        if len(self.mixed("strides")) != 3 * len(self.epilogue):
             raise VerifyException(
-                f"irl.gemm: strides needs 3 entries per epilogue input ({len(self.epilogue)}), got {len(self.ints('strides'))}"
+                f"irl.gemm: strides needs 3 entries per epilogue input ({len(self.epilogue)}), got {len(self.mixed('strides'))}"
             )
+        self.verify_list("strides", None, "per-input (batch, row, column) strides")
+        if self.mixed("batch"):
+            self.verify_list("batch", 4, "[count, sa, sb, sc], count >= 1 and strides >= 0", minimum=0)
+            if self.mixed("batch")[0] == 0:
+                raise VerifyException("irl.gemm: the batch count must be >= 1 (or a run-time size), got 0")
+        self.verify_parallel()
         if (self.layout.data in CONV_LAYOUTS) != (self.conv is not None):
             raise VerifyException("irl.gemm: the im2col layouts (and only they) take the convolution geometry (`conv <...>`)")
         if self.conv is not None:
+            if self.dynamic_sizes or self.dynamic_tiles or self.dynamic_strides or self.parallel_if is not None:
+                raise VerifyException("irl.gemm: a convolution's sizes, tiles and strides are static")
+            if self.mixed("batch"):
+                raise VerifyException("irl.gemm: a convolution runs per image already (no `batch`)")
             g = self.conv.geometry
             implied = (g.out_channels // g.groups, g.out_height * g.out_width, g.channels // g.groups * g.kernel_h * g.kernel_w)
             if self.ints("sizes") != implied:
@@ -297,45 +400,59 @@ class AttentionOp(IntArrays, StaticShapeOp):
     `rows` at a time: a block of scores (rows x Lk) is one GEMM with the scale, mask and causal
     -inf applied on the register tile, a softmax over each row in place, then one GEMM with v.
     Scores never exist beyond one block per thread. `mask_strides` (batch, row, column) read
-    the optional additive mask operand (0 broadcasts).
+    the optional additive mask operand (0 broadcasts). Sizes and mask strides known only at
+    call time are index operands (`sizes [%b, %s0, %s1, 64, 64]`), and `parallel 1 if %p`
+    decides the threads at call time, as on `irl.gemm`.
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irl.attention"
     q = operand_def(MemRefType)
     k = operand_def(MemRefType)
     v = operand_def(MemRefType)
     o = operand_def(MemRefType)
     mask = var_operand_def(MemRefType)
+    dynamic_sizes = var_operand_def(IndexType)
+    dynamic_mask_strides = var_operand_def(IndexType)
+    parallel_if = opt_operand_def(i1)
     sizes = prop_def(DenseArrayBase.constr(i64))
     rows = prop_def(IntegerAttr[I64])
     scale = prop_def(FloatAttr[Float32Type])
     causal = prop_def(IntegerAttr[I64])
     mask_strides = prop_def(DenseArrayBase.constr(i64))
     parallel = prop_def(IntegerAttr[I64])
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    custom_directives = (DynamicIndexList,)
     assembly_format = (
-        "$q `,` $k `,` $v `->` $o (`mask` `(` $mask^ `:` type($mask) `)`)? `sizes` $sizes `rows` $rows "
-        "`scale` $scale `causal` $causal `mask_strides` $mask_strides `parallel` $parallel "
+        "$q `,` $k `,` $v `->` $o (`mask` `(` $mask^ `:` type($mask) `)`)? "
+        "`sizes` custom<DynamicIndexList>($dynamic_sizes, $sizes) `rows` $rows "
+        "`scale` $scale `causal` $causal `mask_strides` custom<DynamicIndexList>($dynamic_mask_strides, $mask_strides) "
+        "`parallel` $parallel (`if` $parallel_if^)? "
         "`:` type($q) `,` type($k) `,` type($v) `,` type($o) attr-dict"
     )
 
-    def __init__(self, q, k, v, o, mask, *, sizes, rows: int, scale: float, causal: bool, mask_strides, parallel: bool):
+    def __init__(self, q, k, v, o, mask, *, sizes: Sequence[Index], rows: int, scale: float, causal: bool,
+                 mask_strides: Sequence[Index], parallel: bool | SSAValue):
+        (sizes_attr, dyn_sizes), (strides_attr, dyn_strides) = _mixed(sizes), _mixed(mask_strides)
+        parallel_attr, parallel_if = _parallel(parallel)
         super().__init__(
-            operands=[q, k, v, o, [mask] if mask is not None else []],
+            operands=[q, k, v, o, [mask] if mask is not None else [], dyn_sizes, dyn_strides, parallel_if],
             properties={
-                "sizes": _ints(sizes),
+                "sizes": sizes_attr,
                 "rows": IntegerAttr(rows, i64),
                 "scale": FloatAttr(scale, Float32Type()),
                 "causal": IntegerAttr(int(causal), i64),
-                "mask_strides": _ints(mask_strides),
-                "parallel": IntegerAttr(int(parallel), i64),
+                "mask_strides": strides_attr,
+                "parallel": parallel_attr,
             },
         )
 
     def verify_(self) -> None:
-        if len(self.ints("sizes")) != 5 or min(self.ints("sizes")) < 1:
-            raise VerifyException(f"irl.attention: sizes must be [batch, Lq, Lk, E, Ev] >= 1, got {list(self.ints('sizes'))}")
-        if len(self.mask) > 1 or len(self.ints("mask_strides")) != 3 * len(self.mask):
+        self.verify_list("sizes", 5, "[batch, Lq, Lk, E, Ev] >= 1", minimum=1)
+        if len(self.mask) > 1 or len(self.mixed("mask_strides")) != 3 * len(self.mask):
             raise VerifyException("irl.attention: at most one mask, with 3 strides (batch, row, column)")
+        self.verify_list("mask_strides", None, "(batch, row, column) strides")
+        self.verify_parallel()
         if self.rows.value.data < 1:
             raise VerifyException("irl.attention: rows must be >= 1")
 

@@ -165,14 +165,8 @@ def _spell(e: sympy.Expr, cpp: bool) -> str:
             else:
                 out += f" + {_spell(t, cpp)}"
         return out
-    if e.is_Mul:
-        coeff, rest = e.as_coeff_Mul()
-        if coeff == -1:
-            return f"-{atom(rest)}"
-        factors = ([str(int(coeff))] if coeff != 1 else []) + [atom(f) for f in sympy.Mul.make_args(rest)]
-        if not coeff.is_Integer:
-            raise ValueError(f"size expression {e} is not an integer polynomial")
-        return " * ".join(factors)
+    if e.is_Mul or e.is_Pow:
+        return _spell_product(e, atom)
     if isinstance(e, sympy.floor):
         num, den = sympy.fraction(sympy.together(e.args[0]))
         if not den.is_Integer or int(den) <= 0:
@@ -189,6 +183,22 @@ def _spell(e: sympy.Expr, cpp: bool) -> str:
             out = f"{name}<int64_t>({out}, {a})" if cpp else f"{name}({out}, {a})"
         return out
     raise ValueError(f"size expression {e} uses {type(e).__name__}, which irc does not support")
+
+
+def _spell_product(e: sympy.Expr, atom) -> str:
+    """A product `c * f1 * f2 ...`; a power of a symbol is its repeated product (s0 * s0, as
+    self-attention's s0 x s0 scores have: sympy writes s0**2)."""
+    if e.is_Pow:
+        if not (e.exp.is_Integer and int(e.exp) > 0):
+            raise ValueError(f"size expression {e} is not an integer polynomial")
+        return " * ".join([atom(e.base)] * int(e.exp))
+    coeff, rest = e.as_coeff_Mul()
+    if coeff == -1:
+        return f"-{atom(rest)}"
+    factors = ([str(int(coeff))] if coeff != 1 else []) + [atom(f) for f in sympy.Mul.make_args(rest)]
+    if not coeff.is_Integer:
+        raise ValueError(f"size expression {e} is not an integer polynomial")
+    return " * ".join(factors)
 
 
 def format_dim(d: Dim) -> str:
@@ -296,6 +306,12 @@ def size_ops(value: Dim, symbols: Mapping[sympy.Symbol, SSAValue], constant: Cal
             acc = build(args[0])
             for a in args[1:]:
                 ops.append(cls(acc, build(a)))
+                acc = ops[-1].results[0]
+            return acc
+        if e.is_Pow and e.exp.is_Integer and int(e.exp) > 0:  # s0**2 (self-attention's s0 x s0): s0 * s0
+            base = acc = build(e.base)
+            for _ in range(int(e.exp) - 1):
+                ops.append(arith.MuliOp(acc, base))
                 acc = ops[-1].results[0]
             return acc
         if isinstance(e, sympy.floor):

@@ -80,8 +80,11 @@ def contraction_shape(
     return (*lhs[:-1], n)
 
 class ContractionBase(EpilogueOp):
-    """Base of the contraction family: result[..., n] = epilogue(sum_k lhs[..., k] * rhs(n, k), ...)."""
+    """Base of the contraction family: result[..., n] = epilogue(sum_k lhs[..., k] * rhs(n, k), ...).
+    Any size may be symbolic (the rows of a language model's batch x sequence, or N and K of a
+    run-time rhs); a packed rhs holds weights, whose sizes are static."""
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     KIND: ClassVar[ContractionKind]
 
     @property

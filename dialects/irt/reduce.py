@@ -9,6 +9,11 @@ recognize a decomposed form (mean, sub, pow, mean, add eps, rsqrt, mul...). `irt
 per (batch, head, query) and never materializes the scores matrix. All ops compute on f32 and
 accumulate in f32.
 
+Every size may be symbolic (`dialects/symbolic.py`): a batch, a sequence length, attention's Lq
+and Lk (the scores' last dim, which softmax then runs over). Verifiers compare sizes as
+expressions. What only the call can tell is the caller's to check: an `amax` over a dimension
+that is 0 at call time gives -inf (eager raises, and the verifier rejects a static one).
+
     %s = irt.reduce sum %x [1] keepdim : (tensor<4x8xf32>) -> tensor<4x1xf32>
     %p = irt.softmax %x dim 1 : tensor<4x8xf32>
     %n = irt.layer_norm %x : tensor<4x8xf32> weight %w : tensor<8xf32> bias %b : tensor<8xf32> dims 1 eps 1.000000e-05 -> tensor<4x8xf32>
@@ -100,6 +105,7 @@ class ReduceOp(StaticShapeOp):
         %s = irt.reduce mean %x [0, 2] keepdim : (tensor<3x4x5xf32>) -> tensor<1x4x1xf32>
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.reduce"
     kind = prop_def(ReduceKindAttr)
     input = operand_def(TensorType)
@@ -162,6 +168,7 @@ class ReduceOp(StaticShapeOp):
 class SoftmaxBase(StaticShapeOp):
     """Softmax-like ops over one dim: a stable (max-subtracting) two-pass row computation."""
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     T: ClassVar = VarConstraint("T", AnyAttr())
     input = operand_def(T)
     dim = prop_def(IntegerAttr[i64])
@@ -215,6 +222,7 @@ class LayerNormOp(StaticShapeOp):
         %y = irt.layer_norm %x : tensor<4x8xf32> weight %w : tensor<8xf32> bias %b : tensor<8xf32> dims 1 eps 1.000000e-05 -> tensor<4x8xf32>
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.layer_norm"
     input = operand_def(TensorType)
     weight = opt_operand_def(TensorType)
@@ -308,6 +316,7 @@ class BatchMatmulOp(StaticShapeOp):
         %s = irt.batch_matmul linear %q, %k : (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>) -> tensor<2x4x16x32xf32>
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.batch_matmul"
     kind = prop_def(ContractionKindAttr)
     lhs = operand_def(TensorType)
@@ -370,6 +379,7 @@ class AttentionOp(StaticShapeOp):
         %o = irt.attention %q, %k, %v mask %m scale 0.125 : (tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<16x16xf32>) -> tensor<1x4x16x8xf32>
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.attention"
     q = operand_def(TensorType)
     k = operand_def(TensorType)

@@ -4,10 +4,15 @@
     %c = irt.concat %a, %b dim 1 : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>
     %e = irt.expand %x : (tensor<4x1xf32>) -> tensor<4x8xf32>
 
-All shapes are static. A slice takes, in each dimension d, `size_d` elements (the result's size)
-starting at `offsets[d]`, `strides[d]` apart (torch's `x[a:b:s]`; int indexing is a size-1 slice
-followed by an `irt.reshape`). `irt.expand` broadcasts numpy-style, as torch's `expand` does;
-the importer emits it only when no consumer broadcasts by itself (see convert_shape.py).
+A slice takes, in each dimension d, `size_d` elements (the result's size) starting at
+`offsets[d]`, `strides[d]` apart (torch's `x[a:b:s]`; int indexing is a size-1 slice followed by
+an `irt.reshape`). Sizes may be symbolic (`dialects/symbolic.py`; offsets and strides are
+static): a concat along the sequence of a KV cache gives `s0 + s1`, a slice of a run-time
+dimension `s0 - 1` elements, and so on. Where a slice stays inside its input only for some
+values of the symbols (`x[:, 0]` of an `s0`-long dimension needs s0 >= 1), the verifier accepts
+it unless no value can, and `SliceOp.call_time_requirements` lists what a caller must check.
+`irt.expand` broadcasts numpy-style, as torch's `expand` does; the importer emits it only when
+no consumer broadcasts by itself (see convert_shape.py).
 Permutations use `irt.transpose`, and views (squeeze, unsqueeze, flatten, ...) `irt.reshape`.
 """
 
@@ -31,7 +36,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from irc.dialects.irt.core import _check_f32_tensor, _fmt, shape_of
 from irc.dialects.static_shape import StaticShapeOp
-from irc.dialects.symbolic import Dim, format_dim, parse_dim, symbols_of
+from irc.dialects.symbolic import Dim, dim, format_dim, parse_dim, symbols_of
 
 
 @irdl_op_definition
@@ -41,6 +46,7 @@ class SliceOp(StaticShapeOp):
         %s = irt.slice %x offsets [0, 2] strides [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.slice"
     input = operand_def(TensorType)
     offsets = prop_def(DenseArrayBase.constr(i64))
@@ -80,11 +86,38 @@ class SliceOp(StaticShapeOp):
         for d, (n, size, off, st) in enumerate(zip(a, r, offs, strides)):
             if st < 1:
                 raise VerifyException(f"irt.slice: stride {st} in dimension {d} must be >= 1")
-            if size < 0 or off < 0 or (size > 0 and off + (size - 1) * st >= n):  # an empty box: any offset
+            if not _may_fit(n, size, off, st):
                 raise VerifyException(
-                    f"irt.slice: dimension {d} takes {size} element(s) from offset {off} with stride {st}, "
-                    f"outside the input's size {n} (input {_fmt(a)}, result {_fmt(r)})"
+                    f"irt.slice: dimension {d} takes {format_dim(size)} element(s) from offset {off} with stride "
+                    f"{st}, outside the input's size {format_dim(n)} (input {_fmt(a)}, result {_fmt(r)})"
                 )
+
+    def call_time_requirements(self) -> list[tuple[Dim, Dim]]:
+        """(size, room) per dimension with symbolic sizes: when `size` > 0 at call time, `room`
+        (the input's size minus one past the last element read) must be >= 0, or the slice
+        would read outside its input."""
+        return [(size, _room(n, size, off, st))
+                for n, size, off, st in zip(shape_of(self.input), shape_of(self.result), self.static_offsets,
+                                            self.static_strides)
+                if not (isinstance(n, int) and isinstance(size, int))]
+
+
+def _room(n: Dim, size: Dim, offset: int, stride: int) -> Dim:
+    """How far the last element a slice reads lies inside its input: n - 1 - (offset + (size - 1) * stride)."""
+    return dim(n - 1 - (offset + (size - 1) * stride))
+
+
+def _may_fit(n: Dim, size: Dim, offset: int, stride: int) -> bool:
+    """Whether a slice of `size` elements from `offset`, `stride` apart, can stay inside `n`:
+    for static sizes, whether it does (an empty box fits at any offset); with symbols, unless
+    its last element is past the end whatever their values (a symbolic size that fits only
+    when it is 0 is taken for a mistake)."""
+    if offset < 0 or (isinstance(size, int) and size < 0):
+        return False
+    if isinstance(size, int) and size == 0:
+        return True
+    room = _room(n, size, offset, stride)
+    return room >= 0 if isinstance(room, int) else room.is_negative is not True
 
 
 @irdl_op_definition
@@ -94,6 +127,7 @@ class ConcatOp(StaticShapeOp):
         %c = irt.concat %a, %b dim 1 : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x7xf32>
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.concat"
     inputs = var_operand_def(TensorType)
     dim = prop_def(IntegerAttr[I64])
@@ -124,10 +158,11 @@ class ConcatOp(StaticShapeOp):
                 raise VerifyException(
                     f"irt.concat: inputs {listed} must match the result {_fmt(r)} in every dimension but {d}"
                 )
-        if sum(s[d] for s in shapes) != r[d]:
+        total = dim(sum(s[d] for s in shapes))
+        if total != r[d]:
             raise VerifyException(
-                f"irt.concat: inputs {listed} add up to {sum(s[d] for s in shapes)} in dimension {d}, "
-                f"the result {_fmt(r)} has {r[d]}"
+                f"irt.concat: inputs {listed} add up to {format_dim(total)} in dimension {d}, "
+                f"the result {_fmt(r)} has {format_dim(r[d])}"
             )
 
 
@@ -174,6 +209,7 @@ class EmbeddingOp(StaticShapeOp):
     its whole result row is NaN (eager PyTorch raises an IndexError instead).
     """
 
+    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.embedding"
     indices = operand_def(TensorType)
     weight = operand_def(TensorType)

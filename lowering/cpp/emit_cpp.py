@@ -69,6 +69,16 @@ CALLS = {arith.MaximumfOp: "irc_maxf", arith.MinimumfOp: "irc_minf", xmath.ExpOp
          xmath.SinOp: "__builtin_sinf", xmath.PowFOp: "__builtin_powf"}
 
 
+CPP_KEYWORDS = frozenset("""
+    alignas alignof and and_eq asm auto bitand bitor bool break case catch char char16_t char32_t class
+    compl const const_cast constexpr continue decltype default delete do double dynamic_cast else enum
+    explicit export extern false float for friend goto if inline int long mutable namespace new noexcept
+    not not_eq nullptr operator or or_eq private protected public register reinterpret_cast return short
+    signed sizeof static static_assert static_cast struct switch template this thread_local throw true try
+    typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq
+""".split())
+"""Names an SSA value's hint cannot keep as a C++ variable."""
+
 SIGNATURE_SUFFIX = "__signature"
 SIGNATURE_DTYPES = {"float": "float32", "int64_t": "int64"}  # C++ element type -> torch's name in `__signature`
 
@@ -123,9 +133,10 @@ class CppEmitter:
         self.out.write("  " * self.depth + text + "\n")
 
     def fresh(self, value: SSAValue, prefix: str = "v") -> str:
-        """Bind a new C++ variable to an SSA value: its name hint where it has a free one, else prefix+N."""
+        """Bind a new C++ variable to an SSA value: its name hint where it has a free one (not a
+        C++ keyword: `%new` is a fine IR name), else prefix+N."""
         name = value.name_hint
-        if not name or name in self.used:
+        if not name or name in self.used or name in CPP_KEYWORDS:
             name = f"{name or prefix}{'_' if name else ''}{len(self.used)}"
         self.used.add(name)
         self.names[value] = name
@@ -281,6 +292,14 @@ class CppEmitter:
     def _(self, op: arith.CmpiOp) -> None:
         cmp = CMPI[op.predicate.value.data]  # signed/unsigned alike: irc compares index values only
         self.line(f"const bool {self.fresh(op.result)} = {self.n(op.lhs)} {cmp} {self.n(op.rhs)};")
+
+    @emit.register(arith.AndIOp)
+    @emit.register(arith.OrIOp)
+    def _(self, op: Operation) -> None:
+        if op.results[0].type != IntegerType(1):
+            raise NotImplementedError(f"cpp emitter: {op.name} on {op.results[0].type} (irc combines i1 conditions only)")
+        both = "&&" if isinstance(op, arith.AndIOp) else "||"
+        self.line(f"const bool {self.fresh(op.results[0])} = {self.n(op.lhs)} {both} {self.n(op.rhs)};")
 
     @emit.register
     def _(self, op: arith.IndexCastOp) -> None:

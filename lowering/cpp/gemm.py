@@ -25,30 +25,47 @@ from irc.dialects import irl
 from irc.lowering.tensor.pack_weights import GEMM_ROWS
 
 
-def _operand_access(em, value, strides: tuple[int, int, int], batch: str | None) -> str:
-    """The C++ expression reading an epilogue input at (batch, row `irc_row`, column `j`)."""
-    sb, sr, sc = strides
-    terms = [f"{batch}*{sb}" if batch and sb else "", f"irc_row*{sr}" if sr else ""]
-    base = " + ".join(t for t in terms if t) or "0"
-    ptr = em.n(value)
-    if sc == 0:
+def _ix(em, value: irl.Index) -> str:
+    """A size, tile or stride of an irl op in C++: the literal, or the variable holding its
+    call-time value."""
+    return str(value) if isinstance(value, int) else em.n(value)
+
+
+def _parallel(em, op: irl.GemmOp | irl.AttentionOp) -> str:
+    if op.parallel_if is not None:
+        return em.n(op.parallel_if)
+    return "true" if op.parallel.value.data else "false"
+
+
+def _strided_read(ptr: str, base_terms: list[tuple[str, str]], sc: str) -> str:
+    """The C++ expression reading `ptr` at sum(index*stride for base_terms) + j*sc, for V lanes
+    (a stride "0" term is left out; column stride 0 broadcasts, 1 is contiguous, else a gather)."""
+    base = " + ".join(f"{index}*{stride}" for index, stride in base_terms if stride != "0") or "0"
+    if sc == "0":
         return f"irc_splat<V>({ptr}[{base}])"
-    if sc == 1:
+    if sc == "1":
         return f"irc_ld<V>({ptr} + {base} + j)"
     return f"irc_gather<V>({ptr} + {base} + j*{sc}, {sc})"
 
 
+def _operand_access(em, value, strides: tuple[irl.Index, irl.Index, irl.Index], batch: str | None) -> str:
+    """The C++ expression reading an epilogue input at (batch, row `irc_row`, column `j`)."""
+    sb, sr, sc = (_ix(em, s) for s in strides)
+    terms = ([(batch, sb)] if batch else []) + [("irc_row", sr)]
+    return _strided_read(em.n(value), terms, sc)
+
+
 def emit_gemm(em, op: irl.GemmOp) -> None:
-    """One `irl.gemm` as a call to `irc_gemm` with a generic lambda for the epilogue."""
-    m, n, k = op.ints("sizes")
-    mc, nc, kc, ms = op.ints("tiles")
+    """One `irl.gemm` as a call to `irc_gemm` (`irc_gemm_batched` with a `batch`) with a generic
+    lambda for the epilogue."""
     layout = op.layout.data
     a, b, c = em.n(op.a), em.n(op.b), em.n(op.c)
-    strides = op.ints("strides")
+    strides = op.mixed("strides")
     g = op.conv.geometry if op.conv is not None else None  # a convolution: per image and group
     em.line("{")
     em.depth += 1
     if g is not None:
+        m, n, k = op.ints("sizes")
         cg = g.channels // g.groups
         em.line(f"for (int64_t irc_n = 0; irc_n < {g.batch}; ++irc_n)")
         em.line(f"for (int64_t irc_g = 0; irc_g < {g.groups}; ++irc_g) {{")
@@ -63,6 +80,7 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         em.line(f"float* irc_c = {c} + (irc_n*{g.out_channels} + irc_g*{m})*{n};")
         row = f"irc_g*{m} + i"
     else:
+        m, n, k = (_ix(em, v) for v in op.mixed("sizes"))
         width = op.b.type.get_shape()[-1]
         if layout == irl.GemmLayout.PANELS and width != em.gemm_width:
             raise NotImplementedError(
@@ -77,9 +95,11 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         em.line(f"const auto irc_b = {pb};")
         em.line(f"float* irc_c = {c};")
         row = "i"
-    _emit_epilogue(em, op, strides, row, "irc_n" if g is not None else None)
-    parallel = "true" if op.parallel.value.data else "false"
-    em.line(f"irc_gemm({m}, {n}, {k}, irc_a, irc_b, irc_c, {n}, irc_epi, {mc}, {nc}, {kc}, {ms}, {parallel});")
+    batch = [_ix(em, v) for v in op.mixed("batch")]  # [count, sa, sb, sc]: the n-th product is irc_n
+    _emit_epilogue(em, op, strides, row, "irc_n" if g is not None or batch else None, per_batch=bool(batch))
+    mc, nc, kc, ms = (_ix(em, v) for v in op.mixed("tiles"))
+    rest = f"{m}, {n}, {k}, irc_a, irc_b, irc_c, {n}, irc_epi, {mc}, {nc}, {kc}, {ms}, {_parallel(em, op)}"
+    em.line(f"irc_gemm_batched({', '.join(batch)}, {rest});" if batch else f"irc_gemm({rest});")
     if g is not None:
         em.depth -= 1
         em.line("}")
@@ -87,9 +107,11 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
     em.line("}")
 
 
-def _emit_epilogue(em, op: irl.GemmOp, strides, row: str, batch: str | None) -> None:
+def _emit_epilogue(em, op: irl.GemmOp, strides, row: str, batch: str | None, per_batch: bool = False) -> None:
+    """The epilogue lambda: (acc, i, j), or (acc, irc_n, i, j) for a batched product."""
     block = op.body.block
-    em.line("const auto irc_epi = [&](auto acc, int64_t i, int64_t j) {")
+    batch_arg = "[[maybe_unused]] int64_t irc_n, " if per_batch else ""
+    em.line(f"const auto irc_epi = [&](auto acc, {batch_arg}int64_t i, int64_t j) {{")
     em.depth += 1
     em.line("using V [[maybe_unused]] = decltype(acc);")
     em.line(f"[[maybe_unused]] const int64_t irc_row = {row};")
@@ -109,7 +131,7 @@ def _emit_epilogue(em, op: irl.GemmOp, strides, row: str, batch: str | None) -> 
 
 def emit_attention(em, op: irl.AttentionOp) -> None:
     """One `irl.attention` as a call to `irc_attention` with a generic lambda for the scores."""
-    batch, lq, lk, e, ev = op.ints("sizes")
+    batch, lq, lk, e, ev = (_ix(em, v) for v in op.mixed("sizes"))
     em.line("{")
     em.depth += 1
     em.line("const auto irc_score = [&](auto acc, int64_t b, int64_t row, int64_t j) {")
@@ -117,12 +139,8 @@ def emit_attention(em, op: irl.AttentionOp) -> None:
     em.line("using V = decltype(acc);")
     em.line(f"V x = acc * irc_splat<V>({op.scale.value.data!r}f);")
     if op.mask:
-        sb, sr, sc = op.ints("mask_strides")
-        base = " + ".join(t for t in (f"b*{sb}" if sb else "", f"row*{sr}" if sr else "") if t) or "0"
-        m = em.n(op.mask[0])
-        read = (f"irc_splat<V>({m}[{base}])" if sc == 0 else f"irc_ld<V>({m} + {base} + j)" if sc == 1
-                else f"irc_gather<V>({m} + {base} + j*{sc}, {sc})")
-        em.line(f"x = x + {read};")
+        sb, sr, sc = (_ix(em, s) for s in op.mixed("mask_strides"))
+        em.line(f"x = x + {_strided_read(em.n(op.mask[0]), [('b', sb), ('row', sr)], sc)};")
     else:
         em.line("(void)b;")
     if op.causal.value.data:
@@ -133,6 +151,6 @@ def emit_attention(em, op: irl.AttentionOp) -> None:
     em.depth -= 1
     em.line("};")
     em.line(f"irc_attention({batch}, {lq}, {lk}, {e}, {ev}, {em.n(op.q)}, {em.n(op.k)}, {em.n(op.v)}, {em.n(op.o)}, "
-            f"irc_score, {op.rows.value.data}, {'true' if op.parallel.value.data else 'false'});")
+            f"irc_score, {op.rows.value.data}, {_parallel(em, op)});")
     em.depth -= 1
     em.line("}")

@@ -34,11 +34,12 @@ from xdsl.rewriter import InsertPoint
 from irc.dialects import irl
 from irc.dialects.irt import core as irt, nn as irt_nn, reduce as irt_reduce
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
-from irc.dialects.static_shape import row_major_strides
+from irc.dialects.symbolic import Dim, dim, product, row_major_strides, sympy
 from irc.lowering.to_loops.core import lower_contraction
 from irc.lowering.to_loops.function import KERNEL_ATTR, OP_INDEX_ATTR, FunctionLowering, describe
+from irc.lowering.to_loops.index_arith import STATIC, Cond, Index, IndexArith
 from irc.lowering.to_loops.nn import lower_conv2d
-from irc.lowering.to_loops.reduce import lower_attention
+from irc.lowering.to_loops.reduce import lower_attention, lower_batch_matmul
 from irc.target import GEMM_ROWS
 
 MR = GEMM_ROWS  # register tile rows (the micro-kernel keeps MR x width floats in 12 vector registers)
@@ -53,63 +54,106 @@ LAYOUT = {ContractionKind.PACKED: irl.GemmLayout.PANELS, ContractionKind.LINEAR:
           ContractionKind.MATMUL: irl.GemmLayout.KN}
 
 
-def _round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
-
-
-def choose_tiles(m: int, n: int, k: int, width: int, threads: int) -> tuple[int, int, int, int]:
+def choose_tiles(m: Index, n: Index, k: Index, width: int, threads: int,
+                 ix: IndexArith = STATIC) -> tuple[Index, Index, Index, Index]:
     """[MC, NC, KC, MS] for an M x N x K product: K in equal steps of at most KC_MAX; MC rows of
     packed A per L2 block; OpenMP tasks of MS rows x NC columns (`width`-column panels), in a
     multiple of `threads` tasks so that the threads get the same work. Every task packs the A rows and B columns it
     uses, so splitting by columns packs A once per task and splitting by rows packs B once per
     task: split the larger of M and N (a 512-channel conv on a 7x7 image by rows, a wide layer
-    by columns)."""
-    if min(m, n, k) < 1:
+    by columns).
+
+    The rule is written once against `ix` (`index_arith.py`): on static sizes it gives ints;
+    with `IndexArith(fl)` and sizes known only at call time it builds the arith ops computing
+    the same tiles at call time (only those that depend on such a size). Those sizes may be 0:
+    every entry is clamped to >= 1, which changes nothing for sizes >= 1."""
+    if all(isinstance(v, int) for v in (m, n, k)) and min(m, n, k) < 1:  # type: ignore[type-var]
         raise ValueError(f"the GEMM engine needs M, N, K >= 1, got {m} x {n} x {k} (see `engine_runs`)")
-    kc = -(-k // -(-k // KC_MAX))
-    mc = min(_round_up(m, MR), max(MR, A_BLOCK_BYTES // (4 * kc) // MR * MR))
-    panels = -(-n // width)
-    by_rows = m > n and m >= threads * MR
-    nb = max(-(-n // NC_MAX), threads if panels >= threads and not by_rows else 1)
-    nb = min(panels, _round_up(nb, threads) if not by_rows else nb)
-    nc = -(-panels // nb) * width
-    ms = m
-    if by_rows or (-(-n // nc) < threads and m >= threads * MR):
-        ms = _round_up(-(-m // threads), MR)
+    steps = ix.max(ix.ceil_div(k, KC_MAX), 1)
+    kc = ix.max(ix.ceil_div(k, steps), 1)
+    a_rows = ix.max(MR, ix.mul(ix.div(ix.div(A_BLOCK_BYTES, ix.mul(4, kc)), MR), MR))
+    mc = ix.min(ix.max(ix.round_up(m, MR), MR), a_rows)
+    panels = ix.ceil_div(n, width)
+    split_rows = ix.ge(m, threads * MR)
+    by_rows = ix.and_(ix.gt(m, n), split_rows)
+    by_cols = ix.or_(ix.le(m, n), ix.lt(m, threads * MR))  # not by_rows
+    nb = ix.max(ix.ceil_div(n, NC_MAX), ix.select(ix.and_(ix.ge(panels, threads), by_cols), threads, 1))
+    nb = ix.max(ix.min(panels, ix.select(by_rows, nb, ix.round_up(nb, threads))), 1)
+    nc = ix.max(ix.mul(ix.ceil_div(panels, nb), width), width)
+    rows_per_thread = ix.or_(by_rows, ix.and_(ix.lt(ix.ceil_div(n, nc), threads), split_rows))
+    ms = ix.max(ix.select(rows_per_thread, ix.round_up(ix.ceil_div(m, threads), MR), m), 1)
     return mc, nc, kc, ms
 
 
-def engine_runs(*sizes: int) -> bool:
+def engine_runs(*sizes: Dim) -> bool:
     """The engine's loops take at least one row, column and step of K (and one head, query,
     key, ...): a product with an empty dimension runs on the scalar nest, whose zero-trip
     reduction gives the epilogue of 0 (K = 0) as eager does. Empty results never get here
-    (`FunctionLowering.lower` emits no kernel for them)."""
-    return min(sizes) >= 1
+    (`FunctionLowering.lower` emits no kernel for them). A size known only at call time may
+    be 0 then: the engine itself writes nothing (M, N) or the epilogue of 0 (K) for it."""
+    return all(not isinstance(s, int) or s >= 1 for s in sizes)
 
 
-def epilogue_strides(value: SSAValue, out_shape: Sequence[int], row_dims: Sequence[int], col_dims: Sequence[int],
-                     batch_dims: Sequence[int] = ()) -> tuple[int, int, int] | None:
-    """Element strides (per batch, row, column) reading `value` broadcast to `out_shape`, where
-    the row index flattens `row_dims` and the column index `col_dims`; None if not affine."""
-    shape = shape_of(value)
-    lead = len(out_shape) - len(shape)
-    dense = row_major_strides(shape)
-    per_dim = [0] * lead + [0 if s else dense[d] for d, s in enumerate(irt.stretched_dims(shape, out_shape))]
+def parallel_if(ix: IndexArith, flops: Dim) -> Cond:
+    """Whether a product of `flops` runs on OpenMP threads (`PARALLEL_FLOPS`): decided now for
+    static sizes, at call time (an i1 value) for symbolic ones."""
+    return ix.ge(ix.dim(flops), PARALLEL_FLOPS)
 
-    def flat(dims: Sequence[int]) -> int | None:
-        stride = None
-        for pos, d in enumerate(dims):
-            if out_shape[d] == 1:
-                continue
-            inner = math.prod(out_shape[e] for e in dims[pos + 1 :])
+
+def _exact_div(a: Dim, b: Dim) -> Dim | None:
+    """a / b when it is an integer (polynomial), else None."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a // b if b and a % b == 0 else None
+    q = sympy.cancel(sympy.sympify(a) / b)
+    num, den = sympy.fraction(q)
+    if den != 1 or not all(c.is_Integer for c in sympy.expand(num).as_coefficients_dict().values()):
+        return None
+    return dim(num)
+
+
+def _flat_stride(per_dim: Sequence[Dim], out_shape: Sequence[Dim], dims: Sequence[int]) -> Dim | None:
+    """The one element stride of an index flattening `dims` of `out_shape`, for an operand read
+    with stride `per_dim[d]` along each dim d; None if no single stride does (not affine)."""
+    stride: Dim | None = None
+    for pos, d in enumerate(dims):
+        if out_shape[d] == 1:
+            continue
+        inner = product(out_shape[e] for e in dims[pos + 1 :])
+        if stride is None:
+            stride = _exact_div(per_dim[d], inner)
             if stride is None:
-                stride = per_dim[d] // inner if inner and per_dim[d] % inner == 0 else -1
-            if per_dim[d] != stride * inner:
                 return None
-        return stride or 0
+        if dim(per_dim[d]) != dim(stride * inner):
+            return None
+    return 0 if stride is None else stride
 
-    strides = (flat(batch_dims), flat(row_dims), flat(col_dims))
+
+def _broadcast_strides(value: SSAValue, out_shape: Sequence[Dim], rank: int | None = None) -> list[Dim]:
+    """Per dim of `out_shape`, the element stride of `value` (its leading `rank` dims, all by
+    default) broadcast to it: 0 where it is stretched or absent."""
+    shape = shape_of(value)
+    dense = row_major_strides(shape)
+    shape, dense = (shape, dense) if rank is None else (shape[:rank], dense[:rank])
+    lead = len(out_shape) - len(shape)
+    return [0] * lead + [0 if s else dense[d] for d, s in enumerate(irt.stretched_dims(shape, out_shape))]
+
+
+def epilogue_strides(value: SSAValue, out_shape: Sequence[Dim], row_dims: Sequence[int], col_dims: Sequence[int],
+                     batch_dims: Sequence[int] = ()) -> tuple[Dim, Dim, Dim] | None:
+    """Element strides (per batch, row, column) reading `value` broadcast to `out_shape`, where
+    the row index flattens `row_dims` and the column index `col_dims`; None if not affine.
+    Symbolic sizes give strides that are expressions of them."""
+    per_dim = _broadcast_strides(value, out_shape)
+    strides = tuple(_flat_stride(per_dim, out_shape, dims) for dims in (batch_dims, row_dims, col_dims))
     return None if any(s is None for s in strides) else strides  # type: ignore[return-value]
+
+
+def batch_stride(value: SSAValue, batch_shape: Sequence[Dim]) -> Dim | None:
+    """Elements between consecutive entries of the flattened `batch_shape` in `value` (a
+    [*batch, rows, cols] operand whose batch dims broadcast to it): 0 when it is shared, None
+    when no single stride does."""
+    per_dim = _broadcast_strides(value, batch_shape, len(shape_of(value)) - 2)
+    return _flat_stride(per_dim, batch_shape, range(len(batch_shape)))
 
 
 def epilogue_region(build, inputs: Sequence[SSAValue], bias: bool = False) -> tuple[Region, list[SSAValue]]:
@@ -144,7 +188,7 @@ def _emit(fl: FunctionLowering, op, gemm: irl.GemmOp) -> None:
 def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionBase) -> None:
     out_shape = shape_of(op.results[0])
     lhs_shape = shape_of(op.lhs)  # type: ignore[attr-defined]
-    m, n, k = math.prod(out_shape[:-1]), out_shape[-1], lhs_shape[-1]
+    m, n, k = product(out_shape[:-1]), out_shape[-1], lhs_shape[-1]
     rows = list(range(len(out_shape) - 1))
     cols = [len(out_shape) - 1]
     strides = [epilogue_strides(e, out_shape, rows, cols) for e in op.epilogue_inputs if irt.splat_value(e) is None]
@@ -158,11 +202,39 @@ def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionBase) -> Non
     if len(lhs_shape) != 2:
         a = fl.view(a, [m, k])
     body, inputs = epilogue_region(op.build_epilogue, list(op.epilogue_inputs))
+    ix = IndexArith(fl)
+    sizes = [ix.dim(d) for d in (m, n, k)]
     gemm = irl.GemmOp(
         LAYOUT[op.contraction_kind], a, fl.buffers[op.rhs], c, [fl.buffers[v] for v in inputs],  # type: ignore[attr-defined]
-        sizes=(m, n, k), tiles=choose_tiles(m, n, k, fl.gemm_width, fl.threads), strides=[x for s in strides for x in s],  # type: ignore[union-attr]
-        body=body, parallel=2 * m * n * k >= PARALLEL_FLOPS,
+        sizes=sizes, tiles=choose_tiles(*sizes, fl.gemm_width, fl.threads, ix),
+        strides=[ix.dim(x) for s in strides for x in s],  # type: ignore[union-attr]
+        body=body, parallel=parallel_if(ix, dim(2 * m * n * k)),
     )
+    ix.erase_unused()
+    _emit(fl, op, gemm)
+
+
+def lower_batch_matmul_gemm(fl: FunctionLowering, op: irt_reduce.BatchMatmulOp) -> None:
+    """A batched matmul as one `irl.gemm` with a `batch`: each operand's per-batch stride from
+    its broadcast batch dims (0 for a shared rhs), the tasks of every product shared among the
+    threads. Batch dims whose broadcast is not one stride stay on the scalar nest."""
+    out_shape = shape_of(op.result)
+    batch_shape, (m, n), k = out_shape[:-2], out_shape[-2:], shape_of(op.lhs)[-1]
+    sa, sb = batch_stride(op.lhs, batch_shape), batch_stride(op.rhs, batch_shape)
+    count = product(batch_shape)
+    if fl.strict or sa is None or sb is None or not engine_runs(count, m, n, k):
+        lower_batch_matmul(fl, op)
+        return
+    ix = IndexArith(fl)
+    sizes = [ix.dim(d) for d in (m, n, k)]
+    body, _ = epilogue_region(lambda b, acc, args: acc, [])
+    gemm = irl.GemmOp(
+        LAYOUT[op.contraction_kind], fl.buffers[op.lhs], fl.buffers[op.rhs], fl.result_buffer(op.result), [],
+        sizes=sizes, tiles=choose_tiles(*sizes, fl.gemm_width, fl.threads, ix), strides=[],
+        batch=[] if count == 1 else [ix.dim(d) for d in (count, sa, sb, dim(m * n))],
+        body=body, parallel=parallel_if(ix, dim(2 * count * m * n * k)),
+    )
+    ix.erase_unused()
     _emit(fl, op, gemm)
 
 
@@ -239,12 +311,14 @@ def lower_attention_gemm(fl: FunctionLowering, op: irt_reduce.AttentionOp) -> No
     if fl.strict or not same_batch or mask_strides is None or not engine_runs(*out_shape, lk, e):
         lower_attention(fl, op)
         return
-    batch = math.prod(batch_shape)
-    rows = min(lq, ATTENTION_ROWS)
+    batch = product(batch_shape)
+    rows = min(lq, ATTENTION_ROWS) if isinstance(lq, int) else ATTENTION_ROWS  # a block of at most Lq queries
+    ix = IndexArith(fl)
     attention = irl.AttentionOp(
         fl.buffers[op.q], fl.buffers[op.k], fl.buffers[op.v], fl.result_buffer(op.result),
         fl.buffers[op.mask] if op.mask is not None else None,
-        sizes=(batch, lq, lk, e, ev), rows=rows, scale=op.scale_value, causal=op.causal,
-        mask_strides=mask_strides, parallel=2 * batch * lq * lk * (e + ev) >= PARALLEL_FLOPS,
+        sizes=[ix.dim(d) for d in (batch, lq, lk, e, ev)], rows=rows, scale=op.scale_value, causal=op.causal,
+        mask_strides=[ix.dim(s) for s in mask_strides], parallel=parallel_if(ix, dim(2 * batch * lq * lk * (e + ev))),
     )
+    ix.erase_unused()
     _emit(fl, op, attention)

@@ -18,6 +18,10 @@ Every op is one kernel: an `scf.parallel` over the independent positions (output
 * `irt.attention`: online softmax per (batch..., query): for each key, the score q.k * scale
   (+ mask) updates the running max/sum and rescales the output row, which doubles as the
   accumulator; no scores are stored. Causal attention stops the key loop at the diagonal.
+
+Sizes may be symbolic: loop bounds are then the function's size values, a mean's or a layer
+norm's 1/count is computed once at call time (`reciprocal`), and attention with no keys at call
+time keeps the zeros it stored (static Lk = 0 is decided here).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, math as xmath, scf
-from xdsl.dialects.builtin import IndexType, StringAttr, f32
+from xdsl.dialects.builtin import IndexType, StringAttr, f32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -41,6 +45,7 @@ from irc.dialects.irt.reduce import (
     ReduceOp,
     SoftmaxBase,
 )
+from irc.dialects.symbolic import Dim, product
 from irc.lowering.to_loops.function import KERNEL_ATTR, REDUCTION_ATTR, FunctionLowering, describe, load_at, store_at
 
 NEG_FLT_MAX = -3.4028234663852886e38  # the running max starts here, not at -inf (see module doc)
@@ -59,19 +64,20 @@ def _un(b: Builder, cls: type[Operation], x: SSAValue) -> SSAValue:
 def for_loop(
     fl: FunctionLowering,
     b: Builder,
-    ub: int | SSAValue,
+    ub: Dim | SSAValue,
     inits: Accs,
     body: Callable[[Builder, SSAValue, Accs], Accs],
     name: str = "j",
     reduction: bool = False,
-    lb: int | SSAValue = 0,
+    lb: Dim | SSAValue = 0,
 ) -> Accs:
-    """scf.for iv in [lb, ub) carrying `inits`; `body(builder, iv, accs)` returns the next accs."""
+    """scf.for iv in [lb, ub) carrying `inits`; `body(builder, iv, accs)` returns the next accs.
+    A bound is a value, or a size (static, or symbolic: computed once at the function's entry)."""
     block = Block(arg_types=[IndexType()] + [f32] * len(inits))
     block.args[0].name_hint = name
     inner = Builder(InsertPoint.at_end(block))
     inner.insert(scf.YieldOp(*body(inner, block.args[0], list(block.args[1:]))))
-    lower, upper = (fl.index(v) if isinstance(v, int) else v for v in (lb, ub))
+    lower, upper = (v if isinstance(v, SSAValue) else fl.index(v) for v in (lb, ub))
     loop = b.insert(scf.ForOp(lower, upper, fl.index(1), inits, Region(block)))
     if reduction and len(inits) == 1:
         loop.attributes[REDUCTION_ATTR] = StringAttr("add")
@@ -81,7 +87,7 @@ def for_loop(
 def nested_loops(
     fl: FunctionLowering,
     b: Builder,
-    extents: Sequence[int],
+    extents: Sequence[Dim],
     inits: Accs,
     body: Callable[[Builder, list[SSAValue], Accs], Accs],
     reduction: bool = False,
@@ -102,7 +108,7 @@ def nested_loops(
     return level(0, b, [], inits)
 
 
-def kernel(fl: FunctionLowering, shape: Sequence[int], label: str, body: Callable[[Builder, list[SSAValue]], None]) -> None:
+def kernel(fl: FunctionLowering, shape: Sequence[Dim], label: str, body: Callable[[Builder, list[SSAValue]], None]) -> None:
     """`fl.nest`, also for a rank-0 parallel shape: then the loops run once at the top level and
     the first of them carries the `irc.kernel` label."""
     if shape:
@@ -118,11 +124,28 @@ def kernel(fl: FunctionLowering, shape: Sequence[int], label: str, body: Callabl
 
 
 def batch_indices(
-    fl: FunctionLowering, shape: Sequence[int], batch: Sequence[SSAValue], batch_shape: Sequence[int]
+    fl: FunctionLowering, shape: Sequence[Dim], batch: Sequence[SSAValue], batch_shape: Sequence[Dim]
 ) -> list[SSAValue]:
     """Indices into the leading (batch) dims of an operand of `shape` whose batch dims broadcast
     to `batch_shape`: right-aligned, index 0 where the operand has size 1."""
     return fl.broadcast_indices(shape[:-2], batch, batch_shape)
+
+
+def reciprocal(fl: FunctionLowering, count: Dim) -> float | SSAValue:
+    """1 / count (a mean's or a variance's scale): a float for a static count (NaN for 0,
+    eager's mean of nothing; `scalar` makes it a constant where it is used), else an f32 value
+    computed once, at the current point of the function, from the count's call-time value
+    (1 / 0 is inf there, and 0 * inf the same NaN)."""
+    if isinstance(count, int):
+        return 1.0 / count if count else math.nan
+    as_int = fl.b.insert(arith.IndexCastOp(fl.index(count), i64)).result
+    as_float = fl.b.insert(arith.SIToFPOp(as_int, f32)).result
+    return _bin(fl.b, arith.DivfOp, fconst(fl.b, 1.0), as_float)
+
+
+def scalar(b: Builder, value: float | SSAValue) -> SSAValue:
+    """An f32 value: `value`, or a constant of it built at `b`."""
+    return value if isinstance(value, SSAValue) else fconst(b, value)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,7 +158,7 @@ def lower_reduce(fl: FunctionLowering, op: ReduceOp) -> None:
     src = fl.buffers[op.input]
     in_shape, dims, kind = irt.shape_of(op.input), op.reduce_dims, op.reduce_kind
     kept = [d for d in range(len(in_shape)) if d not in dims]
-    count = math.prod(in_shape[d] for d in dims)
+    scale = reciprocal(fl, product(in_shape[d] for d in dims)) if kind == ReduceKind.MEAN else None
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
         outer = [iv for d, iv in enumerate(ivs) if not (op.keeps_dims and d in dims)]
@@ -152,8 +175,8 @@ def lower_reduce(fl: FunctionLowering, op: ReduceOp) -> None:
 
         init = fconst(b, float("-inf") if kind == ReduceKind.MAX else 0.0)
         (acc,) = nested_loops(fl, b, [in_shape[d] for d in dims], [init], step, reduction=kind != ReduceKind.MAX)
-        if kind == ReduceKind.MEAN:
-            acc = _bin(b, arith.MulfOp, acc, fconst(b, 1.0 / count if count else math.nan))  # 0/0: eager's NaN
+        if scale is not None:
+            acc = _bin(b, arith.MulfOp, acc, scalar(b, scale))  # 0/0: eager's NaN
         store_at(b, acc, out, ivs)
 
     kernel(fl, irt.shape_of(op.result), describe(op), body)
@@ -229,7 +252,7 @@ def lower_layer_norm(fl: FunctionLowering, op: LayerNormOp) -> None:
     src = fl.buffers[op.input]
     shape, n = irt.shape_of(op.input), op.normalized_rank
     outer_shape, inner = list(shape[: len(shape) - n]), list(shape[len(shape) - n :])
-    inv_count = 1.0 / math.prod(inner)
+    inv_count = reciprocal(fl, product(inner))
     weight = fl.buffers[op.weight] if op.weight is not None else None
     bias = fl.buffers[op.bias] if op.bias is not None else None
 
@@ -244,14 +267,14 @@ def lower_layer_norm(fl: FunctionLowering, op: LayerNormOp) -> None:
             return [_bin(kb, arith.AddfOp, a[0], _bin(kb, arith.SubfOp, x_at(kb, r), x0))]
 
         (total,) = nested_loops(fl, b, inner, [fconst(b, 0.0)], shifted, reduction=True)
-        mean = _bin(b, arith.AddfOp, x0, _bin(b, arith.MulfOp, total, fconst(b, inv_count)))
+        mean = _bin(b, arith.AddfOp, x0, _bin(b, arith.MulfOp, total, scalar(b, inv_count)))
 
         def square(kb: Builder, r: list[SSAValue], a: Accs) -> Accs:
             d = _bin(kb, arith.SubfOp, x_at(kb, r), mean)
             return [_bin(kb, arith.AddfOp, a[0], _bin(kb, arith.MulfOp, d, d))]
 
         (sq,) = nested_loops(fl, b, inner, [fconst(b, 0.0)], square, reduction=True)
-        var = _bin(b, arith.MulfOp, sq, fconst(b, inv_count))
+        var = _bin(b, arith.MulfOp, sq, scalar(b, inv_count))
         rstd = _bin(b, arith.DivfOp, fconst(b, 1.0), _un(b, xmath.SqrtOp, _bin(b, arith.AddfOp, var, fconst(b, op.epsilon))))
 
         def write(kb: Builder, r: list[SSAValue], a: Accs) -> Accs:
@@ -352,15 +375,18 @@ def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
             for_loop(fl, lb, ev, [], accumulate, name="e")
             return [m_new, _bin(lb, arith.AddfOp, _bin(lb, arith.MulfOp, denom, corr), p)]
 
-        upper: int | SSAValue = lk
+        upper: Dim | SSAValue = lk
         if op.causal:  # keys j <= i: the loop ends at min(i + 1, Lk)
             upper = _bin(b, arith.AddiOp, i, fl.index(1))
-            if lq > lk:
+            if not (isinstance(lq, int) and isinstance(lk, int) and lq <= lk):
                 upper = _bin(b, arith.MinSIOp, upper, fl.index(lk))
         _, denom = for_loop(fl, b, upper, [fconst(b, NEG_FLT_MAX), fconst(b, 0.0)], key)
         if lk == 0:  # no keys: eager's softmax(empty) @ v sums nothing, the zeros stored above
             return
         inv = _bin(b, arith.DivfOp, fconst(b, 1.0), denom)
+        if not isinstance(lk, int):  # no keys at call time: keep those zeros (not 0 * 1/0)
+            keys = b.insert(arith.CmpiOp(fl.index(lk), fl.index(0), "sgt")).result
+            inv = b.insert(arith.SelectOp(keys, inv, fconst(b, 0.0))).result
 
         def normalize(nb: Builder, e: SSAValue, accs: Accs) -> Accs:
             store_at(nb, _bin(nb, arith.MulfOp, load_at(nb, out, [*row, e]), inv), out, [*row, e])

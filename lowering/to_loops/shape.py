@@ -4,7 +4,8 @@ they compute on torch tensors is `dialects/irt/semantics.py`.
 Each is one copy kernel over its result (concat: one per input, writing at the input's offset):
 
 * `irt.slice`: result[i] = input[offset + i * stride] per dimension (index arithmetic in the load);
-* `irt.concat`: out[..., offset_k + i, ...] = input_k[..., i, ...];
+* `irt.concat`: out[..., offset_k + i, ...] = input_k[..., i, ...] (offset_k, the sizes of the
+  inputs before k, may be an expression of the symbols: a KV cache's `s0` past positions);
 * `irt.expand`: a broadcasting load (index 0 in the input's size-1 dimensions);
 * `irt.embedding`: out[i..., d] = weight[idx[i...], d], parallel over index positions and d; the
   index is clamped for the load and the element replaced by NaN when clamping changed it.
@@ -19,10 +20,11 @@ from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, SizeOp, SliceOp
+from irc.dialects.symbolic import Dim, dim, format_dim
 from irc.lowering.to_loops.function import FunctionLowering, describe
 
 
-def _offset_index(fl: FunctionLowering, b: Builder, iv: SSAValue, offset: int, stride: int, size: int) -> SSAValue:
+def _offset_index(fl: FunctionLowering, b: Builder, iv: SSAValue, offset: Dim, stride: int, size: Dim) -> SSAValue:
     """offset + iv * stride, folded where it is a constant or the identity."""
     if size == 1:
         return fl.index(offset)
@@ -50,7 +52,7 @@ def lower_slice(fl: FunctionLowering, op: SliceOp) -> None:
 
 def lower_concat(fl: FunctionLowering, op: ConcatOp) -> None:
     out = fl.result_buffer(op.result)
-    d, offset = op.axis, 0
+    d, offset = op.axis, 0  # a size: an expression of the symbols after a symbolic input
     for k, x in enumerate(op.inputs):
         shape = irt.shape_of(x)
 
@@ -60,8 +62,8 @@ def lower_concat(fl: FunctionLowering, op: ConcatOp) -> None:
             dst[d] = _offset_index(fl, b, ivs[d], offset, 1, shape[d])
             b.insert(memref.StoreOp.get(value, out, dst))
 
-        fl.nest(shape, f"{describe(op)} (input {k} at {offset})", body)
-        offset += shape[d]
+        fl.nest(shape, f"{describe(op)} (input {k} at {format_dim(offset)})", body)
+        offset = dim(offset + shape[d])
 
 
 def lower_expand(fl: FunctionLowering, op: ExpandOp) -> None:

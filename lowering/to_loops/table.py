@@ -6,9 +6,10 @@ matmul and contract). An op with no entry is an error naming it (`irt.batch_norm
 is folded into a convolution or rewritten before this pass).
 
 Precedence, once: the GEMM engine's lowerings (`gemm.py`) replace the scalar nests of
-contractions, convolutions and attention. Each of them falls back to the scalar nest it
-replaces (`core.lower_contraction`, `nn.lower_conv2d`, `reduce.lower_attention`) where the
-engine does not apply (`IRC_STRICT`, depthwise convolutions, an epilogue it cannot stride).
+contractions, batched matmuls, convolutions and attention. Each of them falls back to the scalar
+nest it replaces (`core.lower_contraction`, `reduce.lower_batch_matmul`, `nn.lower_conv2d`,
+`reduce.lower_attention`) where the engine does not apply (`IRC_STRICT`, depthwise
+convolutions, an epilogue or batch broadcast it cannot stride).
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ GEMM_ENGINE: dict[type[Operation], LoweringFn] = {
     irt.ContractionBase: gemm.lower_contraction_gemm,
     irt_nn.Conv2dOp: gemm.lower_conv2d_gemm,
     irt_reduce.AttentionOp: gemm.lower_attention_gemm,
+    irt_reduce.BatchMatmulOp: gemm.lower_batch_matmul_gemm,
 }
 """The ops the GEMM engine runs (`irl.gemm`, `irl.attention`); each falls back to its entry in
 `SCALAR_NESTS` where the engine does not apply."""

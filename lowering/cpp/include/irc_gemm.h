@@ -59,6 +59,7 @@ static float* irc_scratch(int slot, int64_t n) {  // slots: 0 packed A, 1 packed
 // Panels packed at compile time (irt.pack): [panels][K][R].
 template <int R> struct irc_prepacked {
   const float* p; int64_t K;
+  irc_prepacked at(int64_t offset) const { return {p + offset, K}; }  // a batched product's n-th operand
   irc_panels get(int, int64_t i0, int64_t, int64_t p0, int64_t) const { return {p + (i0 / R) * K * R + p0 * R, K * R}; }
 };
 
@@ -66,6 +67,7 @@ template <int R> struct irc_prepacked {
 // (A, or an nn.Linear-layout B); cols: panels of R columns of x[K][ld] (a [K, N] B).
 template <int R, bool cols> struct irc_dense {
   const float* x; int64_t ld; int64_t extent;
+  irc_dense at(int64_t offset) const { return {x + offset, ld, extent}; }  // a batched product's n-th operand
   irc_panels get(int slot, int64_t i0, int64_t n, int64_t p0, int64_t kc) const {
     float* buf = irc_scratch(slot, (n + R - 1) / R * R * kc);
     for (int64_t q = 0; q * R < n; ++q) {
@@ -229,10 +231,16 @@ static inline void irc_tile(int64_t rows, int64_t kc, const float* __restrict__ 
   }
 }
 
-// One task: C rows [i0, i0+ms) x columns [j0, j0+nc), all of K in KC steps.
+// One task: C rows [i0, i0+ms) x columns [j0, j0+nc), all of K in KC steps. K = 0 (a size
+// known only at call time) sums nothing: each element is the epilogue of 0.
 template <class PA, class PB, class Epi>
 static inline void irc_gemm_task(int64_t K, const PA& pa, const PB& pb, float* c, int64_t ldc, const Epi& epi,
                                  int64_t i0, int64_t ms, int64_t j0, int64_t nc, int64_t MC, int64_t KC) {
+  if (K <= 0) {
+    for (int64_t i = i0; i < i0 + ms; ++i)
+      for (int64_t j = j0; j < j0 + nc; ++j) c[i * ldc + j] = epi(0.0f, i, j);
+    return;
+  }
   for (int64_t p0 = 0; p0 < K; p0 += KC) {
     const int64_t kc = K - p0 < KC ? K - p0 : KC;
     const irc_panels B = pb.get(1, j0, nc, p0, kc);
@@ -250,10 +258,13 @@ static inline void irc_gemm_task(int64_t K, const PA& pa, const PB& pb, float* c
 
 // The product as tasks of MS rows x NC columns, shared among OpenMP threads when `parallel`.
 // Rows are split only to share the work: on one thread the task takes all M rows, so the B
-// panels (an im2col matrix, say) are packed once rather than once per row task.
+// panels (an im2col matrix, say) are packed once rather than once per row task. Sizes known
+// only at call time may be 0 (no task for M or N = 0; see irc_gemm_task for K); the tiles are
+// then >= 1 all the same (lowering/to_loops/gemm.py clamps them).
 template <class PA, class PB, class Epi>
 static void irc_gemm(int64_t M, int64_t N, int64_t K, const PA& pa, const PB& pb, float* c, int64_t ldc,
                      const Epi& epi, int64_t MC, int64_t NC, int64_t KC, int64_t MS, bool parallel) {
+  if (M <= 0 || N <= 0) return;
 #ifdef _OPENMP
   if (!parallel || omp_get_max_threads() == 1) MS = M;
 #else
@@ -266,6 +277,31 @@ static void irc_gemm(int64_t M, int64_t N, int64_t K, const PA& pa, const PB& pb
       const int64_t i0 = bi * MS, j0 = bj * NC;
       irc_gemm_task(K, pa, pb, c, ldc, epi, i0, M - i0 < MS ? M - i0 : MS, j0, N - j0 < NC ? N - j0 : NC, MC, KC);
     }
+}
+
+// `batch` products, the n-th reading A, B and C sa, sb, sc elements further on (0: shared): the
+// tasks of all of them (batch x column blocks x row blocks) shared among the threads. The
+// epilogue takes the batch entry: epi(acc, n, i, j).
+template <class PA, class PB, class Epi>
+static void irc_gemm_batched(int64_t batch, int64_t sa, int64_t sb, int64_t sc, int64_t M, int64_t N, int64_t K,
+                             const PA& pa, const PB& pb, float* c, int64_t ldc, const Epi& epi, int64_t MC, int64_t NC,
+                             int64_t KC, int64_t MS, bool parallel) {
+  if (batch <= 0 || M <= 0 || N <= 0) return;
+#ifdef _OPENMP
+  if (!parallel || omp_get_max_threads() == 1) MS = M;
+#else
+  MS = M;
+#endif
+  const int64_t mb = (M + MS - 1) / MS, nb = (N + NC - 1) / NC;
+#pragma omp parallel for collapse(3) schedule(static) if (parallel)
+  for (int64_t n = 0; n < batch; ++n)
+    for (int64_t bj = 0; bj < nb; ++bj)
+      for (int64_t bi = 0; bi < mb; ++bi) {
+        const int64_t i0 = bi * MS, j0 = bj * NC;
+        const auto en = [&](auto acc, int64_t i, int64_t j) { return epi(acc, n, i, j); };
+        irc_gemm_task(K, pa.at(n * sa), pb.at(n * sb), c + n * sc, ldc, en, i0, M - i0 < MS ? M - i0 : MS, j0,
+                      N - j0 < NC ? N - j0 : NC, MC, KC);
+      }
 }
 
 // ---- attention on the engine: per (head, block of queries) two GEMMs around a row softmax ----

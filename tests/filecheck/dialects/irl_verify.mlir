@@ -71,3 +71,58 @@ func.func @conv_syntax(%w: memref<12x27xf32>, %x: memref<1x6x8x8xf32>, %y: memre
   }
   func.return
 }
+
+// -----
+
+func.func @symbolic_sizes(%m: index, %x: memref<?x8xf32, #irt.dims<"s0">>, %w: memref<8x4xf32>, %y: memref<?x4xf32, #irt.dims<"s0">>) {
+  // expected-error @+1 {{irl.gemm: sizes must be [M, N, K] >= 1, got [?, 0, 8]}}
+  irl.gemm kn %x, %w -> %y sizes [%m, 0, 8] tiles [6, 16, 8, %m] strides [] parallel 0 : memref<?x8xf32, #irt.dims<"s0">>, memref<8x4xf32>, memref<?x4xf32, #irt.dims<"s0">> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @parallel_if(%m: index, %p: i1, %x: memref<?x8xf32, #irt.dims<"s0">>, %w: memref<8x4xf32>, %y: memref<?x4xf32, #irt.dims<"s0">>) {
+  // expected-error @+1 {{irl.gemm: `parallel 1 if %p` is the only run-time choice of threads}}
+  irl.gemm kn %x, %w -> %y sizes [%m, 4, 8] tiles [6, 16, 8, %m] strides [] parallel 0 if %p : memref<?x8xf32, #irt.dims<"s0">>, memref<8x4xf32>, memref<?x4xf32, #irt.dims<"s0">> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @conv_symbolic(%m: index, %w: memref<12x27xf32>, %x: memref<1x6x8x8xf32>, %y: memref<1x12x8x8xf32>) {
+  // expected-error @+1 {{irl.gemm: a convolution's sizes, tiles and strides are static}}
+  irl.gemm im2col %w, %x -> %y sizes [6, 64, 27] tiles [6, 32, 27, %m] strides [] conv <input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 2> parallel 0 : memref<12x27xf32>, memref<1x6x8x8xf32>, memref<1x12x8x8xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @batch_count(%x: memref<2x4x8xf32>, %w: memref<8x4xf32>, %y: memref<2x4x4xf32>) {
+  // expected-error @+1 {{irl.gemm: the batch count must be >= 1 (or a run-time size), got 0}}
+  irl.gemm kn %x, %w -> %y batch [0, 32, 0, 16] sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<2x4x8xf32>, memref<8x4xf32>, memref<2x4x4xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @batch_entries(%x: memref<2x4x8xf32>, %w: memref<8x4xf32>, %y: memref<2x4x4xf32>) {
+  // expected-error @+1 {{irl.gemm: batch must be [count, sa, sb, sc], count >= 1 and strides >= 0, got [2, 32, 16]}}
+  irl.gemm kn %x, %w -> %y batch [2, 32, 16] sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<2x4x8xf32>, memref<8x4xf32>, memref<2x4x4xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}

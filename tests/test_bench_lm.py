@@ -125,7 +125,9 @@ def test_first_call_timeout_fails_irc_for_the_model(tmp_path, monkeypatch):
     assert statuses[0].startswith("failed: first call timed out after 0.5 s")
     assert all(s.startswith("skipped: first call timed out") for s in statuses[1:]), statuses
     assert [s["irc_compiler_runs"] for s in data["sections"]] == [0, None]
-    assert "timed out" in md.split("## Notes")[1]
+    notes = md.split("## Notes")[1]
+    assert "timed out" in notes
+    assert "test_bench_lm.py:" in notes.split("it was running ")[1].split(" <- ")[0]  # the sleeping frame
 
 
 def test_lm_options_need_lm(tmp_path, capsys):

@@ -87,7 +87,15 @@ from irc.tools.bench_lm_report import (
 )
 from irc.tools.bench_report import COMPARED, EAGER, INDUCTOR, IRC, ORT, RATIO_NOTE, check_cell, fmt_ratio, plot_ratios
 from irc.tools.cli import writing_to
-from irc.tools.lm_check import GENERATORS, Flops, IrcLog, fresh_state, native_share, profile_matmuls, warning_summary
+from irc.tools.lm_check import (
+    GENERATORS,
+    Flops,
+    IrcLog,
+    fresh_state,
+    native_share,
+    profile_matmuls,
+    warning_summary,
+)
 from irc.tools.verify import benchmark, load_warning, render_markdown, short_error
 
 DEFAULT_PREFILL: tuple[tuple[int, int], ...] = ((1, 16), (1, 64), (1, 128), (4, 32))
@@ -228,6 +236,20 @@ def time_limit(seconds: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def interrupted_at(exc: BaseException, depth: int = 3) -> str:
+    """Where the alarm interrupted the call: the innermost `depth` frames (innermost first) below
+    the alarm's own handler, as file:line function, site-packages paths shortened."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.name != "expire"][-depth:]
+    root = str(Path(__file__).resolve().parents[2]) + os.sep
+    shown = []
+    for f in reversed(frames):
+        path = f.filename.split("site-packages" + os.sep, 1)[-1].removeprefix(root)
+        shown.append(f"{path}:{f.lineno} {f.name}")
+    return " <- ".join(shown) or "?"
+
+
 @contextlib.contextmanager
 def recompile_room(limit: int = RECOMPILE_LIMIT) -> Iterator[None]:
     """Dynamo's per-frame recompile limit raised to `limit` (named cache_size_limit before torch 2.6)."""
@@ -262,7 +284,7 @@ def first_call(row: LMRow, contender: str, fn: Callable[..., Any], case: Case, t
             actual, flops = profile_matmuls(runner)
     except CompileTimeout as exc:
         dead[contender] = f"{exc} at {row.name}, {row.threads} thread(s)"
-        row.checks[contender] = str(exc)
+        row.checks[contender] = f"CompileTimeout: it was running {interrupted_at(exc)}"
         row.unavailable[contender] = f"failed: {exc}"
         return None
     except Exception as exc:  # noqa: BLE001 - the contender's verdict for this case

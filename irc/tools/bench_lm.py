@@ -572,7 +572,7 @@ def run_lm(args: argparse.Namespace) -> int:
     with writing_to(args.out):
         (args.out / LM_MD).write_text(markdown_report(sections, meta))
         (args.out / LM_JSON).write_text(json.dumps(json_report(sections, meta), indent=2) + "\n")
-        plot_ratios(rows, args.out / LM_PNG)
+        plot_ratios(rows, args.out / LM_PNG, stacked=True, title="irc bench --lm")
 
     print()
     print(render_markdown(*summary_rows(sections)))

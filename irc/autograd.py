@@ -14,6 +14,8 @@ import torch
 import torch.utils._pytree as pytree
 from torch import fx
 
+from irc.frontend.order_mutations import mutated_attributes
+
 if TYPE_CHECKING:
     from irc.api import CompiledModule
 
@@ -21,15 +23,21 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def buffers_kept(gm: fx.GraphModule):
     """Run `gm` (to trace shapes, to recompute for a backward) without changing its buffers:
-    in train mode a batch norm updates its running statistics on every run."""
-    saved = [(b, b._version, b.clone()) for b in gm.buffers()] if any(m.training for m in gm.modules()) else []
+    in train mode a batch norm updates its running statistics on every run, and a graph may
+    change a buffer, parameter or constant in place (`self.buf.add_(x)`)."""
+    kept = list(gm.buffers()) if any(m.training for m in gm.modules()) else []
+    with torch.no_grad():
+        saved = [(b, b._version, b.clone()) for b in dict.fromkeys(kept + mutated_attributes(gm))]
     try:
         yield
     finally:
         with torch.no_grad():
             for b, version, before in saved:
-                if b._version != version:  # written by the run: put back. Untouched: leave it be, since a
-                    b.copy_(before)  # copy would bump its version and look like an update to the weight guard
+                # Written by the run: put back. A batch norm's kernel writes its running statistics
+                # without a version bump, so the values are compared too. Untouched: leave it be,
+                # since a copy would bump its version and look like an update to the weight guard.
+                if b._version != version or not torch.equal(b, before):
+                    b.copy_(before)
 
 
 class NativeForward(torch.autograd.Function):

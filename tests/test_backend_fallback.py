@@ -166,10 +166,11 @@ def test_an_internal_error_runs_the_graph_eagerly(caplog, monkeypatch):
 
 
 def test_a_new_shape_that_fails_to_compile_runs_eagerly(caplog, monkeypatch):
-    """The version for a new shape is compiled inside the returned callable: its failure too."""
-    m = nn.Sequential(nn.Linear(8, 4), nn.Sigmoid()).eval()
+    """The version for a new shape is compiled inside the returned callable: its failure too.
+    (A convolution takes static sizes only, so under dynamic=True each batch is a version.)"""
+    m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Sigmoid()).eval()
     f = compiled(m, dynamic=True)
-    x3 = torch.randn(3, 8)
+    x3 = torch.randn(5, 3, 8, 8)
     with torch.no_grad():
         torch.testing.assert_close(f(x3), m(x3))
 
@@ -177,7 +178,7 @@ def test_a_new_shape_that_fails_to_compile_runs_eagerly(caplog, monkeypatch):
         raise CompileError(["g++"], "simulated failure", "model.cpp")
 
     monkeypatch.setattr(irc.api, "build_library", failing_build)
-    x = torch.randn(6, 8)
+    x = torch.randn(6, 3, 8, 8)
     with torch.no_grad(), caplog.at_level(logging.WARNING, logger="irc"):
         torch.testing.assert_close(f(x), m(x))
         torch.testing.assert_close(f(x), m(x))

@@ -212,3 +212,28 @@ def test_compiling_a_dynamo_graph_leaves_its_buffers_untouched(fresh_cache, capl
             torch.testing.assert_close(f(x), m(x))
     assert m.scale._version == version
     assert not [r for r in caplog.records if "rebuilding" in r.getMessage()]
+
+
+def test_attention_with_a_run_time_length_is_one_version(fresh_cache):
+    """q @ k^T with both lengths symbolic (the scores are s1 x s1): the batched product's result
+    type keeps its #irt.dims (it was imported with bare `?` sizes and compiled per shape)."""
+
+    class Attn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.k, self.v = (torch.nn.Linear(16, 16) for _ in range(3))
+            self.out = torch.nn.Linear(16, 16)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = (f(x).reshape(b, t, 2, 8).transpose(1, 2) for f in (self.q, self.k, self.v))
+            p = torch.softmax(q @ k.transpose(-1, -2) * 8**-0.5, dim=-1)
+            return self.out((p @ v).transpose(1, 2).reshape(b, t, 16))
+
+    m = Attn().eval()
+    cm = irc.compile(m, (torch.randn(2, 5, 16),), dynamic_shapes=[{0: Dim("b"), 1: Dim("t")}])
+    with torch.no_grad():
+        for b, t in ((2, 5), (3, 17), (2, 64), (4, 3)):
+            x = torch.randn(b, t, 16)
+            torch.testing.assert_close(cm(x), m(x))
+    assert len(cm.versions) == 1

@@ -9,6 +9,8 @@ the native partition that had already used the all-zero mask.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -137,3 +139,66 @@ def test_order_mutations_is_idempotent():
     assert order_mutations(gm).code == code
     torch.testing.assert_close(gm(x), read_then_write(x))
     assert "irc_frontend_order_mutations_after" in code  # y[:, 0] = 0 waits for y.sum
+
+
+# --- attributes changed in place, with eager nodes between native partitions ----------------------
+
+
+@torch.fx.wrap
+def opaque_row(x):
+    """A Python int irc cannot compute: the write indexed by it runs eagerly."""
+    return int(x.shape[0] // 2)
+
+
+class BufferAddedTo(torch.nn.Module):
+    """`self.buf` read, changed in place, read again: symbolic_trace makes three get_attr nodes."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("buf", torch.ones(4, 6))
+
+    def forward(self, x):
+        y = x + self.buf
+        self.buf.add_(x)
+        return y * self.buf
+
+
+class ParameterScaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(4, 6))
+
+    def forward(self, x):
+        y = x * self.w
+        self.w.mul_(0.5)  # called under no_grad
+        return y + self.w
+
+
+def constant_written(x):
+    """`m` is a real tensor, so symbolic_trace makes it a constant attribute and the write
+    `Tensor.__setitem__` with the traced row; the graph changes its constant at every call."""
+    m = torch.zeros(4, 6)
+    a = torch.relu(x) + m
+    m[opaque_row(x)] = x[0]
+    return a * 2 + m
+
+
+@pytest.mark.parametrize("make", [BufferAddedTo, ParameterScaled, lambda: constant_written],
+                         ids=["buffer", "parameter", "constant"])
+def test_attribute_changed_in_place_between_partitions(make):
+    """A write into an attribute runs eagerly between native partitions; the reads before it see
+    the old tensor, the reads after it the new one, call after call, as the traced module does.
+    irc used to order a read through another get_attr node of the same attribute before the
+    write, to write into a native copy (the `after` ordering the write), to miss `__setitem__`,
+    and to run the write while compiling (the model's parameter halved twice)."""
+    torch.manual_seed(0)
+    gm = torch.fx.symbolic_trace(make())
+    reference = copy.deepcopy(gm)
+    x = torch.randn(4, 6)
+    with torch.no_grad():
+        cm = irc.compile(gm, (x,))
+        for call in range(3):
+            torch.testing.assert_close(cm(x), reference(x), msg=lambda m, call=call: f"call {call}: {m}")
+    assert cm.eager_nodes and all("failed to compile" not in n.reason for n in cm.eager_nodes)
+    for name, t in reference.state_dict().items():
+        torch.testing.assert_close(gm.state_dict()[name], t)

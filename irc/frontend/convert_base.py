@@ -23,7 +23,7 @@ from xdsl.ir import Block, SSAValue
 
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.shape import ExpandOp, SizeOp, SliceOp
-from irc.dialects.symbolic import Dim, dim, is_expr, sympy, tensor_of
+from irc.dialects.symbolic import Dim, dim, dims_of, is_expr, sympy, tensor_of
 
 
 class Unsupported(Exception):
@@ -191,7 +191,7 @@ def reshape(imp: ImportContext, node: fx.Node, x, *shape, **kwargs) -> SSAValue:
     """Any reshaping call (view, flatten, squeeze, ...): an irt.reshape to the node's result type."""
     x = imp.tensor(x)
     t = imp.result_type(node)
-    if irt.shape_of(x) == tuple(t.get_shape()):
+    if irt.shape_of(x) == dims_of(t):
         return x
     return imp.insert(irt.ReshapeOp(x, t))
 

@@ -16,6 +16,7 @@ from torch import fx, nn
 from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt, nn as irt_nn
+from irc.dialects.symbolic import dims_of
 from irc.frontend.convert_base import Converter, ImportContext, Unsupported, tensor_type
 
 
@@ -39,7 +40,7 @@ def _nchw(imp: ImportContext, node: fx.Node, x, build: Callable[[SSAValue, tuple
     """Run `build(x4, result_shape4)` on a 4-D view of x (unbatched C x H x W gets N = 1)."""
     x = _tensor_arg(imp, x, "the input")
     shape = irt.shape_of(x)
-    out = tuple(imp.result_type(node).get_shape())
+    out = dims_of(imp.result_type(node))
     if len(shape) == 4:
         return build(x, out)
     if len(shape) != 3:

@@ -38,6 +38,7 @@ from irc.dialects.irt.reduce import (
     ReduceOp,
     SoftmaxOp,
 )
+from irc.dialects.symbolic import dims_of
 from irc.frontend.convert_base import Converter, ImportContext, Unsupported, tensor_type
 
 # ---------------------------------------------------------------------------------------------
@@ -157,7 +158,7 @@ def _matmul(imp: ImportContext, node: fx.Node, a, b, *, out=None) -> SSAValue:
     a, b = imp.tensor(a), imp.tensor(b)
     ra, rb = len(irt.shape_of(a)), len(irt.shape_of(b))
     if ra >= 2 and rb >= 3:
-        return _batch_matmul(imp, a, b, imp.result_type(node).get_shape())
+        return _batch_matmul(imp, a, b, dims_of(imp.result_type(node)))
     return _matmul_2d(imp, node, a, b)
 
 

@@ -32,7 +32,7 @@ from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.shape import ConcatOp, EmbeddingOp, ExpandOp, SliceOp
-from irc.dialects.symbolic import Dim, all_static, product
+from irc.dialects.symbolic import Dim, all_static, dims_of, product
 from irc.errors import IrcError
 from irc.frontend.convert_base import (
     Converter,
@@ -286,7 +286,7 @@ def consumers_broadcast(node: fx.Node, source_shape: Sequence[int]) -> bool:
 def _expand(imp: ImportContext, node: fx.Node, x, *sizes, **kwargs) -> SSAValue:
     x = imp.tensor(x)
     t = imp.result_type(node)
-    if _shape(x) == tuple(t.get_shape()) or consumers_broadcast(node, _shape(x)):
+    if _shape(x) == dims_of(t) or consumers_broadcast(node, _shape(x)):
         return x
     return imp.insert(ExpandOp(x, t))
 

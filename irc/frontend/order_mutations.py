@@ -20,6 +20,11 @@ tensor object), so that data dependencies carry the order:
 - a mutation of a graph input, parameter or buffer (or a view of one) is marked to run eagerly
   (`node.meta["irc_eager"]`): native code cannot change the caller's tensor.
 
+An attribute read several times (symbolic_trace makes a `get_attr` node at every `self.buf`)
+is read through one node first, so a write through one read orders the others. `t[i] = v` and
+`t += v` on a real tensor (a constant or attribute) with a traced index or value trace as the
+methods `__setitem__` and `__iadd__`, mutations like `setitem` and `add_`.
+
 Idempotent: running it again on its output changes nothing.
 """
 
@@ -47,6 +52,12 @@ _VIEW_FUNCTIONS = {
     torch.unbind, torch.detach, torch.t,
 }
 _NOT_MUTATING = {"requires_grad_", "share_memory_", "retain_grad_"}
+# Tensor methods that change `self` and whose names do not end in one underscore: symbolic_trace
+# records `t[i] = v` and `t += v` on a real tensor (a constant or attribute) with a traced
+# index or value as these calls.
+_INPLACE_METHODS = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+                    "__ipow__", "__imod__", "__iand__", "__ior__", "__ixor__", "__ilshift__", "__irshift__",
+                    "__imatmul__"}
 _INPLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
                       operator.ipow, operator.imod, operator.iand, operator.ior, operator.ixor}
 
@@ -82,7 +93,8 @@ def mutated_arg(node: fx.Node, gm: fx.GraphModule | None = None) -> fx.Node | No
         inplace = (node.target in (operator.setitem, setitem_value) or node.target in _INPLACE_OPERATORS
                    or (name.endswith("_") and not name.startswith("_") and hasattr(torch.Tensor, name)))
     elif node.op == "call_method":
-        inplace = name.endswith("_") and not name.startswith("_") and name not in _NOT_MUTATING
+        inplace = (name.endswith("_") and not name.startswith("_") and name not in _NOT_MUTATING
+                   or name in _INPLACE_METHODS)
     elif node.op == "call_module" and gm is not None:
         inplace = bool(getattr(gm.get_submodule(str(node.target)), "inplace", False))
     else:
@@ -132,12 +144,13 @@ def order_mutations(gm: fx.GraphModule) -> fx.GraphModule:
     graph = gm.graph
     if not any(mutated_arg(n, gm) is not None for n in graph.nodes):
         return gm
+    _one_node_per_attribute(gm)
     order = {n: i for i, n in enumerate(graph.nodes)}
     for m in list(graph.nodes):
         target = mutated_arg(m, gm)
         if target is None:
             continue
-        if m.target is operator.setitem:
+        if m.target is operator.setitem or (m.op == "call_method" and m.target == "__setitem__"):
             with graph.inserting_after(m):
                 new = graph.call_function(setitem_value, m.args, m.kwargs)
             new.meta = dict(m.meta)
@@ -147,6 +160,7 @@ def order_mutations(gm: fx.GraphModule) -> fx.GraphModule:
             m = new
         group = _alias_group(target, gm)
         stale = _order_readers(graph, m, target, group, order)
+        group = _alias_group(target, gm)  # with the `after` the mutation now reads its target through
         if any(n.op in ("placeholder", "get_attr") for n in group):
             _run_eagerly(group, gm, "it is, or changes in place, a view of a model input, parameter or buffer")
         elif stale:
@@ -154,6 +168,44 @@ def order_mutations(gm: fx.GraphModule) -> fx.GraphModule:
     graph.lint()
     gm.recompile()
     return gm
+
+
+def _one_node_per_attribute(gm: fx.GraphModule) -> None:
+    """symbolic_trace makes a `get_attr` node at every `self.buf` read, so a write through one
+    and a read through another look unrelated (and tied weights are two names of one tensor):
+    every read of one tensor attribute now goes through its first `get_attr` node."""
+    first: dict[int, fx.Node] = {}
+    for node in list(gm.graph.nodes):
+        obj = _attribute(gm, node) if node.op == "get_attr" else None
+        if not isinstance(obj, torch.Tensor):
+            continue
+        if id(obj) in first:
+            node.replace_all_uses_with(first[id(obj)])
+            gm.graph.erase_node(node)
+        else:
+            first[id(obj)] = node
+
+
+def mutated_attributes(gm: fx.GraphModule) -> list[torch.Tensor]:
+    """The tensor attributes (buffers, parameters, constants) `gm` changes in place, directly or
+    through a view: running it at compile time must leave them as they were."""
+    found: list[torch.Tensor] = []
+    for node in gm.graph.nodes:
+        target = mutated_arg(node, gm)
+        if target is None:
+            continue
+        for n in _alias_group(target, gm):
+            obj = _attribute(gm, n) if n.op == "get_attr" else None
+            if isinstance(obj, torch.Tensor):
+                found.append(obj)
+    return found
+
+
+def _attribute(gm: fx.GraphModule, node: fx.Node) -> Any:
+    obj: Any = gm
+    for part in str(node.target).split("."):
+        obj = getattr(obj, part, None)
+    return obj
 
 
 def _run_eagerly(group: set[fx.Node], gm: fx.GraphModule, reason: str) -> None:

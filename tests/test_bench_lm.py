@@ -13,7 +13,17 @@ import time
 import pytest
 
 from irc.tools import bench_lm
-from irc.tools.bench_lm_report import DECODE, LM_JSON, LM_MD, LM_PNG, PREFILL, LMRow, LMSection, section_rows
+from irc.tools.bench_lm_report import (
+    DECODE,
+    LM_JSON,
+    LM_MD,
+    LM_PNG,
+    PREFILL,
+    LMRow,
+    LMSection,
+    section_rows,
+    summary_rows,
+)
 from irc.tools.bench_report import EAGER, INDUCTOR, IRC, ORT
 from irc.tools.cli import main
 from irc.tools.verify import Timing
@@ -62,7 +72,7 @@ def test_lm_section_compiles_checks_and_reports(tmp_path, capsys):
     assert (tmp_path / LM_PNG).read_bytes()[:8] == PNG_MAGIC
     header = table_header(md)
     for column in ["shape", "eager ms", "irc ms", "inductor ms", "onnxruntime ms", "irc / eager",
-                   "inductor / eager", "onnxruntime / eager", "irc native", "irc first call s", "target", "check"]:
+                   "inductor / eager", "onnxruntime / eager", "irc native", "irc first call s", "p90/p10", "target", "check"]:
         assert column in header
     assert "irc g++ runs" in table_header(md, "| model | threads | irc g++")
     assert "lower is better" in md and "load average" in md and "0.5x eager" in md
@@ -74,7 +84,7 @@ def test_lm_section_compiles_checks_and_reports(tmp_path, capsys):
     assert section["irc_compiler_runs"] >= 1 and section["irc_libraries"] >= 1  # a fresh cache: irc built
     assert [(r["phase"], r["shape"]) for r in section["rows"]] == [(PREFILL, "1x8"), (DECODE, "1x1 cache 8")]
     for row in section["rows"]:
-        assert row["flops"] > 0 and row["irc_builds_while_timed"] == 0
+        assert row["flops"] > 0 and row["irc_builds_while_timed"] == 0 and row["spread"] >= 1
         assert 0 <= row["irc_native"] <= 1 and row["compile_seconds"][IRC] > 0
         for name in (EAGER, IRC):
             c = row["contenders"][name]
@@ -175,3 +185,12 @@ def test_section_targets_need_every_row():
     table = dict(zip(header, cells))
     assert table["irc g++ runs"] == "2" and table["prefill target"] == "no (1/2 met)"
     assert LMSection("bert", "", 1).phase_target(DECODE) == "-"
+
+
+def test_spread_marks_noisy_rows():
+    row = _row(eager=2e-3, irc=0.9e-3, inductor=1e-3)
+    header, [cells] = summary_rows([LMSection("gpt2", "", 2, rows=[row])])
+    assert dict(zip(header, cells))["p90/p10"] == "1.2"
+    row.timings[EAGER] = Timing(2e-3, 1e-3, 5e-3, 5, 1)
+    header, [cells] = summary_rows([LMSection("gpt2", "", 2, rows=[row])])
+    assert dict(zip(header, cells))["p90/p10"] == "5.0 NOISY"

@@ -38,6 +38,8 @@ DECODE = "decode"
 PHASES = (PREFILL, DECODE)
 #: Issue 12: irc's latency at most this fraction of eager's (and below Inductor's).
 TARGET_RATIO = 0.5
+#: A row whose widest p90 / p10 exceeds this was timed on a busy machine: its ratios are marked.
+NOISY_SPREAD = 2.0
 
 
 @dataclass
@@ -56,6 +58,11 @@ class LMRow(BenchRow):
     irc_native: float | None = None
     #: C++ compiler runs irc made while this row was being timed (0 unless a compile leaked in).
     irc_builds_while_timed: int = 0
+
+    def spread(self) -> float | None:
+        """The widest p90 / p10 among the timed contenders (None without timings)."""
+        spreads = [t.p90 / t.p10 for t in self.timings.values() if t.p10 > 0]
+        return max(spreads) if spreads else None
 
     def target(self) -> str:
         """'met', or what misses issue 12's target ('n/a: ...' when irc has no timing)."""
@@ -112,7 +119,7 @@ def summary_rows(sections: list[LMSection]) -> tuple[list[str], list[list[str]]]
     """Header and rows of the main table: one row per model, thread count, phase and shape."""
     header = ["model", "threads", "phase", "shape", *(f"{c} ms" for c in CONTENDERS)]
     header += [f"{c} / eager" for c in COMPARED]
-    header += ["irc native", "irc first call s", "inductor first call s", "target", "check"]
+    header += ["irc native", "irc first call s", "inductor first call s", "p90/p10", "target", "check"]
     table = []
     for s in sections:
         for r in s.rows:
@@ -120,7 +127,7 @@ def summary_rows(sections: list[LMSection]) -> tuple[list[str], list[list[str]]]
             cells += [fmt_ms(r.timings[c].median if c in r.timings else None) for c in CONTENDERS]
             cells += [fmt_ratio(r, c) for c in COMPARED]
             cells += [_pct(r.irc_native), _seconds(r.compile_seconds.get(IRC)),
-                      _seconds(r.compile_seconds.get(INDUCTOR)), r.target(), check_cell(r)]
+                      _seconds(r.compile_seconds.get(INDUCTOR)), _spread(r), r.target(), check_cell(r)]
             table.append(cells)
     return header, table
 
@@ -135,6 +142,13 @@ def section_rows(sections: list[LMSection]) -> tuple[list[str], list[list[str]]]
         table.append([s.model, str(s.threads), _count(s.irc_compiler_runs), _count(s.irc_libraries), str(leaked),
                       s.phase_target(PREFILL), s.phase_target(DECODE), f"{s.seconds:.0f}"])
     return header, table
+
+
+def _spread(row: LMRow) -> str:
+    spread = row.spread()
+    if spread is None:
+        return "n/a"
+    return f"{spread:.1f}" + (" NOISY" if spread > NOISY_SPREAD else "")
 
 
 def _count(value: int | None) -> str:
@@ -168,6 +182,8 @@ def method_lines(meta: dict) -> list[str]:
         "0% means irc ran that case in eager PyTorch",
         f"- target (issue 12): irc correct, <= {TARGET_RATIO}x eager and faster than Inductor, per row; "
         "a section's phase meets it when all its rows do",
+        f"- p90/p10: the widest spread among the row's contenders; NOISY above {NOISY_SPREAD:g} (other processes "
+        "took the cores while it was timed: its ratios, and whether it meets the target, are not to be trusted)",
         "- irc g++ runs / libraries: irc.runtime.compiler_invocations() / libraries_loaded() over the whole "
         "section (every prefill shape and decode length) in a fresh IRC_CACHE_DIR",
     ]
@@ -210,6 +226,7 @@ def json_report(sections: list[LMSection], meta: dict) -> dict:
         rows = [{"name": r.name, "phase": r.phase, "shape": r.shape, "flops": r.flops,
                  "compile_seconds": r.compile_seconds, "irc_native": r.irc_native,
                  "irc_builds_while_timed": r.irc_builds_while_timed, "target": r.target(),
+                 "spread": r.spread(), "noisy": (r.spread() or 0) > NOISY_SPREAD,
                  "contenders": {c: contender_json(r, c) for c in CONTENDERS}} for r in s.rows]
         out.append({"model": s.model, "description": s.description, "threads": s.threads,
                     "irc_compiler_runs": s.irc_compiler_runs, "irc_libraries": s.irc_libraries,

@@ -603,6 +603,7 @@ def _native_version(
         scratch_bytes=stats["arena_bytes"],
         argv=getattr(lib, graph.func_name + ARGV_SUFFIX),
         ranges=graph.symbol_ranges,
+        guards=graph.symbol_guards,
     )
     if plan is not None:  # weights updated in place are folded (packed) again before the next call
         forward = plan.guard(forward)

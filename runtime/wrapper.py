@@ -181,7 +181,8 @@ def bind_symbols(inputs: Sequence[TensorSpec], ranges: dict[str, tuple[int, int 
 
 
 def check_symbolic(
-    args: Sequence[Any], inputs: Sequence[TensorSpec], bindings: Sequence[SymbolBinding], note: str = ""
+    args: Sequence[Any], inputs: Sequence[TensorSpec], bindings: Sequence[SymbolBinding], note: str = "",
+    guards: Sequence[str] = (),
 ) -> None:
     """Raise :class:`~irc.errors.InputError` naming the first way ``args`` break the inputs'
     symbolic shapes: the checks of :func:`check_inputs` (but the shape), then the rank, each
@@ -213,6 +214,12 @@ def check_symbolic(
                     f"input {i} ({spec.name!r}): dimension {d} is {x.shape[d]}, expected {expected}{rule} "
                     f"(with {', '.join(f'{k} = {v}' for k, v in values.items())})"
                 )
+    for g in guards:
+        if not eval(g, {"max": max, "min": min}, dict(values)):  # noqa: S307 (irc's own size rules)
+            raise InputError(
+                f"the sizes {', '.join(f'{k} = {v}' for k, v in values.items())} break `{g}`, which this "
+                "compiled version assumes (tracing relied on it)"
+            )
 
 
 def _output_template(shape: tuple[int, ...]) -> torch.Tensor:
@@ -301,6 +308,7 @@ def make_forward(
     argv: Any | None = None,
     output_spec: Any | None = None,
     ranges: dict[str, tuple[int, int | None]] | None = None,
+    guards: Sequence[str] = (),
 ) -> Callable[..., Any]:
     """Return ``forward(*args)`` calling the ctypes entry point ``fn`` once per call.
 
@@ -320,13 +328,16 @@ def make_forward(
     ``output_spec``, a ``torch.utils._pytree.TreeSpec`` with one leaf per output, if given,
     rebuilds the model's output structure (a dict, a list, nested tuples) from the outputs.
     Specs with symbolic sizes make a forward for every size (see the module doc); ``ranges``
-    maps a symbol's name to its (min, max or None), checked at every call (default: >= 0).
+    maps a symbol's name to its (min, max or None), checked at every call (default: >= 0);
+    ``guards`` are further rules on the symbols (Python expressions such as ``s0 != 3``: what
+    tracing assumed), checked at every call too.
     """
     inputs, params, outputs = list(inputs), list(params), list(outputs)
     _check_signature(inputs, params, outputs, return_tuple, output_spec)
     if any(s.symbolic for s in (*inputs, *outputs)):
         return _symbolic_forward(
-            fn, inputs, params, outputs, return_tuple, set_threads, argv, output_spec, bind_symbols(inputs, ranges)
+            fn, inputs, params, outputs, return_tuple, set_threads, argv, output_spec, bind_symbols(inputs, ranges),
+            list(guards),
         )
 
     n_inputs = len(inputs)
@@ -425,6 +436,7 @@ def _symbolic_forward(
     argv: Any | None,
     output_spec: Any | None,
     bindings: list[SymbolBinding],
+    guards: list[str],
 ) -> Callable[..., Any]:
     """``make_forward`` for specs with symbolic sizes: the ABI is (sizes..., inputs...,
     params..., outputs...); the generated code binds, checks and allocates as the module doc says."""
@@ -448,14 +460,14 @@ def _symbolic_forward(
     tls, new_array = _per_thread_arrays(n_args, {first_param + i: p.data_ptr() for i, p in enumerate(params)}, 0)
     env: dict[str, Any] = {
         "__builtins__": __builtins__, "Tensor": torch.Tensor, "check_symbolic": check_symbolic,
-        "specs": inputs, "bindings": bindings, "params": params, "tls": tls, "new_array": new_array,
+        "specs": inputs, "bindings": bindings, "guards": guards, "params": params, "tls": tls, "new_array": new_array,
         "empty": torch.empty, "f32": torch.float32, "getenv": _getenv, "key": _THREADS_KEY,
         "torch_threads": torch.get_num_threads, "thread_count": _thread_count, "set_threads": set_threads,
         "argv": argv, "spec": output_spec,
     }
     env.update({f"d{i}": s.dtype for i, s in enumerate(inputs)})
     xs = [f"x{i}" for i in range(n_inputs)]
-    fail = "        check_symbolic(args, specs, bindings)  # raises the message"
+    fail = "        check_symbolic(args, specs, bindings, guards=guards)  # raises the message"
     lines = [
         "def forward(*args):",
         "    try:",
@@ -480,6 +492,7 @@ def _symbolic_forward(
     ]
     checks += [f"{b.name} >= {b.min}" for b in bindings if b.min > 0]
     checks += [f"{b.name} <= {b.max}" for b in bindings if b.max is not None]
+    checks += [f"({g})" for g in guards]
     if checks:
         lines += [f"    if not ({' and '.join(checks)}):", fail]
     lines += [f"    c[{k}] = {b.name}" for k, b in enumerate(bindings)]

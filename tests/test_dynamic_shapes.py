@@ -237,3 +237,29 @@ def test_attention_with_a_run_time_length_is_one_version(fresh_cache):
             x = torch.randn(b, t, 16)
             torch.testing.assert_close(cm(x), m(x))
     assert len(cm.versions) == 1
+
+
+def test_what_tracing_assumed_is_checked_at_every_call():
+    """Shape propagation on symbols records assumptions (`x[:, :3]` assumes s0 >= 3 and, for its
+    view, s0 != 3); the compiled code is right only where they hold, so the forward checks
+    them and a call breaking one raises InputError (a new static version then serves it)."""
+    import ctypes
+
+    from torch import fx
+
+    from irc.dialects.symbolic import symbol
+    from irc.frontend.symbolic_import import DynamicDim, propagate_symbolic
+    from irc.runtime.wrapper import TensorSpec, make_forward
+
+    table = propagate_symbolic(fx.symbolic_trace(lambda x: x[:, :3] * 2), [torch.randn(2, 5)], [{1: DynamicDim("t")}])
+    assert sorted(table.guards) == ["s0 != 3", "s0 >= 3"]
+
+    calls = []
+    entry = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lambda a: calls.append(a))
+    s0 = symbol("s0")
+    fwd = make_forward(entry, [TensorSpec("x", (2, s0))], [], [TensorSpec("out0", (2, s0))], False,
+                       argv=entry, guards=["s0 != 3"])
+    fwd(torch.randn(2, 4))
+    with pytest.raises(InputError, match=r"the sizes s0 = 3 break `s0 != 3`"):
+        fwd(torch.randn(2, 3))
+    assert len(calls) == 1

@@ -50,6 +50,7 @@ class ImportedGraph:
     input_dtypes: list[torch.dtype] = field(default_factory=list)  # float32, or int64 (embedding indices)
     output_spec: pytree.TreeSpec | None = None  # a dict/list/nested output's structure; None: one tensor or a flat tuple
     symbol_ranges: dict[str, tuple[int, int | None]] = field(default_factory=dict)  # symbolic sizes: name -> (min, max)
+    symbol_guards: list[str] = field(default_factory=list)  # size rules tracing assumed, checked per call
 
 
 @dataclass(frozen=True)
@@ -190,6 +191,7 @@ class FxImporter(ImportContext):
             input_dtypes=[x.dtype for x in example_inputs],
             output_spec=output_spec,
             symbol_ranges=dict(table.ranges) if table is not None else {},
+            symbol_guards=list(table.guards) if table is not None else [],
         )
 
     def _collect_params(self) -> list[tuple[str, torch.Tensor]]:

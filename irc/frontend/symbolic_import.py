@@ -41,13 +41,18 @@ class SymbolTable:
     shape_env: Any
     symbols: dict[sympy.Symbol, sympy.Symbol] = field(default_factory=dict)  # torch's -> irc's
     ranges: dict[str, tuple[int, int | None]] = field(default_factory=dict)  # irc name -> (min, max)
+    guards: list[str] = field(default_factory=list)  # what tracing assumed, as Python over s0, s1, ...
     input_shapes: list[tuple[Dim, ...]] = field(default_factory=list)
 
     def size(self, d: Any) -> Dim:
         """A torch size (int or SymInt) as an irc Dim; IrcError for a size the inputs do not give."""
         if isinstance(d, int):
             return d
-        expr = self.shape_env.replace(d.node.expr)
+        return self.size_expr(d.node.expr)
+
+    def size_expr(self, expr: Any) -> Dim:
+        """A torch size expression as an irc Dim."""
+        expr = self.shape_env.replace(expr)
         unknown = expr.free_symbols - set(self.symbols)
         if unknown:
             raise IrcError(
@@ -124,6 +129,25 @@ def exported_dynamic_shapes(gm: fx.GraphModule, ep: Any) -> list[dict[int, Dynam
     return found if any(found) else None
 
 
+_RELATIONS = {"Equality": "==", "Unequality": "!=", "GreaterThan": ">=", "StrictGreaterThan": ">",
+              "LessThan": "<=", "StrictLessThan": "<"}
+
+
+def _guard(table: SymbolTable, expr: Any) -> str:
+    """One of tracing's assumptions (`s89 >= 3`, `Ne(s89, 3)`) over irc's symbols, in Python:
+    the compiled code is right only where it holds, so every call checks it (runtime.wrapper)."""
+    from irc.dialects.symbolic import format_dim
+
+    op = _RELATIONS.get(type(expr).__name__)
+    if op is None:
+        raise IrcError(f"tracing assumed {expr}, a size rule irc cannot check at call time")
+    try:
+        lhs, rhs = (table.size_expr(e) for e in (expr.lhs, expr.rhs))
+        return f"{format_dim(lhs)} {op} {format_dim(rhs)}"
+    except ValueError as e:  # torch's own Mod/FloorDiv...: compiled per shape instead, never unchecked
+        raise IrcError(f"tracing assumed {expr}, a size rule irc cannot check at call time ({e})") from None
+
+
 def _dynamic_dim(spec: Any, where: str) -> DynamicDim:
     if isinstance(spec, DynamicDim):
         return spec
@@ -190,5 +214,6 @@ def propagate_symbolic(
                 hi = spec.max if hi is None else (hi if spec.max is None else min(hi, spec.max))
                 bounds[ours.name] = (lo, hi)
     table.ranges = bounds
+    table.guards = [_guard(table, g.expr) for g in env.guards]
     table.input_shapes = [tuple(table.size(n) for n in x.shape) if isinstance(x, torch.Tensor) else () for x in fakes]
     return table

@@ -215,7 +215,10 @@ class CppEmitter:
         sizes = [a for a in args if isinstance(a.type, IndexType)]
         if args[: len(sizes)] != sizes or any(a.name_hint is None or not SYMBOL_NAME.fullmatch(a.name_hint) for a in sizes):
             raise NotImplementedError(f"cpp emitter: @{name}: size arguments (index, named s0, s1, ...) come first")
-        symbolic_arena = bool(args) and args[-1].name_hint == "arena" and symbolic_attr(args[-1].type) is not None
+        # A function with size arguments takes its arena from this thread's (runtime/wrapper.py
+        # passes none for it), whether the arena's own size is symbolic or not.
+        arena_arg = bool(args) and args[-1].name_hint == "arena"
+        symbolic_arena = arena_arg and (bool(sizes) or symbolic_attr(args[-1].type) is not None)
         params = []
         for arg in args:
             if isinstance(arg.type, IndexType):

@@ -21,6 +21,7 @@ from irc.tools.bench_lm_report import (
     PREFILL,
     LMRow,
     LMSection,
+    mark_slowdowns,
     section_rows,
     summary_rows,
 )
@@ -72,7 +73,7 @@ def test_lm_section_compiles_checks_and_reports(tmp_path, capsys):
     assert (tmp_path / LM_PNG).read_bytes()[:8] == PNG_MAGIC
     header = table_header(md)
     for column in ["shape", "eager ms", "irc ms", "inductor ms", "onnxruntime ms", "irc / eager",
-                   "inductor / eager", "onnxruntime / eager", "irc native", "irc first call s", "p90/p10", "target", "check"]:
+                   "inductor / eager", "onnxruntime / eager", "irc native", "irc first call s", "noise", "target", "check"]:
         assert column in header
     assert "irc g++ runs" in table_header(md, "| model | threads | irc g++")
     assert "lower is better" in md and "load average" in md and "0.5x eager" in md
@@ -187,10 +188,21 @@ def test_section_targets_need_every_row():
     assert LMSection("bert", "", 1).phase_target(DECODE) == "-"
 
 
-def test_spread_marks_noisy_rows():
-    row = _row(eager=2e-3, irc=0.9e-3, inductor=1e-3)
-    header, [cells] = summary_rows([LMSection("gpt2", "", 2, rows=[row])])
-    assert dict(zip(header, cells))["p90/p10"] == "1.2"
-    row.timings[EAGER] = Timing(2e-3, 1e-3, 5e-3, 5, 1)
-    header, [cells] = summary_rows([LMSection("gpt2", "", 2, rows=[row])])
-    assert dict(zip(header, cells))["p90/p10"] == "5.0 NOISY"
+def test_busy_rows_are_marked_noisy():
+    quiet = _row(eager=2e-3, irc=0.9e-3, inductor=1e-3)
+    header, [cells] = summary_rows([LMSection("gpt2", "", 2, rows=[quiet])])
+    assert dict(zip(header, cells))["noise"] == "1.2" and not quiet.noisy
+    spread = _row(eager=2e-3, irc=0.9e-3, inductor=1e-3)
+    spread.timings[EAGER] = Timing(2e-3, 1e-3, 5e-3, 5, 1)
+    header, [cells] = summary_rows([LMSection("gpt2", "", 2, rows=[spread])])
+    assert dict(zip(header, cells))["noise"] == "5.0 NOISY" and spread.target() == "met (NOISY)"
+    # steady but slow: eager at 2 threads 30x its 1-thread time (OpenMP waiting for a busy core)
+    one, two = _row(eager=1e-3, irc=0.4e-3, inductor=0.3e-3), _row(eager=30e-3, irc=0.4e-3, inductor=60e-3)
+    sections = [LMSection("gpt2", "", 2, rows=[two]), LMSection("gpt2", "", 1, rows=[one])]
+    one.threads = 1
+    mark_slowdowns(sections)
+    assert one.eager_slowdown is None and two.eager_slowdown == pytest.approx(30)
+    assert two.noisy and not one.noisy and two.target() == "met (NOISY)"
+    header, [cells] = summary_rows(sections[:1])
+    assert dict(zip(header, cells))["noise"] == "1.2, eager 30x NOISY"
+    assert sections[0].phase_target(PREFILL) == "met (1 NOISY)"

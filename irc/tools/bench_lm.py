@@ -81,6 +81,7 @@ from irc.tools.bench_lm_report import (
     failures,
     json_report,
     lm_notes,
+    mark_slowdowns,
     markdown_report,
     section_rows,
     summary_rows,
@@ -564,6 +565,7 @@ def run_lm(args: argparse.Namespace) -> int:
             print(f"  {name}: {LM_MODELS[name].description} ...", flush=True)
             sections += bench_lm_model(name, opts, Path(tmp), progress)
     meta["seconds"] = time.perf_counter() - start
+    mark_slowdowns(sections)
     meta["load_average"]["end"] = end = load_average()
     if end and load_warning():
         meta["warnings"].append(f"at end: 1-min load average {end[0]:.1f} on {os.cpu_count()} CPUs: "

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from irc.tools.bench_report import (
     COMPARED,
     CONTENDERS,
+    EAGER,
     INDUCTOR,
     IRC,
     RATIO_NOTE,
@@ -38,8 +39,11 @@ DECODE = "decode"
 PHASES = (PREFILL, DECODE)
 #: Issue 12: irc's latency at most this fraction of eager's (and below Inductor's).
 TARGET_RATIO = 0.5
-#: A row whose widest p90 / p10 exceeds this was timed on a busy machine: its ratios are marked.
+#: A row was timed on a busy machine when its widest p90 / p10 exceeds NOISY_SPREAD, or when
+#: eager took more than NOISY_SLOWDOWN times its time at the fewest threads for the same case
+#: (OpenMP threads waiting for a core other processes hold: steady, so the spread misses it).
 NOISY_SPREAD = 2.0
+NOISY_SLOWDOWN = 1.5
 
 
 @dataclass
@@ -58,11 +62,19 @@ class LMRow(BenchRow):
     irc_native: float | None = None
     #: C++ compiler runs irc made while this row was being timed (0 unless a compile leaked in).
     irc_builds_while_timed: int = 0
+    #: Eager's median here / eager's median at the same case with the fewest threads timed (None
+    #: at that count itself, or without both timings); set by `mark_slowdowns`.
+    eager_slowdown: float | None = None
 
     def spread(self) -> float | None:
         """The widest p90 / p10 among the timed contenders (None without timings)."""
         spreads = [t.p90 / t.p10 for t in self.timings.values() if t.p10 > 0]
         return max(spreads) if spreads else None
+
+    @property
+    def noisy(self) -> bool:
+        """True when the machine was visibly busy while this row was timed (see NOISY_SPREAD)."""
+        return (self.spread() or 0) > NOISY_SPREAD or (self.eager_slowdown or 0) > NOISY_SLOWDOWN
 
     def target(self) -> str:
         """'met', or what misses issue 12's target ('n/a: ...' when irc has no timing)."""
@@ -79,7 +91,8 @@ class LMRow(BenchRow):
             missed.append("no Inductor timing")
         elif self.timings[IRC].median >= inductor.median:
             missed.append("not faster than Inductor")
-        return "no: " + ", ".join(missed) if missed else "met"
+        verdict = "no: " + ", ".join(missed) if missed else "met"
+        return verdict + " (NOISY)" if self.noisy else verdict
 
 
 @dataclass
@@ -103,8 +116,20 @@ class LMSection:
         rows = [r for r in self.rows if r.phase == phase]
         if not rows:
             return "-"
-        met = sum(r.target() == "met" for r in rows)
-        return "met" if met == len(rows) else f"no ({met}/{len(rows)} met)"
+        met = sum(r.target().startswith("met") for r in rows)
+        noisy = sum(r.noisy for r in rows)
+        verdict = "met" if met == len(rows) else f"no ({met}/{len(rows)} met)"
+        return verdict + (f" ({noisy} NOISY)" if noisy else "")
+
+
+def mark_slowdowns(sections: list[LMSection]) -> None:
+    """Set each row's `eager_slowdown` against the same model and case at the fewest threads."""
+    fewest: dict[str, LMRow] = {}
+    for s in sorted(sections, key=lambda s: s.threads):
+        for r in s.rows:
+            base = fewest.setdefault(r.name, r)
+            if base is not r and EAGER in base.timings and EAGER in r.timings:
+                r.eager_slowdown = r.timings[EAGER].median / base.timings[EAGER].median
 
 
 def _pct(share: float | None) -> str:
@@ -119,7 +144,7 @@ def summary_rows(sections: list[LMSection]) -> tuple[list[str], list[list[str]]]
     """Header and rows of the main table: one row per model, thread count, phase and shape."""
     header = ["model", "threads", "phase", "shape", *(f"{c} ms" for c in CONTENDERS)]
     header += [f"{c} / eager" for c in COMPARED]
-    header += ["irc native", "irc first call s", "inductor first call s", "p90/p10", "target", "check"]
+    header += ["irc native", "irc first call s", "inductor first call s", "noise", "target", "check"]
     table = []
     for s in sections:
         for r in s.rows:
@@ -127,7 +152,7 @@ def summary_rows(sections: list[LMSection]) -> tuple[list[str], list[list[str]]]
             cells += [fmt_ms(r.timings[c].median if c in r.timings else None) for c in CONTENDERS]
             cells += [fmt_ratio(r, c) for c in COMPARED]
             cells += [_pct(r.irc_native), _seconds(r.compile_seconds.get(IRC)),
-                      _seconds(r.compile_seconds.get(INDUCTOR)), _spread(r), r.target(), check_cell(r)]
+                      _seconds(r.compile_seconds.get(INDUCTOR)), _noise(r), r.target(), check_cell(r)]
             table.append(cells)
     return header, table
 
@@ -144,11 +169,13 @@ def section_rows(sections: list[LMSection]) -> tuple[list[str], list[list[str]]]
     return header, table
 
 
-def _spread(row: LMRow) -> str:
+def _noise(row: LMRow) -> str:
+    """'1.3', or '1.3, eager 9.5x' (its time at the fewest threads), + ' NOISY' when `row.noisy`."""
     spread = row.spread()
-    if spread is None:
-        return "n/a"
-    return f"{spread:.1f}" + (" NOISY" if spread > NOISY_SPREAD else "")
+    text = "n/a" if spread is None else f"{spread:.1f}"
+    if row.eager_slowdown is not None and row.eager_slowdown > NOISY_SLOWDOWN:
+        text += f", eager {row.eager_slowdown:.2g}x"
+    return text + (" NOISY" if row.noisy else "")
 
 
 def _count(value: int | None) -> str:
@@ -182,8 +209,10 @@ def method_lines(meta: dict) -> list[str]:
         "0% means irc ran that case in eager PyTorch",
         f"- target (issue 12): irc correct, <= {TARGET_RATIO}x eager and faster than Inductor, per row; "
         "a section's phase meets it when all its rows do",
-        f"- p90/p10: the widest spread among the row's contenders; NOISY above {NOISY_SPREAD:g} (other processes "
-        "took the cores while it was timed: its ratios, and whether it meets the target, are not to be trusted)",
+        f"- noise: the widest p90/p10 among the row's contenders, and eager's time over its time at the fewest "
+        f"threads for the same case when above {NOISY_SLOWDOWN:g}; NOISY when the spread is above {NOISY_SPREAD:g} "
+        f"or eager above {NOISY_SLOWDOWN:g}x (other processes held the cores while the row was timed: its ratios, "
+        "and whether it meets the target, are not to be trusted)",
         "- irc g++ runs / libraries: irc.runtime.compiler_invocations() / libraries_loaded() over the whole "
         "section (every prefill shape and decode length) in a fresh IRC_CACHE_DIR",
     ]
@@ -226,7 +255,7 @@ def json_report(sections: list[LMSection], meta: dict) -> dict:
         rows = [{"name": r.name, "phase": r.phase, "shape": r.shape, "flops": r.flops,
                  "compile_seconds": r.compile_seconds, "irc_native": r.irc_native,
                  "irc_builds_while_timed": r.irc_builds_while_timed, "target": r.target(),
-                 "spread": r.spread(), "noisy": (r.spread() or 0) > NOISY_SPREAD,
+                 "spread": r.spread(), "eager_slowdown": r.eager_slowdown, "noisy": r.noisy,
                  "contenders": {c: contender_json(r, c) for c in CONTENDERS}} for r in s.rows]
         out.append({"model": s.model, "description": s.description, "threads": s.threads,
                     "irc_compiler_runs": s.irc_compiler_runs, "irc_libraries": s.irc_libraries,

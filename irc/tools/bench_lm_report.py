@@ -174,7 +174,8 @@ def _noise(row: LMRow) -> str:
     spread = row.spread()
     text = "n/a" if spread is None else f"{spread:.1f}"
     if row.eager_slowdown is not None and row.eager_slowdown > NOISY_SLOWDOWN:
-        text += f", eager {row.eager_slowdown:.2g}x"
+        slow = row.eager_slowdown
+        text += f", eager {slow:.1f}x" if slow < 10 else f", eager {slow:.0f}x"
     return text + (" NOISY" if row.noisy else "")
 
 

@@ -23,6 +23,10 @@ for this on the smallest models (its cnn at 2 threads: 59 -> 81 µs).
 Outputs in `--out`: `bench.md` (the table, also printed), `bench.json` (every raw number)
 and `bench.png` (ratios to eager per model and contender), written by irc/tools/bench_report.py.
 The exit code is 1 if irc fails to compile a model or gives a wrong result.
+
+`--lm` runs the language-model section instead (irc/tools/bench_lm.py): prefill and per-token
+decode latency of the tiny GPT-2, Llama and BERT of irc/models/lm.py under
+`torch.compile(dynamic=True)`, irc's native builds, and issue 12's targets.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import json
 import logging
 import os
 import platform
+import sys
 import tempfile
 import time
 import warnings
@@ -327,6 +332,59 @@ def thread_list(text: str) -> list[int]:
     return list(dict.fromkeys(counts))
 
 
+def lm_model_names(text: str) -> list[str]:
+    """A comma-separated list of the language models of irc/models/lm.py, each one known."""
+    from irc.models.lm import LM_MODELS
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in LM_MODELS]
+    if not names or unknown:
+        what = f"unknown language model(s) {', '.join(map(repr, unknown))}" if unknown else f"no model in {text!r}"
+        raise argparse.ArgumentTypeError(f"{what}; the language models are: {', '.join(LM_MODELS)}")
+    return list(dict.fromkeys(names))
+
+
+def prefill_shapes(text: str) -> list[tuple[int, int]]:
+    """'1x16,4x32' -> [(1, 16), (4, 32)]: batch x length, each at least 1, length at most 128."""
+    from irc.models.lm import POSITIONS
+
+    try:
+        shapes = [tuple(int(v) for v in item.lower().split("x")) for item in text.split(",") if item.strip()]
+    except ValueError:
+        shapes = []
+    if not shapes or any(len(s) != 2 or min(s) < 1 or s[1] > POSITIONS for s in shapes):
+        raise argparse.ArgumentTypeError(f"expected BATCHxLENGTH shapes like 1x16,4x32 (length 1..{POSITIONS}); "
+                                         f"got {text!r}")
+    return list(dict.fromkeys(shapes))
+
+
+def cache_lengths(text: str) -> list[int]:
+    """'16,64' -> [16, 64]: KV-cache lengths for the decode step (1..127); '' or 'none': no decode."""
+    from irc.models.lm import POSITIONS
+
+    if text.strip().lower() in ("", "none"):
+        return []
+    try:
+        lengths = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        lengths = []
+    if not lengths or min(lengths) < 1 or max(lengths) >= POSITIONS:
+        raise argparse.ArgumentTypeError(f"expected cache lengths like 16,64 (1..{POSITIONS - 1}) or none; "
+                                         f"got {text!r}")
+    return list(dict.fromkeys(lengths))
+
+
+def non_negative_float(text: str) -> float:
+    """A number of seconds >= 0 (0: no limit)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of `irc bench`."""
     parser.add_argument("--models", type=model_names, help="comma-separated built-in model names "
@@ -343,6 +401,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not time torch.compile (Inductor)")
     parser.add_argument("--no-onnxruntime", dest="onnxruntime", action="store_false",
                         help="do not time ONNX Runtime")
+    lm = parser.add_argument_group(
+        "language models", "`--lm` runs the language-model section (irc/tools/bench_lm.py) instead of the built-in "
+        "models: prefill and per-token decode of the tiny GPT-2, Llama and BERT, with torch.compile(dynamic=True); "
+        "--threads, --budget (per case), --min-repeats, --out and the --no-* options apply")
+    lm.add_argument("--lm", action="store_true", help="run the language-model section (writes bench-lm.md/.json/.png)")
+    lm.add_argument("--lm-models", type=lm_model_names,
+                    help="comma-separated language models (default: all: bert,gpt2,llama)")
+    lm.add_argument("--prefill", type=prefill_shapes,
+                    help="prefill shapes BATCHxLENGTH (default: 1x16,1x64,1x128,4x32)")
+    lm.add_argument("--decode", type=cache_lengths,
+                    help="decode: KV-cache lengths of the one-token step, or none (default: 16,64)")
+    lm.add_argument("--compile-timeout", type=non_negative_float, default=300.0,
+                    help="seconds a compiled contender's first call at a case may take before it counts as "
+                    "failed (0: no limit; default: 300)")
 
 
 def command_line(args: argparse.Namespace, names: list[str], opts: BenchOptions) -> str:
@@ -365,6 +437,14 @@ def _ort_version() -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of `irc bench`; returns the exit code."""
+    if args.lm or args.lm_models or args.prefill or args.decode is not None:
+        if not args.lm or args.models:
+            print("irc bench: error: --lm-models, --prefill and --decode need --lm; --models does not go with --lm",
+                  file=sys.stderr)
+            return 2
+        from irc.tools.bench_lm import run_lm
+
+        return run_lm(args)
     names = args.models or list(BUILTIN_MODELS)
     specs = [get_model(n) for n in names]  # fail fast on a typo, before any work
     import torch

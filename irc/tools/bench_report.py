@@ -171,25 +171,28 @@ def json_report(rows: list[BenchRow], meta: dict) -> dict:
     """Every raw number: the run's metadata and, per row, each contender's timing and verdict."""
     results = []
     for r in rows:
-        contenders = {}
-        for c in CONTENDERS:
-            t = r.timings.get(c)
-            contenders[c] = {
-                "timing": None if t is None else {**asdict(t), "unit": "seconds per call"},
-                "ratio_to_eager": r.ratio(c) if c != EAGER else (1.0 if t else None),
-                "gflops": r.gflops(c),
-                "status": r.status(c),
-                "error": r.checks.get(c),
-            }
         results.append({"model": r.name, "description": r.description, "flops": r.flops,
                         "threads": r.threads, "compile_seconds": r.compile_seconds,
                         "irc_compiler_runs": r.irc_compiler_runs,
-                        "contenders": contenders})
+                        "contenders": {c: contender_json(r, c) for c in CONTENDERS}})
     return {**meta, "ratio": RATIO_NOTE, "results": results}
 
 
-def plot_ratios(rows: list[BenchRow], path: Path) -> None:
-    """Grouped bars per thread count: latency / eager per model for irc, Inductor and ORT."""
+def contender_json(r: BenchRow, c: str) -> dict:
+    """One contender of a row: its timing (seconds per call), ratio to eager, GFLOP/s and verdict."""
+    t = r.timings.get(c)
+    return {
+        "timing": None if t is None else {**asdict(t), "unit": "seconds per call"},
+        "ratio_to_eager": r.ratio(c) if c != EAGER else (1.0 if t else None),
+        "gflops": r.gflops(c),
+        "status": r.status(c),
+        "error": r.checks.get(c),
+    }
+
+
+def plot_ratios(rows: list[BenchRow], path: Path, stacked: bool = False, title: str = "irc bench") -> None:
+    """Grouped bars per thread count: latency / eager per model for irc, Inductor and ORT. The
+    thread counts' panels side by side, or one above the other (`stacked`: many rows per count)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -199,8 +202,12 @@ def plot_ratios(rows: list[BenchRow], path: Path) -> None:
     counts = sorted({r.threads for r in rows})
     models = list(dict.fromkeys(r.name for r in rows))
     width = 0.8 / len(COMPARED)
-    fig, axes = plt.subplots(1, len(counts), figsize=(max(6.0, 1.6 * len(models) + 2) * len(counts), 4.8),
-                             squeeze=False, sharey=True)
+    panel = max(6.0, (1.1 if stacked else 1.6) * len(models) + 2)
+    if stacked:
+        fig, columns = plt.subplots(len(counts), 1, figsize=(panel, 4.8 * len(counts)), squeeze=False, sharey=True)
+        axes = [[row[0] for row in columns]]
+    else:
+        fig, axes = plt.subplots(1, len(counts), figsize=(panel * len(counts), 4.8), squeeze=False, sharey=True)
     values = [v for r in rows for c in COMPARED if (v := r.ratio(c)) is not None]
     for ax, threads in zip(axes[0], counts):
         by_model = {r.name: r for r in rows if r.threads == threads}
@@ -223,9 +230,11 @@ def plot_ratios(rows: list[BenchRow], path: Path) -> None:
         ax.set_xticks(range(len(models)), models, rotation=20, ha="right", fontsize=8)
         ax.set_xlim(-0.5, len(models) - 0.5)
         ax.set_title(f"{threads} thread{'s' if threads != 1 else ''}")
-    axes[0][0].set_ylabel("latency / eager PyTorch (lower is better)")
-    _dedup_legend(axes[0][0], loc="upper left", bbox_to_anchor=(0.0, -0.2), ncol=5, frameon=False)
-    fig.suptitle("irc bench: latency relative to eager")
+    for ax in axes[0][: len(counts) if stacked else 1]:
+        ax.set_ylabel("latency / eager PyTorch (lower is better)")
+    _dedup_legend(axes[0][-1] if stacked else axes[0][0], loc="upper left", bbox_to_anchor=(0.0, -0.2), ncol=5,
+                  frameon=False)
+    fig.suptitle(f"{title}: latency relative to eager")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

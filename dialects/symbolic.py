@@ -128,6 +128,61 @@ def align_up(n: Dim, alignment: int) -> Dim:
     return dim(sympy.floor((n + alignment - 1) / alignment) * alignment)
 
 
+def upper_bound(*sizes: Dim) -> Dim:
+    """A size at least as large as each of `sizes` for every value of the symbols, with no
+    `max` in it: the coefficient-wise maximum of the polynomials (every monomial of non-negative
+    symbols is non-negative, so raising a coefficient never lowers the value), or, when a size
+    is not a polynomial in the symbols (a floor division), their sum (sizes are never negative).
+    Nested `max` expressions grow with every buffer of a memory plan and sympy's simplification
+    with them (a Llama's plan took minutes); a bound stays one short polynomial."""
+    if all(isinstance(s, int) for s in sizes):
+        return max(sizes, default=0)
+    terms = [_coefficients(s) for s in sizes]
+    if any(t is None for t in terms):
+        return dim(sum(sizes))
+    monomials = {m for t in terms for m in t}
+    return dim(sum(max(t.get(m, 0) for t in terms) * m for m in monomials))
+
+
+def _coefficients(d: Dim) -> dict[sympy.Expr, int] | None:
+    """`d` as {monomial of symbols: integer coefficient}, or None if it is no such polynomial."""
+    terms = sympy.expand(sympy.sympify(d)).as_coefficients_dict()
+    for monomial, c in terms.items():
+        factors = sympy.Mul.make_args(monomial)
+        if not c.is_Integer or not all(f == 1 or f.is_Symbol or (f.is_Pow and f.base.is_Symbol) for f in factors):
+            return None
+    return {m: int(c) for m, c in terms.items()}
+
+
+def at_least(a: Dim, b: Dim) -> bool:
+    """Whether a >= b for every value of the (non-negative) symbols, as far as the coefficients
+    of a - b show (False: not known)."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a >= b
+    diff = _coefficients(dim(a - b))
+    return diff is not None and all(c >= 0 for c in diff.values())
+
+
+def maximum(*sizes: Dim) -> Dim:
+    """max(sizes), flat: sizes another one is known to be at least are dropped first."""
+    kept: list[Dim] = []
+    for s in sizes:
+        if any(at_least(k, s) for k in kept):
+            continue
+        kept = [k for k in kept if not at_least(s, k)] + [s]
+    if not kept:
+        return 0
+    return kept[0] if len(kept) == 1 else dim(sympy.Max(*kept))
+
+
+def multiple_of(d: Dim, n: int) -> bool:
+    """Whether `d` is a multiple of `n` for every value of the symbols (as its coefficients show)."""
+    if isinstance(d, int):
+        return d % n == 0
+    terms = _coefficients(d)
+    return terms is not None and all(c % n == 0 for c in terms.values())
+
+
 def evaluate(d: Dim, values: dict[sympy.Symbol, int] | dict[str, int]) -> int:
     """The size `d` for the symbols' `values` (keyed by symbol or by name)."""
     if isinstance(d, int):

@@ -189,6 +189,24 @@ def test_a_region_with_autocast_disabled_compiles_natively(fresh_cache):
     assert compiler_invocations() - before == 1
 
 
+def test_a_torch_size_of_symbolic_sizes_builds_once(fresh_cache):
+    """`x.size()[:-1] + (2, 4)` (HF's reshape of heads): Dynamo records torch.Size(...) of the
+    sizes, which held symbols; torch.Size refused them, and the graph compiled per shape."""
+
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x).view(x.size()[:-1] + (2, 4)).sum(-1)
+
+    m = M()
+    torch._dynamo.reset()
+    f = torch.compile(m, backend="irc", dynamic=True, options={"fallback": False})
+    before = compiler_invocations()
+    for b, n in ((2, 3), (3, 5), (4, 9)):
+        x = torch.randn(b, n, 8)
+        torch.testing.assert_close(f(x), m(x))
+    assert compiler_invocations() - before == 1
+
+
 def test_compiling_a_dynamo_graph_leaves_its_buffers_untouched(fresh_cache, caplog):
     """A buffer the graph reads (GPT-2's causal-mask buffer) must keep its version: a copy-back
     after each build bumped it, the weight guard took that for an in-place update, and every

@@ -526,6 +526,20 @@ def test_rms_norm_factories_and_slices_compile_once_for_every_size():
     assert len(cm.versions) == 2
 
 
+def test_gpt2_block_compiles_once_for_every_size():
+    """GPT-2's where(causal, scores, min) + padding mask as attention's additive mask, built
+    with symbolic types (it was built with static ones, failed to verify, and every shape got a
+    build of its own)."""
+    def gpt2_inputs(b, n):
+        mask = torch.ones(b, n, dtype=torch.long)
+        mask[0, -1] = 0
+        return torch.randint(0, 50, (b, n), generator=torch.Generator().manual_seed(b * n)), mask
+
+    torch.manual_seed(0)
+    cm = _one_build(TinyGPT2().eval(), gpt2_inputs, _dims(2), sizes=((2, 3), (3, 7), (4, 9)))
+    assert "irt.attention" in cm.ir("fused")
+
+
 class CausalSlice(nn.Module):
     """GPT-2's causal mask: a bool table cut to the sequence length, and a mean over it."""
 

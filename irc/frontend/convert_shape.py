@@ -556,7 +556,8 @@ FUNCTIONS: dict[Any, Converter] = {
     # dtype facts (`torch.finfo(x.dtype).min`: the fill value of masks)
     **_only_folded((torch.finfo, torch.iinfo), "finfo/iinfo of a value computed at run time"),
     # torch.Size(...) of sizes (Dynamo records it for `x.size()[:-1] + (n,)`), API-usage logging
-    **_only_folded((torch.Size, torch._C._log_api_usage_once), "a value computed at run time"),
+    **_only_folded((torch._C._log_api_usage_once,), "a value computed at run time"),
+    torch.Size: folding(None, lambda sizes=(): _torch_size(tuple(sizes)), "a value computed at run time"),
     torch.zeros: _sized(torch.zeros, lambda *a, **k: 0),
     torch.ones: _sized(torch.ones, lambda *a, **k: 1),
     torch.full: _sized(torch.full, _full_value),

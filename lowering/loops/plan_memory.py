@@ -65,13 +65,16 @@ from irc.dialects.symbolic import (
     dims_of,
     evaluate,
     format_dim,
+    maximum,
     memref_of,
+    multiple_of,
     parse_dim,
     product,
     row_major_strides,
     size_ops,
     symbol,
     sympy,
+    upper_bound,
 )
 from irc.target import DEFAULT_ALIGNMENT
 
@@ -112,7 +115,7 @@ class Slot:
     @property
     def bytes(self) -> Dim:
         sizes = [b.bytes for b in self.members]
-        return max(sizes) if all(isinstance(s, int) for s in sizes) else dim(sympy.Max(*sizes))
+        return upper_bound(*sizes)
 
     @property
     def start(self) -> int:
@@ -382,19 +385,26 @@ class FunctionPlan:
         return arena
 
     def _stack(self, slots: list[Slot]) -> Dim:
-        """Symbolic offsets (see the module doc): each slot above every placed slot it overlaps."""
+        """Symbolic offsets (see the module doc): each slot above every placed slot it overlaps,
+        at the aligned max of their ends. A placed slot's end is remembered as a polynomial bound
+        (`upper_bound`: its offset's bound, plus alignment - 1 unless that bound is a multiple of
+        the alignment, plus its bytes), so no size nests `max` in `max`: sympy's simplification
+        of nested maxima grows with every buffer (a Llama's plan took minutes)."""
         placed = _Placed(len(self.top))
-        arena: Dim = 0
+        ends: list[Dim] = []
         for n, slot in enumerate(sorted(slots, key=lambda s: (-_hint(s.bytes), s.start))):
             offset: Dim = 0
             if any(b.uses for b in slot.members):
-                ends = [_aligned(at + size, self.alignment) for at, _, size in placed.overlapping(slot.start, slot.end)]
-                offset = dim(sympy.Max(0, *ends)) if ends else 0
-                placed.add(slot.start, slot.end, (offset, n, slot.bytes))
+                below = [end for _, _, end in placed.overlapping(slot.start, slot.end)]
+                offset = _aligned(maximum(*below), self.alignment)
+                bound = upper_bound(*below)
+                slack = 0 if multiple_of(bound, self.alignment) else self.alignment - 1
+                end = dim(bound + slack + slot.bytes)
+                placed.add(slot.start, slot.end, (offset, n, end))
+                ends.append(end)
             for b in slot.members:
                 b.offset = offset
-            arena = dim(sympy.Max(arena, _aligned(offset + slot.bytes, self.alignment)))
-        return arena
+        return _aligned(maximum(*ends), self.alignment)
 
     # -- rewriting ---------------------------------------------------------------------------
     def rewrite(self, in_place: bool = True) -> None:

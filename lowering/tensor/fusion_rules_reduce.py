@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import FloatAttr, TensorType, f32, i1
+from xdsl.dialects.builtin import FloatAttr, f32, i1
 from xdsl.ir import Operation, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.utils.exceptions import VerifyException
@@ -34,6 +34,7 @@ from xdsl.utils.exceptions import VerifyException
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.math import WhereOp
 from irc.dialects.irt.reduce import AttentionOp, BatchMatmulOp, SoftmaxOp, attention_shape
+from irc.dialects.symbolic import tensor_of
 from irc.lowering.tensor.fusion_rules import FusionRule, is_rhs, single_user
 
 # ---------------------------------------------------------------------------------------------
@@ -238,10 +239,10 @@ def _additive(s: Scores, before: Operation) -> SSAValue | None:
         return s.mask
     ops: list[Operation] = [irt.ConstantOp.from_floats([0.0]), irt.ConstantOp.from_floats([s.fill])]
     keep_shape = irt.shape_of(s.keep)
-    ops.append(WhereOp(s.keep, ops[0].results[0], ops[1].results[0], TensorType(f32, list(keep_shape))))
+    ops.append(WhereOp(s.keep, ops[0].results[0], ops[1].results[0], tensor_of(f32, keep_shape)))
     if s.mask is not None:
         shape = irt.broadcast_shapes(keep_shape, irt.shape_of(s.mask))
-        ops.append(irt.AddOp(ops[-1].results[0], s.mask, TensorType(f32, list(shape))))
+        ops.append(irt.AddOp(ops[-1].results[0], s.mask, tensor_of(f32, shape)))
     for op in ops:
         Rewriter.insert_op(op, InsertPoint.before(before))
     return ops[-1].results[0]

@@ -150,6 +150,28 @@ func.func @gpt2(%q: tensor<2x4x5x4xf32>, %k: tensor<2x4x5x4xf32>, %v: tensor<2x4
 
 // -----
 
+// The same with symbolic batch (s0) and length (s1): the additive mask's types carry their
+// #irt.dims (they were built as static types, which failed to verify).
+// CHECK-LABEL: func.func @gpt2_symbolic
+// CHECK:         irt.where %causal, %{{.*}}, %{{.*}} : (tensor<1x1x?x?xi1, #irt.dims<"s1", "s1">>, tensor<f32>, tensor<f32>) -> tensor<1x1x?x?xf32, #irt.dims<"s1", "s1">>
+// CHECK-NEXT:    irt.add %{{.*}}, %pad : (tensor<1x1x?x?xf32, #irt.dims<"s1", "s1">>, tensor<?x1x1x?xf32, #irt.dims<"s0", "s1">>) -> tensor<?x1x?x?xf32, #irt.dims<"s0", "s1", "s1">>
+// CHECK-NEXT:    %o = irt.attention %q, %k, %v mask
+!Q = tensor<?x4x?x4xf32, #irt.dims<"s0", "s1">>
+!S = tensor<?x4x?x?xf32, #irt.dims<"s0", "s1", "s1">>
+func.func @gpt2_symbolic(%q: !Q, %k: !Q, %v: !Q, %causal: tensor<1x1x?x?xi1, #irt.dims<"s1", "s1">>, %pad: tensor<?x1x1x?xf32, #irt.dims<"s0", "s1">>) -> !Q {
+  %s = irt.batch_matmul linear %q, %k : (!Q, !Q) -> !S
+  %two = irt.constant dense<2.0> : tensor<f32>
+  %d = irt.div %s, %two : (!S, tensor<f32>) -> !S
+  %min = irt.constant dense<-3.40282347e+38> : tensor<f32>
+  %w = irt.where %causal, %d, %min : (tensor<1x1x?x?xi1, #irt.dims<"s1", "s1">>, !S, tensor<f32>) -> !S
+  %a = irt.add %w, %pad : (!S, tensor<?x1x1x?xf32, #irt.dims<"s0", "s1">>) -> !S
+  %p = irt.softmax %a dim -1 : !S
+  %o = irt.batch_matmul matmul %p, %v : (!S, !Q) -> !Q
+  func.return %o : !Q
+}
+
+// -----
+
 // Must not fire: a select to -10000 (older models' fill) changes scores that a sum would not.
 // CHECK-LABEL: func.func @small_fill
 // CHECK:         irt.softmax

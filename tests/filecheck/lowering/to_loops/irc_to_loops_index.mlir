@@ -51,7 +51,7 @@
 // CPP:         const bool [[K:v[0-9]+]] = {{v[0-9]+}} <= -1;
 // CPP:         double [[ACC:acc[0-9]+]] = 0.0f;
 // CPP:         const double {{v[0-9]+}} = static_cast<double>(
-// CPP:         irc_thread_arena(4 * (irc_imax(64, 64 * ((s1 * s1 + 63) / 64)) / 4))
+// CPP:         irc_thread_arena(64 * ((irc_imax(1, s1 * s1) + 63) / 64))
 func.func @index(%x: tensor<?x6xf32, #irt.dims<"s0">>, %m: tensor<?x?xi64, #irt.dims<"s0", "s1">>, %g: tensor<?x3xi64, #irt.dims<"s0">>, %sel: tensor<?xi64, #irt.dims<"s1">>)
     -> (tensor<?xi64, #irt.dims<"s1">>, tensor<?x?xi64, #irt.dims<"s0", "s1">>, tensor<?x3xf32, #irt.dims<"s0">>, tensor<?x6xf32, #irt.dims<"s1">>, tensor<?x?xi1, #irt.dims<"s1", "s1">>, tensor<?x6xf32, #irt.dims<"s0">>, tensor<?xf32, #irt.dims<"s1">>) {
   %p = irt.arange start 3.0 step -2.0 : tensor<?xi64, #irt.dims<"s1">>

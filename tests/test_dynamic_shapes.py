@@ -207,6 +207,67 @@ def test_a_torch_size_of_symbolic_sizes_builds_once(fresh_cache):
     assert compiler_invocations() - before == 1
 
 
+class PositionRow(torch.nn.Module):
+    """A decode step's row of a position table: table[p : p + 1] with p the cache's length (a
+    slice starting at a symbol, as GPT-2 cuts its causal table)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("table", torch.randn(16, 8))
+
+    def forward(self, x, past):
+        p = past.shape[1]
+        return x + self.table[p : p + 1] + past.mean(dim=1, keepdim=True)
+
+
+def test_a_slice_starting_at_a_symbol_is_one_version(fresh_cache):
+    m = PositionRow()
+    x, past = torch.randn(2, 1, 8), torch.randn(2, 5, 8)
+    b, p = Dim("b"), Dim("p", max=15)  # export proves p + 1 <= 16 is needed
+    ep = torch.export.export(m, (x, past), dynamic_shapes={"x": {0: b}, "past": {0: b, 1: p}})
+    cm = irc.compile(ep, (x, past), fallback=False)
+    assert 'dims <"s1">' in cm.ir("import")
+    before = compiler_invocations()
+    for b, p in ((2, 3), (3, 15), (4, 7)):
+        x, past = torch.randn(b, 1, 8), torch.randn(b, p, 8)
+        torch.testing.assert_close(cm(x, past), m(x, past))
+    assert compiler_invocations() == before and len(cm.versions) == 1
+
+    torch._dynamo.reset()
+    f = torch.compile(m, backend="irc", dynamic=True, options={"fallback": False})
+    before = compiler_invocations()
+    for b, p in ((2, 3), (3, 15), (4, 7)):
+        x, past = torch.randn(b, 1, 8), torch.randn(b, p, 8)
+        torch.testing.assert_close(f(x, past), m(x, past))
+    assert compiler_invocations() - before == 1
+    x, past = torch.randn(2, 1, 8), torch.randn(2, 16, 8)  # past the table: Dynamo's guard, eager's empty row
+    assert f(x, past).shape == m(x, past).shape == (2, 0, 8)
+
+
+def test_a_slice_of_symbolic_bounds_becomes_a_rule_every_call_checks():
+    """A slice's call-time requirements (here: row s1 of a 16-row table exists, s1 <= 15) are
+    size rules the wrapper checks, whatever tracing assumed."""
+    from xdsl.parser import Parser
+
+    from irc.context import irc_context
+    from irc.dialects.symbolic import parse_dim
+    from irc.frontend.fx_importer import slice_requirements
+    from irc.runtime.wrapper import SymbolBinding, TensorSpec, check_symbolic
+
+    ir = """
+    func.func @f(%t: tensor<16x8xf32>, %p: tensor<?x?xf32, #irt.dims<"s0", "s1">>) -> tensor<1x8xf32> {
+      %r = irt.slice %t offsets [-1, 0] dims <"s1"> strides [1, 1] : (tensor<16x8xf32>) -> tensor<1x8xf32>
+      func.return %r : tensor<1x8xf32>
+    }"""
+    rules = slice_requirements(Parser(irc_context(), ir).parse_module())
+    assert rules == ["-s1 + 15 >= 0"]
+    spec = [TensorSpec("p", (parse_dim("s0"), parse_dim("s1")), torch.float32)]
+    bindings = [SymbolBinding("s0", 0, 0, 0, None), SymbolBinding("s1", 0, 1, 0, None)]
+    check_symbolic([torch.zeros(2, 15)], spec, bindings, guards=rules)
+    with pytest.raises(InputError, match=r"s1 = 16 break `-s1 \+ 15 >= 0`"):
+        check_symbolic([torch.zeros(2, 16)], spec, bindings, guards=rules)
+
+
 def test_compiling_a_dynamo_graph_leaves_its_buffers_untouched(fresh_cache, caplog):
     """A buffer the graph reads (GPT-2's causal-mask buffer) must keep its version: a copy-back
     after each build bumped it, the weight guard took that for an in-place update, and every

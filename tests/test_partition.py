@@ -9,12 +9,10 @@ users are all getitems, and `position_ids[:, 0:n]` is such a user of two nodes (
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import logging
 import operator
 import random
-import signal
 import threading
 
 import pytest
@@ -25,24 +23,14 @@ from torch.fx.passes.utils.fuser_utils import fuse_by_partitions
 import irc
 from irc.frontend.fx_importer import _propagate_shapes
 from irc.partition import CALLABLE, _tuple_producers, propose_partitions
+from irc.tools.deadline import time_limit
 
 
-@contextlib.contextmanager
 def deadline(seconds: float):
     """Fail the test when the block runs longer than `seconds` (SIGALRM interrupts the Python
     loop where it spins; pytest runs tests on the main thread, where signals are delivered)."""
     assert threading.current_thread() is threading.main_thread(), "SIGALRM needs the main thread"
-
-    def expire(signum, frame):
-        raise TimeoutError(f"still running after {seconds} s: partitioning does not end")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+    return time_limit(seconds, lambda s: TimeoutError(f"still running after {s} s: partitioning does not end"))
 
 
 @torch.fx.wrap

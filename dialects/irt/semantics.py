@@ -153,7 +153,7 @@ def _attention(op: irt_reduce.AttentionOp, inputs: list[Tensor]) -> Tensor:
 def _slice(op: irt_shape.SliceOp, inputs: list[Tensor]) -> Tensor:
     boxes = tuple(
         slice(off, off + (n - 1) * st + 1, st)
-        for off, st, n in zip(op.static_offsets, op.static_strides, irt.shape_of(op.result))
+        for off, st, n in zip(op.offset_values, op.static_strides, irt.shape_of(op.result))
     )
     return inputs[0][boxes]
 

@@ -14,11 +14,14 @@ result type, and their verifiers check what the sizes decide.
 
 A slice takes, in each dimension d, `size_d` elements (the result's size) starting at
 `offsets[d]`, `strides[d]` apart (torch's `x[a:b:s]`; int indexing is a size-1 slice followed by
-an `irt.reshape`). Sizes may be symbolic (`dialects/symbolic.py`; offsets and strides are
-static): a concat along the sequence of a KV cache gives `s0 + s1`, a slice of a run-time
+an `irt.reshape`). Sizes may be symbolic (`dialects/symbolic.py`; strides are static), and so
+may offsets: a `-1` in `offsets` (like a `?` in a shape) takes the next expression of
+`dims <"...">`, an `#irt.dims` (GPT-2's decode step cuts row `s0` of its causal table). A concat
+along the sequence of a KV cache gives `s0 + s1`, a slice of a run-time
 dimension `s0 - 1` elements, and so on. Where a slice stays inside its input only for some
 values of the symbols (`x[:, 0]` of an `s0`-long dimension needs s0 >= 1), the verifier accepts
-it unless no value can, and `SliceOp.call_time_requirements` lists what a caller must check.
+it unless no value can, and `SliceOp.call_time_requirements` lists what a caller must check
+(the importer turns them into size rules every call checks).
 `irt.expand` broadcasts numpy-style, as torch's `expand` does; the importer emits it only when
 no consumer broadcasts by itself (see convert_shape.py).
 Permutations use `irt.transpose`, and views (squeeze, unsqueeze, flatten, ...) `irt.reshape`.
@@ -49,6 +52,7 @@ from xdsl.irdl import (
     VarConstraint,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -68,39 +72,49 @@ from irc.dialects.irt.core import (
     shape_of,
 )
 from irc.dialects.static_shape import StaticShapeOp
-from irc.dialects.symbolic import Dim, dim, format_dim, parse_dim, symbols_of
+from irc.dialects.symbolic import Dim, DimsAttr, dim, format_dim, parse_dim, symbols_of
+
+SYMBOLIC_OFFSET = -1
+"""A slice's offset that is an expression (offsets are otherwise >= 0)."""
 
 
 @irdl_op_definition
 class SliceOp(StaticShapeOp):
     """A strided box of the input: result[i...] = input[offsets + i * strides ...] (sizes may be
-    symbolic: see the module doc and `call_time_requirements`).
+    symbolic, and so may offsets: see the module doc and `call_time_requirements`).
 
         %s = irt.slice %x offsets [0, 2] strides [1, 2] : (tensor<4x8xf32>) -> tensor<4x3xf32>
+        %t = irt.slice %b offsets [0, -1] dims <"s0"> strides [1, 1] : (tensor<1x128xi1>) -> tensor<1x1xi1>
     """
 
     SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.slice"
     input = operand_def(TensorType)
     offsets = prop_def(DenseArrayBase.constr(i64))
+    offset_dims = opt_prop_def(DimsAttr)
     strides = prop_def(DenseArrayBase.constr(i64))
     result = result_def(TensorType)
     traits = traits_def(Pure())
-    assembly_format = "$input `offsets` $offsets `strides` $strides attr-dict `:` functional-type($input, $result)"
+    assembly_format = (
+        "$input `offsets` $offsets (`dims` $offset_dims^)? `strides` $strides attr-dict `:` functional-type($input, $result)"
+    )
 
-    def __init__(self, input: SSAValue, offsets: Sequence[int], strides: Sequence[int], result_type: Attribute):
-        super().__init__(
-            operands=[input],
-            result_types=[result_type],
-            properties={
-                "offsets": DenseArrayBase.from_list(i64, list(offsets)),
-                "strides": DenseArrayBase.from_list(i64, list(strides)),
-            },
-        )
+    def __init__(self, input: SSAValue, offsets: Sequence[Dim], strides: Sequence[int], result_type: Attribute):
+        exprs = [o for o in offsets if not isinstance(o, int)]
+        properties = {
+            "offsets": DenseArrayBase.from_list(i64, [o if isinstance(o, int) else SYMBOLIC_OFFSET for o in offsets]),
+            "strides": DenseArrayBase.from_list(i64, list(strides)),
+        }
+        if exprs:
+            properties["offset_dims"] = DimsAttr.get(exprs)
+        super().__init__(operands=[input], result_types=[result_type], properties=properties)
 
     @property
-    def static_offsets(self) -> tuple[int, ...]:
-        return tuple(self.offsets.get_values())
+    def offset_values(self) -> tuple[Dim, ...]:
+        """Every offset: an int, or (a `-1` in `offsets`, as a `?` in a shape) the next
+        expression of `offset_dims`."""
+        exprs = iter(self.offset_dims.dims if self.offset_dims is not None else ())
+        return tuple(next(exprs) if o == SYMBOLIC_OFFSET else o for o in self.offsets.get_values())
 
     @property
     def static_strides(self) -> tuple[int, ...]:
@@ -109,7 +123,11 @@ class SliceOp(StaticShapeOp):
     def verify_(self) -> None:
         _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), ELEMENT_TYPES)
         a, r = shape_of(self.input), shape_of(self.result)
-        offs, strides = self.static_offsets, self.static_strides
+        dynamic = sum(1 for o in self.offsets.get_values() if o == SYMBOLIC_OFFSET)
+        given = len(self.offset_dims.dims) if self.offset_dims is not None else 0
+        if dynamic != given:
+            raise VerifyException(f"irt.slice: {dynamic} offset(s) are -1 (symbolic) but `dims` gives {given} expression(s)")
+        offs, strides = self.offset_values, self.static_strides
         if not (len(a) == len(r) == len(offs) == len(strides)):
             raise VerifyException(
                 f"irt.slice: input {_fmt(a)}, result {_fmt(r)}, {len(offs)} offsets and {len(strides)} "
@@ -120,31 +138,31 @@ class SliceOp(StaticShapeOp):
                 raise VerifyException(f"irt.slice: stride {st} in dimension {d} must be >= 1")
             if not _may_fit(n, size, off, st):
                 raise VerifyException(
-                    f"irt.slice: dimension {d} takes {format_dim(size)} element(s) from offset {off} with stride "
-                    f"{st}, outside the input's size {format_dim(n)} (input {_fmt(a)}, result {_fmt(r)})"
+                    f"irt.slice: dimension {d} takes {format_dim(size)} element(s) from offset {format_dim(off)} with "
+                    f"stride {st}, outside the input's size {format_dim(n)} (input {_fmt(a)}, result {_fmt(r)})"
                 )
 
     def call_time_requirements(self) -> list[tuple[Dim, Dim]]:
-        """(size, room) per dimension with symbolic sizes: when `size` > 0 at call time, `room`
-        (the input's size minus one past the last element read) must be >= 0, or the slice
-        would read outside its input."""
+        """(size, room) per dimension with symbolic sizes or offsets: when `size` > 0 at call
+        time, `room` (the input's size minus one past the last element read) must be >= 0, or
+        the slice would read outside its input."""
         return [(size, _room(n, size, off, st))
-                for n, size, off, st in zip(shape_of(self.input), shape_of(self.result), self.static_offsets,
+                for n, size, off, st in zip(shape_of(self.input), shape_of(self.result), self.offset_values,
                                             self.static_strides)
-                if not (isinstance(n, int) and isinstance(size, int))]
+                if not (isinstance(n, int) and isinstance(size, int) and isinstance(off, int))]
 
 
-def _room(n: Dim, size: Dim, offset: int, stride: int) -> Dim:
+def _room(n: Dim, size: Dim, offset: Dim, stride: int) -> Dim:
     """How far the last element a slice reads lies inside its input: n - 1 - (offset + (size - 1) * stride)."""
     return dim(n - 1 - (offset + (size - 1) * stride))
 
 
-def _may_fit(n: Dim, size: Dim, offset: int, stride: int) -> bool:
+def _may_fit(n: Dim, size: Dim, offset: Dim, stride: int) -> bool:
     """Whether a slice of `size` elements from `offset`, `stride` apart, can stay inside `n`:
     for static sizes, whether it does (an empty box fits at any offset); with symbols, unless
     its last element is past the end whatever their values (a symbolic size that fits only
     when it is 0 is taken for a mistake)."""
-    if offset < 0 or (isinstance(size, int) and size < 0):
+    if (offset < 0 if isinstance(offset, int) else offset.is_negative) or (isinstance(size, int) and size < 0):
         return False
     if isinstance(size, int) and size == 0:
         return True
@@ -324,17 +342,11 @@ def _check_indices(op: StaticShapeOp, indices: SSAValue) -> None:
     _check_tensor(op, indices, "the indices", (i64,))
 
 
-@irdl_op_definition
-class GatherOp(StaticShapeOp):
-    """torch.gather: result[i..., j, k...] = input[i..., index[i..., j, k...], k...] along `dim`;
-    the indices have the input's rank, and the result their shape. An index outside
-    [0, input.shape[dim]) (eager raises) reads nothing: the element is NaN, or 0 / false.
-
-        %g = irt.gather %x, %idx dim 1 : (tensor<4x8xf32>, tensor<4x3xi64>) -> tensor<4x3xf32>
-    """
+class _IndexedByDim(StaticShapeOp):
+    """An op reading its input at integer `indices` along `dim` (gather, index_select): the
+    operands, the dim and the checks they share; `check` is each op's own shape rule."""
 
     SYMBOLIC_DIMS: ClassVar[bool] = True
-    name = "irt.gather"
     input = operand_def(TensorType)
     indices = operand_def(TensorType)
     dim = prop_def(IntegerAttr[I64])
@@ -354,6 +366,24 @@ class GatherOp(StaticShapeOp):
         _check_indices(self, self.indices)
         x, idx, r = shape_of(self.input), shape_of(self.indices), shape_of(self.result)
         d = _normalize_dim(self.name, self.axis, len(x))
+        self.check(x, idx, r, d)
+
+    def check(self, x: tuple[Dim, ...], idx: tuple[Dim, ...], r: tuple[Dim, ...], d: int) -> None:
+        raise NotImplementedError
+
+
+@irdl_op_definition
+class GatherOp(_IndexedByDim):
+    """torch.gather: result[i..., j, k...] = input[i..., index[i..., j, k...], k...] along `dim`;
+    the indices have the input's rank, and the result their shape. An index outside
+    [0, input.shape[dim]) (eager raises) reads nothing: the element is NaN, or 0 / false.
+
+        %g = irt.gather %x, %idx dim 1 : (tensor<4x8xf32>, tensor<4x3xi64>) -> tensor<4x3xf32>
+    """
+
+    name = "irt.gather"
+
+    def check(self, x: tuple[Dim, ...], idx: tuple[Dim, ...], r: tuple[Dim, ...], d: int) -> None:
         if len(idx) != len(x) or r != idx:
             raise VerifyException(
                 f"irt.gather: indices {_fmt(idx)} must have the rank of the input {_fmt(x)}, and the result "
@@ -365,7 +395,7 @@ class GatherOp(StaticShapeOp):
 
 
 @irdl_op_definition
-class IndexSelectOp(StaticShapeOp):
+class IndexSelectOp(_IndexedByDim):
     """torch.index_select: the input's slices along `dim` picked by 1-D indices, in their order:
     result[..., j, ...] = input[..., index[j], ...]. An index outside the input (eager raises)
     reads nothing: its slice is NaN, or 0 / false.
@@ -373,27 +403,9 @@ class IndexSelectOp(StaticShapeOp):
         %r = irt.index_select %x, %idx dim 0 : (tensor<4x8xf32>, tensor<3xi64>) -> tensor<3x8xf32>
     """
 
-    SYMBOLIC_DIMS: ClassVar[bool] = True
     name = "irt.index_select"
-    input = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    dim = prop_def(IntegerAttr[I64])
-    result = result_def(TensorType)
-    traits = traits_def(Pure())
-    assembly_format = "$input `,` $indices `dim` $dim attr-dict `:` functional-type(operands, $result)"
 
-    def __init__(self, input: SSAValue, indices: SSAValue, dim: int, result_type: Attribute):
-        super().__init__(operands=[input, indices], result_types=[result_type], properties={"dim": IntegerAttr(dim, i64)})
-
-    @property
-    def axis(self) -> int:
-        return self.dim.value.data
-
-    def verify_(self) -> None:
-        _check_same_element_type(self, (("the input", self.input), ("the result", self.result)), ELEMENT_TYPES)
-        _check_indices(self, self.indices)
-        x, idx, r = shape_of(self.input), shape_of(self.indices), shape_of(self.result)
-        d = _normalize_dim(self.name, self.axis, len(x))
+    def check(self, x: tuple[Dim, ...], idx: tuple[Dim, ...], r: tuple[Dim, ...], d: int) -> None:
         expected = (*x[:d], *idx, *x[d + 1 :])
         if len(idx) != 1 or r != expected:
             raise VerifyException(

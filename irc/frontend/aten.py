@@ -21,6 +21,7 @@ export guards are dropped, and inputs/outputs are flat tensors.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -281,6 +282,13 @@ def _unary_names() -> dict[Any, Callable[..., Any]]:
     return table
 
 
+def _slice_index(x: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> tuple[tuple, dict]:
+    """aten.slice(x, dim, start, end, step) as x[..., start:end:step, ...] (basic indexing)."""
+    box = slice(start, end, step)
+    index = (slice(None),) * dim + (box,) if dim >= 0 else (Ellipsis, box) + (slice(None),) * (-dim - 1)
+    return (x, index), {}
+
+
 def _aliases() -> dict[Any, Callable[..., Any]]:
     identity = alias("Tensor.contiguous")
     reshape = _reshape_to_result(torch.reshape)
@@ -307,6 +315,7 @@ def _aliases() -> dict[Any, Callable[..., Any]]:
         aten.squeeze.default: _reshape_to_result(torch.squeeze),
         aten.expand.default: alias("Tensor.expand"),
         aten.cat.default: alias(torch.cat),
+        aten.slice.Tensor: alias((operator.getitem, _slice_index)),
         aten.clone.default: identity,
         aten.alias.default: identity,
         aten.detach.default: identity,

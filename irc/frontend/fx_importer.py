@@ -29,6 +29,8 @@ from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
+from irc.dialects.irt.shape import SliceOp
+from irc.dialects.symbolic import format_dim
 from irc.errors import IrcError, UnsupportedNode, UnsupportedOpError
 from irc.frontend.convert_base import (
     DTYPES,
@@ -204,7 +206,7 @@ class FxImporter(ImportContext):
             output_spec=output_spec,
             output_dtypes=[dtype_of(v) for v in outputs],
             symbol_ranges=dict(table.ranges) if table is not None else {},
-            symbol_guards=list(table.guards) if table is not None else [],
+            symbol_guards=(list(table.guards) + slice_requirements(module)) if table is not None else [],
         )
 
     def _collect_params(self) -> list[tuple[str, torch.Tensor]]:
@@ -411,3 +413,19 @@ def import_fx(
     In-place mutations are first made data dependencies (`order_mutations`, rewriting `gm`).
     `dynamic`: the input dimensions that are symbolic sizes (see `FxImporter.run`)."""
     return FxImporter(order_mutations(gm)).run(example_inputs, func_name, dynamic)
+
+
+def slice_requirements(module: ModuleOp) -> list[str]:
+    """What every call must satisfy for the slices of symbolic sizes or offsets to stay inside
+    their inputs (`SliceOp.call_time_requirements`), as size rules in Python over s0, s1, ...
+    (the wrapper checks them with tracing's own: a call breaking one gets a version of its own)."""
+    rules: list[str] = []
+    for op in module.walk():
+        if isinstance(op, SliceOp):
+            for size, room in op.call_time_requirements():
+                if not (isinstance(room, int) and room >= 0) and not (isinstance(size, int) and size <= 0):
+                    rule = f"{format_dim(room)} >= 0"
+                    rule = rule if isinstance(size, int) else f"{format_dim(size)} <= 0 or {rule}"
+                    if rule not in rules:
+                        rules.append(rule)
+    return rules

@@ -48,9 +48,7 @@ import contextlib
 import gc
 import json
 import os
-import signal
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -61,6 +59,7 @@ import torch
 from torch import nn
 
 from irc.models.lm import INPUT_NAMES, LM_MODELS, POSITIONS, build, lm_inputs
+from irc.tools import deadline
 from irc.tools.bench import (
     INSTALL_HINT,
     _first_line,
@@ -218,23 +217,9 @@ class CompileTimeout(BaseException):  # noqa: N818 - not an error of the code un
     catch Exception (they would run the graph in eager and hide the timeout)."""
 
 
-@contextlib.contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise CompileTimeout after `seconds` (SIGALRM; no limit off the main thread or without it)."""
-    if not seconds or not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expire(signum, frame):
-        raise CompileTimeout(f"first call timed out after {seconds:g} s (--compile-timeout)")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+def time_limit(seconds: float | None) -> contextlib.AbstractContextManager[None]:
+    """Raise CompileTimeout after `seconds` (irc/tools/deadline.py)."""
+    return deadline.time_limit(seconds, lambda s: CompileTimeout(f"first call timed out after {s:g} s (--compile-timeout)"))
 
 
 def interrupted_at(exc: BaseException, depth: int = 3) -> str:

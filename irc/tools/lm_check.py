@@ -49,7 +49,6 @@ import contextlib
 import logging
 import math
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -61,6 +60,7 @@ from typing import Any
 import torch
 
 from irc.models.lm import INPUT_NAMES, LM_MODELS, build, lm_inputs
+from irc.tools import deadline
 
 DEFAULT_SHAPES: tuple[tuple[int, int], ...] = ((1, 5), (2, 7), (1, 16), (3, 9), (2, 32), (1, 1))
 CHECKS = ("dynamic=True", "dynamic=None", "eager-backend", "generate", "generate+unspec", "fx")
@@ -192,31 +192,9 @@ class CellTimeout(Exception):
     pass
 
 
-@contextlib.contextmanager
-def time_limit(seconds: float | None) -> Iterator[None]:
-    """Raise CellTimeout in this thread after `seconds` (SIGALRM; no limit off the main thread
-    or without SIGALRM). Python code is interrupted where it runs, a compiler run is killed."""
-    usable = seconds and hasattr(signal, "SIGALRM") and threading_main()
-    if not usable:
-        yield
-        return
-
-    def expire(signum, frame):
-        raise CellTimeout(f"timed out after {seconds:.0f} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-def threading_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
+def time_limit(seconds: float | None) -> contextlib.AbstractContextManager[None]:
+    """Raise CellTimeout in this thread after `seconds` (irc/tools/deadline.py)."""
+    return deadline.time_limit(seconds, lambda s: CellTimeout(f"timed out after {s:.0f} s"))
 
 
 class IrcLog(logging.Handler):

@@ -38,7 +38,7 @@ from xdsl.ir import Block, BlockArgument, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from irc.dialects.irt import core as irt
-from irc.dialects.symbolic import all_static
+from irc.dialects.symbolic import DimsAttr, all_static
 
 COMPILE_TIME_ATTR = "irc.compile_time"
 """Marks a function evaluated when the module is created (from its parameters), never lowered."""
@@ -50,10 +50,11 @@ FOLD_SUFFIX = "__fold"
 def foldable(op: Operation, known: set[SSAValue]) -> bool:
     """A pure irt op with one result of static shape whose operands are all known at compile time
     (`known`, or literals); literals themselves stay where they are (they fold as operands of
-    other ops). A result with symbolic sizes has no value before the call binds them."""
+    other ops). A result with symbolic sizes, or an op with a symbolic property (a slice's
+    offset `s0`), has no value before the call binds them."""
     if op.dialect_name() != "irt" or len(op.results) != 1 or isinstance(op, (irt.YieldOp, irt.ConstantOp)):
         return False
-    if not all_static(irt.shape_of(op.results[0])):
+    if not all_static(irt.shape_of(op.results[0])) or any(isinstance(p, DimsAttr) for p in op.properties.values()):
         return False
     return bool(op.operands) and all(v in known or isinstance(v.owner, irt.ConstantOp) for v in op.operands)
 

@@ -61,7 +61,7 @@ def lower_slice(fl: FunctionLowering, op: SliceOp) -> None:
     def body(b: Builder, ivs: list[SSAValue]) -> None:
         idx = [
             _offset_index(fl, b, iv, off, st, n)
-            for iv, off, st, n in zip(ivs, op.static_offsets, op.static_strides, shape)
+            for iv, off, st, n in zip(ivs, op.offset_values, op.static_strides, shape)
         ]
         value = b.insert(memref.LoadOp.get(src, idx)).res
         b.insert(memref.StoreOp.get(value, out, ivs))

@@ -157,3 +157,21 @@ func.func @batch_norm_batch(%x: tensor<?x16x4x4xf32, #irt.dims<"s0">>, %m: tenso
   %0 = irt.batch_norm %x, %m, %m, %m, %m eps 1.000000e-05 : (tensor<?x16x4x4xf32, #irt.dims<"s0">>, tensor<16x1x1xf32>, tensor<16x1x1xf32>, tensor<16x1x1xf32>, tensor<16x1x1xf32>) -> tensor<?x16x4x4xf32, #irt.dims<"s0">>
   func.return %0 : tensor<?x16x4x4xf32, #irt.dims<"s0">>
 }
+
+// -----
+
+// A slice's offset may be a symbol: -1 in `offsets` takes the next expression of `dims`.
+// CHECK-LABEL: func.func @row
+// CHECK:         irt.slice %t offsets [0, -1] dims <"s0 + 2"> strides [1, 1] : (tensor<4x128xf32>) -> tensor<4x1xf32>
+func.func @row(%t: tensor<4x128xf32>) -> tensor<4x1xf32> {
+  %r = irt.slice %t offsets [0, -1] dims <"s0 + 2"> strides [1, 1] : (tensor<4x128xf32>) -> tensor<4x1xf32>
+  func.return %r : tensor<4x1xf32>
+}
+
+// -----
+
+func.func @row_without_its_offset(%t: tensor<4x128xf32>) -> tensor<4x1xf32> {
+  // expected-error @+1 {{irt.slice: 1 offset(s) are -1 (symbolic) but `dims` gives 0 expression(s)}}
+  %r = irt.slice %t offsets [0, -1] strides [1, 1] : (tensor<4x128xf32>) -> tensor<4x1xf32>
+  func.return %r : tensor<4x1xf32>
+}

@@ -48,3 +48,17 @@ func.func @f(%cache: !C, %new: !N, %x: !X, %idx: !I, %w: tensor<10x8xf32>, %e: !
   %tr = irt.transpose %x [2, 1, 0] : (!X) -> !R
   func.return %t, %s, %first, %em, %ex, %tr : !T, !L, !F, !E, !X, !R
 }
+
+// A decode step's row of GPT-2's causal table: row s1 (the cache's length) and its first s1 + 1
+// columns, the row's offset a symbol (`dims`, for the -1 in `offsets`), read at entry's s1.
+// CHECK-LABEL: func.func @row(%s0: index, %s1: index,
+// CHECK:         %[[N:.*]] = arith.addi %s1, %c1 : index
+// CHECK:         "scf.parallel"(%c0, %c0, %c0, %c1, %c1, %[[N]], %c1, %c1, %c1)
+// CHECK:           memref.load %t[%c0, %s1, %{{.*}}] : memref<1x128x128xi1>
+// CHECK:         }) {irc.kernel = "irt.slice -> 1x1x(s1 + 1)"}
+// CPP-LABEL:     extern "C" void row(const int64_t s0, const int64_t s1,
+// CPP:           = t[0*16384 + s1*128 + i2];
+func.func @row(%x: tensor<?x?xf32, #irt.dims<"s0", "s1">>, %t: tensor<1x128x128xi1>) -> tensor<1x1x?xi1, #irt.dims<"s1 + 1">> {
+  %r = irt.slice %t offsets [0, -1, 0] dims <"s1"> strides [1, 1, 1] : (tensor<1x128x128xi1>) -> tensor<1x1x?xi1, #irt.dims<"s1 + 1">>
+  func.return %r : tensor<1x1x?xi1, #irt.dims<"s1 + 1">>
+}

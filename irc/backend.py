@@ -168,9 +168,14 @@ class DynamoGraph:
                 if dims:
                     self.dynamic[i] = dims
         where = {sym: (i, d) for i, dims in self.dynamic.items() for d, sym in dims.items()}
+        # Python ints the graph returns, computed from sizes and int inputs only (Llama's
+        # DynamicCache returns `_seen_tokens + L`): run in Python at each call, so an int input
+        # only they read is not specialized (no build per decoded token).
+        self.int_out, int_only, self.int_gm = _int_outputs(gm)
+        self._int_only = int_only
         for i, (node, example) in enumerate(zip(placeholders, example_inputs)):
             fake = node.meta.get("example_value")
-            if not node.users:
+            if not node.users or node in int_only:
                 self.unused_idx.append(i)
             elif isinstance(fake, torch.SymInt) and str(fake.node.expr) in where:
                 self.size_of[i] = where[str(fake.node.expr)]
@@ -207,7 +212,7 @@ class DynamoGraph:
         inputs = [args[i] for i in self.input_idx]
         shapes = tuple(tuple(x.shape) for x in inputs)
         if shapes in cm.versions:
-            return self._laid_out(cm(*inputs))
+            return self._with_ints(self._laid_out(cm(*inputs)), args)
         if len(cm.versions) >= cm.max_versions:
             return self._over_max_versions(args, len(cm.versions))
         if (key, shapes) in self._eager_shapes:
@@ -220,7 +225,15 @@ class DynamoGraph:
             self._decline(e, "this graph for new input shapes")
             self._eager_shapes.add((key, shapes))
             return self.gm(*args)
-        return self._laid_out(out)
+        return self._with_ints(self._laid_out(out), args)
+
+    def _with_ints(self, out: Any, args: tuple) -> Any:
+        """The graph's outputs: the compiled tensors with the int outputs, computed in Python."""
+        if not self.int_out:
+            return out
+        ints = dict(zip(self.int_out, self.int_gm(*args)))
+        tensors = iter(out)
+        return tuple(ints[k] if k in ints else next(tensors) for k in range(len(ints) + len(out)))
 
     def _laid_out(self, out: Any) -> Any:
         if not self._layouts or not isinstance(out, (tuple, list)):
@@ -310,7 +323,11 @@ class DynamoGraph:
         for i, (j, d) in self.size_of.items():
             env[placeholders[i]] = graph.call_method("size", (inputs[j], d))
         for node in self.gm.graph.nodes:
-            if node.op == "placeholder" or node in env:
+            if node.op == "placeholder" or node in env or node in self._int_only:
+                continue
+            if node.op == "output" and self.int_out:  # the int outputs: _with_ints
+                outs = [a for k, a in enumerate(node.args[0]) if k not in self.int_out]
+                graph.output(tuple(fx.node.map_arg(outs, lambda n: env[n])))
                 continue
             if node.op in ("get_attr", "call_module"):
                 _copy_attr(self.gm, root, str(node.target))
@@ -346,6 +363,53 @@ class _warnings_as_info(logging.Filter):
 
 
 _NUMBERS = (int, float, bool, torch.SymInt, torch.SymFloat, torch.SymBool)
+_SIZE_FUNCTIONS = {torch.sym_int, torch.sym_max, torch.sym_min, torch.sym_sum, torch.ops.aten.sym_size.int}
+
+
+def _is_size_arithmetic(node: fx.Node) -> bool:
+    """A size query or integer arithmetic: `x.size(1)`, `s0 + 1`, `sym_max(...)`."""
+    if node.op == "call_method":
+        return node.target in ("size", "dim")
+    if node.op != "call_function":
+        return False
+    return node.target in _SIZE_FUNCTIONS or getattr(node.target, "__module__", None) in ("_operator", "operator")
+
+
+def _ancestors(roots: Sequence[Any]) -> set[fx.Node]:
+    found: set[fx.Node] = set()
+    stack = [r for r in roots if isinstance(r, fx.Node)]
+    while stack:
+        node = stack.pop()
+        if node not in found:
+            found.add(node)
+            stack += node.all_input_nodes
+    return found
+
+
+def _int_outputs(gm: fx.GraphModule) -> tuple[list[int], set[fx.Node], fx.GraphModule | None]:
+    """The positions of the graph's int outputs when each is size arithmetic on the inputs (see
+    `_is_size_arithmetic`), the nodes only they need, and a GraphModule computing them from the
+    graph's own inputs; ([], set(), None) when there are none, or one needs more."""
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    outs = output.args[0]
+    if not isinstance(outs, (tuple, list)):
+        return [], set(), None
+    ints = [
+        k for k, a in enumerate(outs)
+        if isinstance(a, fx.Node) and type(a.meta.get("example_value")) in (int, torch.SymInt)
+    ]
+    int_side = _ancestors([outs[k] for k in ints])
+    if not ints or not all(n.op == "placeholder" or _is_size_arithmetic(n) for n in int_side):
+        return [], set(), None
+    only = int_side - _ancestors([a for k, a in enumerate(outs) if k not in ints])
+    graph, env = fx.Graph(), {}
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            env[node] = graph.placeholder(node.name)
+        elif node in int_side:
+            env[node] = graph.node_copy(node, lambda n: env[n])
+    graph.output(tuple(env[outs[k]] for k in ints))
+    return ints, only, fx.GraphModule(gm, graph)
 
 
 def _is_number_op(node: fx.Node, args: tuple) -> bool:

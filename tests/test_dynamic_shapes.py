@@ -260,12 +260,55 @@ def test_a_slice_of_symbolic_bounds_becomes_a_rule_every_call_checks():
       func.return %r : tensor<1x8xf32>
     }"""
     rules = slice_requirements(Parser(irc_context(), ir).parse_module())
-    assert rules == ["-s1 + 15 >= 0"]
+    assert rules == ["s1 >= 0", "-s1 + 15 >= 0"]
     spec = [TensorSpec("p", (parse_dim("s0"), parse_dim("s1")), torch.float32)]
     bindings = [SymbolBinding("s0", 0, 0, 0, None), SymbolBinding("s1", 0, 1, 0, None)]
     check_symbolic([torch.zeros(2, 15)], spec, bindings, guards=rules)
     with pytest.raises(InputError, match=r"s1 = 16 break `-s1 \+ 15 >= 0`"):
         check_symbolic([torch.zeros(2, 16)], spec, bindings, guards=rules)
+
+
+def test_the_last_position_of_a_symbolic_length_is_one_version(fresh_cache):
+    """x[:, -1:] (an LM head on the last token) starts at s1 - 1: a symbolic start."""
+
+    class Last(torch.nn.Module):
+        def forward(self, x):
+            return torch.tanh(x[:, -1:]) + x[:, -2:-1]
+
+    m = Last()
+    cm = irc.compile(m, (torch.randn(2, 5, 4),), dynamic_shapes={"x": {0: Dim("b"), 1: Dim("n")}}, fallback=False)
+    assert 'dims <"s1 - 1">' in cm.ir("import")
+    for b, n in ((2, 3), (3, 9), (4, 2)):
+        x = torch.randn(b, n, 4)
+        torch.testing.assert_close(cm(x), m(x))
+    assert len(cm.versions) == 1
+
+
+class SeenTokens(torch.nn.Module):
+    """A KV cache's Python int counter (transformers' DynamicCache._seen_tokens), updated in
+    forward and returned: with allow_unspec_int_on_nn_module it is a SymInt input of the graph."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = 0
+
+    def forward(self, x):
+        self.seen += x.shape[1]
+        return torch.relu(x) * 2, self.seen
+
+
+def test_int_outputs_are_computed_in_python_not_specialized(fresh_cache):
+    m, ref = SeenTokens(), SeenTokens()
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True):
+        f = torch.compile(m, backend="irc", dynamic=True, options={"fallback": False})
+        before = compiler_invocations()
+        for n in (3, 5, 4, 7, 2):
+            x = torch.randn(2, n, 8)
+            got, expected = f(x), ref(x)
+            torch.testing.assert_close(got[0], expected[0])
+            assert got[1] == expected[1] and m.seen == ref.seen
+    assert compiler_invocations() - before == 1
 
 
 def test_compiling_a_dynamo_graph_leaves_its_buffers_untouched(fresh_cache, caplog):

@@ -144,12 +144,15 @@ class SliceOp(StaticShapeOp):
 
     def call_time_requirements(self) -> list[tuple[Dim, Dim]]:
         """(size, room) per dimension with symbolic sizes or offsets: when `size` > 0 at call
-        time, `room` (the input's size minus one past the last element read) must be >= 0, or
-        the slice would read outside its input."""
-        return [(size, _room(n, size, off, st))
-                for n, size, off, st in zip(shape_of(self.input), shape_of(self.result), self.offset_values,
-                                            self.static_strides)
-                if not (isinstance(n, int) and isinstance(size, int) and isinstance(off, int))]
+        time, `room` must be >= 0, or the slice would read outside its input: the input's size
+        minus one past the last element read, and a symbolic offset itself."""
+        found = []
+        for n, size, off, st in zip(shape_of(self.input), shape_of(self.result), self.offset_values, self.static_strides):
+            if not isinstance(off, int):
+                found.append((size, off))
+            if not (isinstance(n, int) and isinstance(size, int) and isinstance(off, int)):
+                found.append((size, _room(n, size, off, st)))
+        return found
 
 
 def _room(n: Dim, size: Dim, offset: Dim, stride: int) -> Dim:

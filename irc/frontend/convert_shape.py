@@ -34,7 +34,7 @@ from irc.dialects.irt import core as irt
 from irc.dialects.irt.logic import CmpOp
 from irc.dialects.irt.math import WhereOp
 from irc.dialects.irt.shape import ArangeOp, ConcatOp, EmbeddingOp, ExpandOp, IndexSelectOp, SliceOp
-from irc.dialects.symbolic import Dim, all_static, at_least, dims_of, is_expr, product
+from irc.dialects.symbolic import Dim, all_static, dim, dims_of, is_expr, product
 from irc.errors import IrcError
 from irc.frontend.convert_base import (
     Converter,
@@ -188,12 +188,13 @@ SYMBOLIC_MIN = 2
 
 
 def _index_symbolic(imp: ImportContext, node: fx.Node, x: SSAValue, items: list) -> SSAValue:
-    """x[items] where sizes or slice bounds are symbolic: steps must be static, starts static or
-    expressions known to be >= 0 (a negative index counts from a size only the call knows:
-    unsupported; GPT-2's decode step cuts row `s0` of its causal table), the sizes are the
-    traced ones (torch's own arithmetic on the symbols). A static box on a symbolic dimension
-    must fit in its least size; what other boxes need is checked at every call (the slice's
-    call-time requirements become size rules: fx_importer.slice_requirements)."""
+    """x[items] where sizes or slice bounds are symbolic: steps must be static, starts may be
+    expressions (GPT-2's decode step cuts row `s0` of its causal table; `x[:, -1:]` of an
+    `s1`-long dimension starts at `s1 - 1`), the sizes are the traced ones (torch's own
+    arithmetic on the symbols). A static box on a symbolic dimension must fit in its least size;
+    what other boxes need (a symbolic start >= 0, the last element inside the input) is checked
+    at every call (the slice's call-time requirements become size rules:
+    fx_importer.slice_requirements)."""
     shape, out_shape = _shape(x), list(dims_of(imp.result_type(node)))
     offsets, strides, sizes, d, o = [], [], [], 0, 0
     for it in items:
@@ -203,10 +204,10 @@ def _index_symbolic(imp: ImportContext, node: fx.Node, x: SSAValue, items: list)
         n = shape[d]
         index = isinstance(it, int) or is_expr(it)
         start, step = (it, 1) if index else (it.start or 0, it.step or 1)
-        if not isinstance(step, int) or step < 1 or not at_least(start, 0):
-            raise Unsupported(
-                f"index {it} of a dimension of size {n}: irc takes static steps and starts known to be >= 0 here"
-            )
+        if isinstance(start, int) and start < 0:  # from the end: x[:, -1:]
+            start = max(start + n, 0) if isinstance(n, int) else dim(n + start)
+        if not isinstance(step, int) or step < 1 or (isinstance(start, int) and start < 0):
+            raise Unsupported(f"index {it} of a dimension of size {n}: irc takes static steps >= 1 here")
         size = 1 if index else out_shape[o]
         if not isinstance(n, int) and isinstance(size, int) and isinstance(start, int) and size \
                 and start + (size - 1) * step >= SYMBOLIC_MIN:

@@ -412,18 +412,7 @@ def make_forward(
         ]
     for i, o in enumerate(outs):
         lines += [f"    {o} = empty_like(t{i})", f"    c[{first_out + i}] = {o}.data_ptr()"]
-    lines += [
-        "    v = getenv(key)",
-        "    n = torch_threads() if v is None else thread_count(v)",
-        f"    if n != c[{n_args}]:  # what this thread last set",
-        "        set_threads(n)",
-        f"        c[{n_args}] = n",
-        "    argv(c)",
-    ]
-    if output_spec is not None:
-        lines.append(f"    return spec.unflatten([{', '.join(outs)}])")
-    else:
-        lines.append(f"    return ({', '.join(outs)},)" if return_tuple else f"    return {outs[0]}")
+    lines += _call_and_return(n_args, outs, output_spec is not None, return_tuple)
     return _define(lines, env)
 
 
@@ -509,19 +498,27 @@ def _symbolic_forward(
     for i, (o, s) in enumerate(zip(outs, outputs)):
         shape = ", ".join(format_dim(d) for d in s.shape) + ("," if len(s.shape) == 1 else "")
         lines += [f"    {o} = empty(({shape}), dtype=od{i})", f"    c[{first_out + i}] = {o}.data_ptr()"]
-    lines += [
+    lines += _call_and_return(n_args, outs, output_spec is not None, return_tuple)
+    return _define(lines, env)
+
+
+def _call_and_return(n_args: int, outs: Sequence[str], structured: bool, return_tuple: bool) -> list[str]:
+    """The generated forward's tail: set this thread's OpenMP count when it changed (slot
+    `n_args` of the per-thread array `c` remembers what it last set), make the one native call
+    through `argv(c)`, and return the outputs as the model does."""
+    lines = [
         "    v = getenv(key)",
         "    n = torch_threads() if v is None else thread_count(v)",
-        f"    if n != c[{n_args}]:",
+        f"    if n != c[{n_args}]:  # what this thread last set",
         "        set_threads(n)",
         f"        c[{n_args}] = n",
         "    argv(c)",
     ]
-    if output_spec is not None:
+    if structured:
         lines.append(f"    return spec.unflatten([{', '.join(outs)}])")
     else:
         lines.append(f"    return ({', '.join(outs)},)" if return_tuple else f"    return {outs[0]}")
-    return _define(lines, env)
+    return lines
 
 
 def _define(lines: list[str], env: dict[str, Any]) -> Callable[..., Any]:

@@ -212,7 +212,7 @@ class DynamoGraph:
         inputs = [args[i] for i in self.input_idx]
         shapes = tuple(tuple(x.shape) for x in inputs)
         if shapes in cm.versions:
-            return self._with_ints(self._laid_out(cm(*inputs)), args)
+            return self._laid_out(self._with_ints(cm(*inputs), args))
         if len(cm.versions) >= cm.max_versions:
             return self._over_max_versions(args, len(cm.versions))
         if (key, shapes) in self._eager_shapes:
@@ -225,10 +225,11 @@ class DynamoGraph:
             self._decline(e, "this graph for new input shapes")
             self._eager_shapes.add((key, shapes))
             return self.gm(*args)
-        return self._with_ints(self._laid_out(out), args)
+        return self._laid_out(self._with_ints(out, args))
 
     def _with_ints(self, out: Any, args: tuple) -> Any:
-        """The graph's outputs: the compiled tensors with the int outputs, computed in Python."""
+        """The graph's outputs: the compiled tensors with the int outputs, computed in Python
+        (before `_laid_out`, whose layouts are the whole graph's outputs, ints included)."""
         if not self.int_out:
             return out
         ints = dict(zip(self.int_out, self.int_gm(*args)))
@@ -396,7 +397,7 @@ def _int_outputs(gm: fx.GraphModule) -> tuple[list[int], set[fx.Node], fx.GraphM
         return [], set(), None
     ints = [
         k for k, a in enumerate(outs)
-        if isinstance(a, fx.Node) and type(a.meta.get("example_value")) in (int, torch.SymInt)
+        if isinstance(a, fx.Node) and type(a.meta.get("example_value", a.meta.get("val"))) in (int, torch.SymInt)
     ]
     int_side = _ancestors([outs[k] for k in ints])
     if not ints or not all(n.op == "placeholder" or _is_size_arithmetic(n) for n in int_side):

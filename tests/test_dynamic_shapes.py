@@ -311,6 +311,27 @@ def test_int_outputs_are_computed_in_python_not_specialized(fresh_cache):
     assert compiler_invocations() - before == 1
 
 
+def test_a_training_forward_returning_sizes_stays_whole(fresh_cache, caplog):
+    """AOTAutograd's forward returns the batch size (a SymInt saved for the backward): it is
+    computed in Python beside the native call (it made the output node an eager partition)."""
+    import copy
+    import logging
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+    ref = copy.deepcopy(m)
+    torch._dynamo.reset()
+    f = torch.compile(m, backend="irc", dynamic=True)
+    with caplog.at_level(logging.INFO, logger="irc"):
+        for n in (3, 5, 7):
+            x = torch.randn(n, 8)
+            f(x).view(-1).sum().backward()
+            ref(x).view(-1).sum().backward()
+    for p, q in zip(m.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    assert "returns int" not in caplog.text
+
+
 def test_compiling_a_dynamo_graph_leaves_its_buffers_untouched(fresh_cache, caplog):
     """A buffer the graph reads (GPT-2's causal-mask buffer) must keep its version: a copy-back
     after each build bumped it, the weight guard took that for an in-place update, and every

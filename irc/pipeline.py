@@ -9,7 +9,7 @@
     irc-fold-params{inputs}                    (its @NAME__fold is evaluated on the weights)
     irc-to-loops{tag_ops gemm_width strict threads}
     irc-vectorize, irc-plan-memory{alignment}, irc-parallelize{threshold}
-    -t cpp{strict gemm_width profile}
+    -t cpp{strict gemm_width vector_width profile}
 
 The passes cost seconds on a big model, and their result depends only on the imported IR and
 their options, so it is cached: the key is a sha256 over the imported IR text, the pipeline's
@@ -107,7 +107,8 @@ class IrcPipelinePass(ModulePass):
 
 def cpp_target(target: Target, *, profile: bool = False) -> CppTarget:
     """The C++ emitter, `-t cpp{...}`, with the Target's options."""
-    return CppTarget(strict=target.strict, gemm_width=target.gemm_width, profile=profile)
+    return CppTarget(strict=target.strict, gemm_width=target.gemm_width, vector_width=target.vector_width,
+                     profile=profile)
 
 
 def spell(p: ModulePass | CppTarget) -> str:

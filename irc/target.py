@@ -4,7 +4,7 @@ A `Target` is built once per compile (`Target.host()`: the CPU, then the argumen
 environment) and handed to the passes as their options (`irc.pipeline.declared`), so that
 `str(pass)` of every pass is an exact reproducer and no pass reads the environment or the CPU
 itself. `irc-opt` runs the same passes with the options written on its command line; the options'
-defaults are `Target()`'s (AVX2-shaped: 16-wide GEMM panels, not strict), the same on every
+defaults are `Target()`'s (AVX2-shaped: 16-wide GEMM panels, 8 lanes, not strict), the same on every
 host, so a golden's output depends on its RUN line only.
 
     >>> t = Target.host()
@@ -12,7 +12,10 @@ host, so a golden's output depends on its RUN line only.
 
 Fields:
   isa            "avx512", "avx2" or "portable" (what -march=native gives the vector code)
-  vector_width   float32 lanes of the widest vector register the ISA has (16, 8 or 4)
+  vector_width   float32 lanes of the vector code (elementwise loops, reductions, softmax and
+                 layer_norm rows, the vector math, GEMM epilogues): the widest the ISA has
+                 (16, 8 or 4), or narrower with `IRC_VECTOR_WIDTH` (forced widths keep
+                 comparisons and goldens stable; wider than the ISA is refused)
   gemm_width     the GEMM micro-kernel's register tile width = the packed weight panels'
                  width: two vectors, 32 with AVX-512, else 16 (`IRC_GEMM_WIDTH` overrides)
   gemm_rows      the register tile's rows (the lhs panel height); the C++ kernel has 6
@@ -41,6 +44,7 @@ DEFAULT_ALIGNMENT = 64
 GEMM_WIDTHS = (16, 32)
 ISAS = {"avx512": 16, "avx2": 8, "portable": 4}
 """ISA -> float32 lanes per vector register."""
+VECTOR_WIDTHS = (4, 8, 16)
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class Target:
     l2: int = 0
     l3: int = 0
     gemm_rows: int = GEMM_ROWS
+    vector_width: int = 8
 
     def __post_init__(self) -> None:
         if self.isa not in ISAS:
@@ -63,12 +68,12 @@ class Target:
             raise ValueError(f"Target.gemm_width must be 16 or 32, got {self.gemm_width!r}")
         if self.gemm_rows != GEMM_ROWS:
             raise ValueError(f"Target.gemm_rows must be {GEMM_ROWS} (the C++ register tile's rows)")
+        if self.vector_width not in VECTOR_WIDTHS or self.vector_width > ISAS[self.isa]:
+            widths = " or ".join(str(w) for w in VECTOR_WIDTHS if w <= ISAS[self.isa])
+            raise ValueError(f"Target.vector_width must be {widths} on {self.isa} (float32 lanes per vector), "
+                             f"got {self.vector_width!r}")
         if self.threads < 1 or self.omp_threshold < 0 or self.alignment not in (16, 32, 64):
             raise ValueError(f"invalid {self}: threads >= 1, omp_threshold >= 0 and alignment 16, 32 or 64 are needed")
-
-    @property
-    def vector_width(self) -> int:
-        return ISAS[self.isa]
 
     @classmethod
     def host(
@@ -78,10 +83,11 @@ class Target:
         gemm_width: int | None = None,
         omp_threshold: int | None = None,
         threads: int | None = None,
+        vector_width: int | None = None,
     ) -> Target:
         """This machine: the ISA and caches from the CPU, then each argument given, else its
         environment variable (`IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_OMP_THRESHOLD`,
-        `IRC_NUM_THREADS`), else the default. A bad environment value is a ValueError naming it."""
+        `IRC_NUM_THREADS`, `IRC_VECTOR_WIDTH`), else the default (the ISA's width for vectors). A bad environment value is a ValueError naming it."""
         from irc.runtime.build import cpu_features
 
         flags = set(cpu_features().split())
@@ -94,9 +100,12 @@ class Target:
             omp_threshold = _env_int("IRC_OMP_THRESHOLD", DEFAULT_OMP_THRESHOLD)
         if threads is None:
             threads = _env_int("IRC_NUM_THREADS", 0) or _torch_threads()
+        if vector_width is None:
+            allowed = tuple(w for w in VECTOR_WIDTHS if w <= ISAS[isa])
+            vector_width = _env_int("IRC_VECTOR_WIDTH", ISAS[isa], choices=allowed)
         l1d, l2, l3 = _cache_sizes()
         return cls(isa=isa, gemm_width=gemm_width, strict=strict, omp_threshold=omp_threshold,
-                   threads=threads, l1d=l1d, l2=l2, l3=l3)
+                   threads=threads, l1d=l1d, l2=l2, l3=l3, vector_width=vector_width)
 
     def replace(self, **changes) -> Target:
         return dataclasses.replace(self, **changes)

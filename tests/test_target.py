@@ -16,7 +16,7 @@ import irc
 from irc.pipeline import declared, spelled
 from irc.target import Target
 
-ENV = ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS")
+ENV = ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS", "IRC_VECTOR_WIDTH")
 
 
 @pytest.fixture
@@ -40,6 +40,8 @@ def test_host_reads_the_cpu_then_arguments_then_environment(clean_env):
     assert (t.strict, t.gemm_width, t.omp_threshold, t.threads) == (True, 16, 7, 3)
     t = Target.host(strict=False, gemm_width=32, omp_threshold=0, threads=1)  # arguments win
     assert (t.strict, t.gemm_width, t.omp_threshold, t.threads) == (False, 32, 0, 1)
+    clean_env.setenv("IRC_VECTOR_WIDTH", "4")  # a forced width, narrower than the ISA's
+    assert Target.host().vector_width == 4 and Target.host(vector_width=host.vector_width).vector_width == host.vector_width
 
 
 @pytest.mark.parametrize("name, value, message", [
@@ -47,6 +49,8 @@ def test_host_reads_the_cpu_then_arguments_then_environment(clean_env):
     ("IRC_GEMM_WIDTH", "wide", "IRC_GEMM_WIDTH must be 16 or 32, got 'wide'"),
     ("IRC_OMP_THRESHOLD", "-5", "IRC_OMP_THRESHOLD must be a non-negative integer, got '-5'"),
     ("IRC_NUM_THREADS", "two", "IRC_NUM_THREADS must be a non-negative integer, got 'two'"),
+    ("IRC_VECTOR_WIDTH", "32", "IRC_VECTOR_WIDTH must be 4"),
+    ("IRC_VECTOR_WIDTH", "6", "IRC_VECTOR_WIDTH must be 4"),
 ])
 def test_a_bad_environment_value_names_the_variable(clean_env, name, value, message):
     clean_env.setenv(name, value)
@@ -61,6 +65,10 @@ def test_invalid_targets_are_refused():
         Target(isa="neon")
     with pytest.raises(ValueError, match="threads >= 1"):
         Target(threads=0)
+    with pytest.raises(ValueError, match="vector_width must be 4 or 8 on avx2"):
+        Target(isa="avx2", vector_width=16)  # wider than the ISA: emulated in halves, slower, never asked for
+    with pytest.raises(ValueError, match="vector_width must be 4 or 8 or 16 on avx512"):
+        Target(isa="avx512", vector_width=12)
 
 
 def test_the_pipeline_is_spelled_with_every_option():
@@ -69,7 +77,9 @@ def test_the_pipeline_is_spelled_with_every_option():
     assert "irc-pack-weights{inputs=2 gemm_width=32}" in text
     assert "irc-fold-params{inputs=2}" in text
     assert "irc-to-loops{tag_ops=false gemm_width=32 strict=false threads=4}" in text
-    assert "irc-parallelize{threshold=1000}" in text and "-t 'cpp{strict=false gemm_width=32 profile=false}'" in text
+    assert "irc-parallelize{threshold=1000}" in text
+    assert "-t 'cpp{strict=false gemm_width=32 vector_width=8 profile=false}'" in text
+    assert "vector_width=16" in spelled(t.replace(isa="avx512", vector_width=16), inputs=2)
     strict = [p.name for p in declared(t.replace(strict=True), inputs=1, fuse=False).passes]
     assert strict == ["irc-fold-params", "irc-to-loops", "irc-vectorize", "irc-plan-memory", "irc-parallelize"]
 
@@ -95,6 +105,7 @@ def test_no_pass_reads_the_environment(tmp_path):
             "-p", "irc-pipeline{inputs=1}", "-t", "cpp"]
     clean = {k: v for k, v in __import__("os").environ.items() if not k.startswith("IRC_")}
     plain = subprocess.run(args, env=clean, capture_output=True, text=True, check=True).stdout
-    noisy = {**clean, "IRC_STRICT": "1", "IRC_GEMM_WIDTH": "32", "IRC_OMP_THRESHOLD": "1", "IRC_NUM_THREADS": "1"}
+    noisy = {**clean, "IRC_STRICT": "1", "IRC_GEMM_WIDTH": "32", "IRC_OMP_THRESHOLD": "1", "IRC_NUM_THREADS": "1",
+             "IRC_VECTOR_WIDTH": "4"}
     assert subprocess.run(args, env=noisy, capture_output=True, text=True, check=True).stdout == plain
-    assert "#define IRC_NR 16" in plain
+    assert "#define IRC_NR 16" in plain and "#define IRC_VL 8" in plain

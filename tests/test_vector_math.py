@@ -10,9 +10,10 @@ exp 1.010 ulp, log 0.83, tanh 1.33, erf 1.03; this test sweeps every 509th bit p
 8.4 million inputs, every binade, subnormals included) plus the specials and the edges
 (overflow/underflow thresholds of exp, FLT_MIN, the branch points of tanh and erf).
 
-It also checks that the `float` and `irc_v8f` instantiations agree bit for bit, that GCC
-vectorizes a loop calling the scalar versions (for AVX2, `-march=znver3`: the machine the
-issue targets), and that models compiled by irc get the specials right against eager.
+It also checks that the `float` and `irc_vec` instantiations agree bit for bit at every vector
+width (IRC_VL = 4, 8, 16), that GCC vectorizes a loop calling the scalar versions at the
+Target's width (zmm for 16 lanes, ymm for 8, xmm for 4, whatever the host), and that models
+compiled by irc get the specials right against eager.
 """
 
 from __future__ import annotations
@@ -35,22 +36,22 @@ from irc.models import get_model
 FUNCTIONS = ["exp", "log", "tanh", "erf"]
 REFERENCE = {"exp": torch.exp, "log": torch.log, "tanh": torch.tanh, "erf": torch.erf}
 
-HARNESS = "#include <cstdint>\n" + header("irc_math.h") + "".join(
-    f"""
+WIDTHS = (4, 8, 16)
+
+
+def harness_source(width: int) -> str:
+    """The math header at IRC_VL = `width`, with a scalar and a vector entry point per function."""
+    return f"#include <cstdint>\n#define IRC_VL {width}\n" + header("irc_math.h") + "".join(
+        f"""
 extern "C" void s_{f}(const float* __restrict__ x, float* __restrict__ y, int64_t n) {{
   for (int64_t i = 0; i < n; ++i) y[i] = irc_{f}(x[i]);
 }}
 extern "C" void v_{f}(const float* __restrict__ x, float* __restrict__ y, int64_t n) {{
-  for (int64_t i = 0; i + 8 <= n; i += 8) {{
-    irc_v8f v;
-    __builtin_memcpy(&v, x + i, 32);
-    v = irc_{f}(v);
-    __builtin_memcpy(y + i, &v, 32);
-  }}
+  for (int64_t i = 0; i + IRC_VL <= n; i += IRC_VL) irc_vstore(y + i, irc_{f}(irc_vload(x + i)));
 }}
 """
-    for f in FUNCTIONS
-)
+        for f in FUNCTIONS
+    )
 
 EDGES = [
     0.0, -0.0, float("inf"), float("-inf"), float("nan"), 1.0, -1.0,
@@ -64,18 +65,25 @@ def _inputs(step: int = 509) -> np.ndarray:
     bits = np.arange(0, 2**32, step, dtype=np.uint64).astype(np.uint32)
     edges = np.array(EDGES, dtype=np.float32)
     x = np.concatenate([bits.view(np.float32), edges, -edges])
-    return np.ascontiguousarray(np.resize(x, (len(x) + 7) // 8 * 8))
+    return np.ascontiguousarray(np.resize(x, (len(x) + 15) // 16 * 16))
+
+
+def _build_harness(d, width: int) -> ctypes.CDLL:
+    (d / f"h{width}.cpp").write_text(harness_source(width))
+    subprocess.run(["g++", "-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", str(d / f"h{width}.cpp"), "-o",
+                    str(d / f"h{width}.so")], check=True)
+    return ctypes.CDLL(str(d / f"h{width}.so"))
 
 
 @pytest.fixture(scope="module")
-def harness(tmp_path_factory) -> ctypes.CDLL:
+def harnesses(tmp_path_factory) -> dict[int, ctypes.CDLL]:
     d = tmp_path_factory.mktemp("vector_math")
-    (d / "h.cpp").write_text(HARNESS)
-    subprocess.run(
-        ["g++", "-O3", "-march=native", "-std=c++17", "-shared", "-fPIC", str(d / "h.cpp"), "-o", str(d / "h.so")],
-        check=True,
-    )
-    return ctypes.CDLL(str(d / "h.so"))
+    return {w: _build_harness(d, w) for w in WIDTHS}
+
+
+@pytest.fixture(scope="module")
+def harness(harnesses) -> ctypes.CDLL:
+    return harnesses[8]
 
 
 def _run(lib: ctypes.CDLL, name: str, x: np.ndarray) -> np.ndarray:
@@ -113,10 +121,14 @@ def test_error_bound(harness, f):
     assert err[worst] > 0.5 * BOUNDS[f] - 0.5  # the sweep reaches the hard cases (a bound never approached is not tested)
 
 
+@pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("f", FUNCTIONS)
-def test_vector_and_scalar_agree_bit_for_bit(harness, f):
+def test_vector_and_scalar_agree_bit_for_bit(harnesses, f, width):
     x = _inputs(step=4099)
-    assert np.array_equal(_run(harness, f"s_{f}", x).view(np.uint32), _run(harness, f"v_{f}", x).view(np.uint32))
+    lib = harnesses[width]
+    scalar = _run(harnesses[8], f"s_{f}", x)
+    assert np.array_equal(scalar.view(np.uint32), _run(lib, f"s_{f}", x).view(np.uint32))
+    assert np.array_equal(scalar.view(np.uint32), _run(lib, f"v_{f}", x).view(np.uint32))
 
 
 def test_specials(harness):
@@ -142,22 +154,37 @@ def _kernel_lines(source: str, index: int) -> range:
     return range(start + 1, end + 1)  # 1-based line numbers of the kernel's code
 
 
+VECTOR_REGISTERS = {16: "zmm", 8: "ymm", 4: "xmm"}
+
+
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
-def test_fused_sigmoid_gelu_kernel_is_avx2_fma(tmp_path):
-    """eltwise-layernorm's fused x*sigmoid(x) -> gelu kernel: GCC vectorizes it for Zen 3 (AVX2,
-    ymm registers), with FMAs and no libm call."""
+@pytest.mark.parametrize("width", WIDTHS)
+def test_fused_sigmoid_gelu_kernel_runs_at_the_targets_width(tmp_path, width):
+    """eltwise-layernorm's fused x*sigmoid(x) -> gelu kernel and its layer_norm are vectorized
+    at the Target's width, whatever the host: built for an AVX-512 CPU (-march=x86-64-v4, where
+    GCC could use any width), 16 lanes give zmm FMAs, 8 ymm and 4 xmm and never a wider
+    register; no libm call. The model still matches eager at every width."""
+    from irc.target import Target
+
     m, (x,) = get_model("eltwise-layernorm").build()
-    cm = irc.compile(m, (x,))
+    target = Target.host().replace(isa="avx512", vector_width=width)
+    cm = irc.compile(m, (x,), target=target)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
     src = tmp_path / "model.cpp"
     src.write_text(cm.cpp_source)
-    cmd = ["g++", "-O3", "-march=znver3", "-fopenmp", "-std=c++17", "-fPIC", "-S", str(src), "-o", str(tmp_path / "m.s"),
+    assert f"#define IRC_VL {width}" in cm.cpp_source
+    cmd = ["g++", "-O3", "-march=x86-64-v4", "-fopenmp", "-std=c++17", "-fPIC", "-S", str(src), "-o", str(tmp_path / "m.s"),
            "-fopt-info-vec-optimized"]
     report = subprocess.run(cmd, check=True, capture_output=True, text=True).stderr
-    kernel = _kernel_lines(cm.cpp_source, 0)
-    vectorized = {int(n) for n in re.findall(r"model\.cpp:(\d+):\d+: optimized: loop vectorized using 32 byte", report)}
-    assert vectorized & set(kernel), report
+    for k in (0, 1):
+        kernel = _kernel_lines(cm.cpp_source, k)
+        vectorized = {int(n) for n in re.findall(rf"model\.cpp:(\d+):\d+: optimized: loop vectorized using {width * 4} byte", report)}
+        assert vectorized & set(kernel), (k, report)
     asm = (tmp_path / "m.s").read_text()
-    assert re.search(r"vfmadd\d+ps\s+[^\n]*%ymm", asm)
+    assert re.search(rf"vfmadd\d+ps\s+[^\n]*%{VECTOR_REGISTERS[width]}", asm)
+    wider = [r for w, r in VECTOR_REGISTERS.items() if w > width]
+    assert not any(re.search(rf"vfmadd\d+ps\s+[^\n]*%{r}", asm) for r in wider)
     assert not re.search(r"call\s+(expf|erff|tanhf|logf)", asm)
 
 

@@ -11,7 +11,8 @@ what the library was built for (irc/aot.py).
 `scf.parallel` becomes `#pragma omp parallel for collapse(n)`, an `scf.for` marked as an additive
 reduction becomes `#pragma omp simd reduction(+:acc)`; the loop-level passes' marks (irc-vectorize's
 `irc.simd` and `irc.chunk`, irc-parallelize's `irc.parallel`) are printed as the schedule they
-name, never re-decided here. Each kernel (a top-level loop nest)
+name, never re-decided here. Every SIMD loop gets `simdlen(W)`, W the Target's vector width
+(`vector_width`, also `#define IRC_VL W` for the runtime headers' vector code). Each kernel (a top-level loop nest)
 is preceded by a comment naming the IR op it came from. Constants are inlined as literals.
 Includes are kept minimal (compile time is mostly headers); math uses GCC builtins.
 """
@@ -87,6 +88,8 @@ CPP_KEYWORDS = frozenset("""
 """Names an SSA value's hint cannot keep as a C++ variable (an FX node of `x.long()` is named
 `long`, a KV cache's new entries `new`), nor the types and namespace the unit uses."""
 
+VECTOR_WIDTHS = (4, 8, 16)
+"""float32 lanes of the vector code the emitter can print (`IRC_VL`): SSE/portable, AVX2, AVX-512."""
 SIGNATURE_SUFFIX = "__signature"
 SIGNATURE_DTYPES = {"float": "float32", "int64_t": "int64", "bool": "bool"}  # C++ element type -> torch's name in `__signature`
 
@@ -146,6 +149,7 @@ class CppEmitter:
     strict: bool = False  # no reassociation: reductions sum in sequential order
     profile: bool = False  # time every kernel (include/irc_profile.h)
     gemm_width: int = 16  # IRC_NR: the GEMM engine's panel width (weights packed for another cannot be read)
+    vector_width: int = 8  # IRC_VL: float32 lanes of the vector code (simdlen of every SIMD loop)
     labels: list[str] = field(default_factory=list)  # kernel labels, in emission order
     depth: int = 0
     names: dict[SSAValue, str] = field(default_factory=dict)
@@ -190,7 +194,7 @@ class CppEmitter:
 
     @contextmanager
     def vector_lanes(self, cpp_type: str = "V"):
-        """Emit scalar f32 code for lanes of type `cpp_type` (float or an 8-float vector inside a
+        """Emit scalar f32 code for lanes of type `cpp_type` (float or an IRC_VL-float vector inside a
         generic lambda: GEMM epilogues): f32 values get that type, float constants become splats."""
         self.lanes = cpp_type
         try:
@@ -415,7 +419,8 @@ class CppEmitter:
         if d == 0 and split and threads:
             self.line(f"#pragma omp parallel for collapse({rank - 1}) schedule(static){when}")
         if d == rank - 1:
-            self.line(f"#pragma omp parallel for simd schedule(static){when}" if threads and not split else "#pragma omp simd")
+            self.line(f"#pragma omp parallel for simd schedule(static){when}{self.simdlen}" if threads and not split
+                      else f"#pragma omp simd{self.simdlen}")
 
     @emit.register
     def _(self, op: scf.ParallelOp) -> None:
@@ -441,9 +446,10 @@ class CppEmitter:
                 if chunk is not None:
                     self.chunked_reduction(op, kind.data, chunk)  # type: ignore[union-attr]
                     return
-                self.line(f"#pragma omp simd reduction({'+' if kind == StringAttr('add') else 'max'}:{self.n(op.results[0])})")
+                self.line(f"#pragma omp simd reduction({'+' if kind == StringAttr('add') else 'max'}:{self.n(op.results[0])})"
+                          f"{self.simdlen}")
             elif not carried and is_vectorized(op):  # irc-vectorize
-                self.line("#pragma omp simd")
+                self.line(f"#pragma omp simd{self.simdlen}")
             self.loop_header(block.args[0], op.lb, op.ub, op.step)
             self.nested(block)
 
@@ -465,7 +471,7 @@ class CppEmitter:
         self.line(f"for (int64_t {base} = {lb}; {base} < {full}; {base} += {size})")
         self.line("{")
         self.depth += 1
-        self.line("#pragma omp simd")
+        self.line(f"#pragma omp simd{self.simdlen}")
         i = self.fresh(block.args[0], "i")
         self.line(f"for (int64_t {i} = {base}; {i} < {base} + {size}; ++{i})")
         self.names[block.args[1]] = self.names[res] = f"{parts}[{i} - {base}]"
@@ -473,14 +479,21 @@ class CppEmitter:
         self.names[block.args[1]] = self.names[res] = acc
         self.depth -= 1
         self.line("}")
-        self.line(f"#pragma omp simd reduction({combine}:{acc})")
+        self.line(f"#pragma omp simd reduction({combine}:{acc}){self.simdlen}")
         fold = f"{acc} + {parts}[irc_j]" if kind == "add" else f"irc_maxf({acc}, {parts}[irc_j])"
         self.line(f"for (int irc_j = 0; irc_j < {size}; ++irc_j) {acc} = {fold};")
         if full < lb + trips:
-            self.line(f"#pragma omp simd reduction({combine}:{acc})")
+            self.line(f"#pragma omp simd reduction({combine}:{acc}){self.simdlen}")
             i = self.fresh(block.args[0], "i")
             self.line(f"for (int64_t {i} = {full}; {i} < {lb + trips}; ++{i})")
             self.nested(block)
+
+    @property
+    def simdlen(self) -> str:
+        """The clause giving every SIMD loop the Target's vector width: GCC's own choice depends
+        on its tuning (-march=native on a CPU it does not know picks 256 bits on some AVX-512
+        ones), the Target's does not."""
+        return f" simdlen({self.vector_width})"
 
     def fresh_name(self, name: str) -> str:
         """A C++ name not used yet in this function, based on `name`."""
@@ -517,7 +530,8 @@ class CppEmitter:
 
 
 def emit_cpp(
-    module: ModuleOp, out: IO[str] | None = None, *, strict: bool = False, gemm_width: int = 16, profile: bool = False
+    module: ModuleOp, out: IO[str] | None = None, *, strict: bool = False, gemm_width: int = 16, vector_width: int = 8,
+    profile: bool = False,
 ) -> str:
     """The C++ source of a lowered module (also written to `out` when given).
 
@@ -525,11 +539,15 @@ def emit_cpp(
     by reassociating, no FMA contraction, libm transcendentals (the Target's `strict`).
     gemm_width: the GEMM engine's register tile width (`IRC_NR`), the width its packed weights
     were packed for (the Target's `gemm_width`).
+    vector_width: float32 lanes of the vector code (`IRC_VL`, the `simdlen` of every SIMD loop,
+    the pieces GEMM epilogues and softmax rows run in; the Target's `vector_width`).
     profile: time each kernel; the library then exports `irc_profile_*` (include/irc_profile.h).
     Functions marked `irc.compile_time` (irc-fold-params' fold functions) are not emitted.
     """
     body = StringIO()
-    emitter = CppEmitter(body, strict=strict, profile=profile, gemm_width=gemm_width)
+    if vector_width not in VECTOR_WIDTHS:
+        raise ValueError(f"cpp: vector_width must be one of {', '.join(map(str, VECTOR_WIDTHS))}, got {vector_width}")
+    emitter = CppEmitter(body, strict=strict, profile=profile, gemm_width=gemm_width, vector_width=vector_width)
     for op in module.ops:
         if isinstance(op, func.FuncOp) and COMPILE_TIME_ATTR in op.attributes:
             continue
@@ -538,6 +556,7 @@ def emit_cpp(
     if strict:  # and no a*b+c fused into one rounding: every operation rounds as written
         buf.write('#pragma GCC optimize("fp-contract=off")\n')
         buf.write("#define IRC_LIBM 1  // transcendentals from libm (include/irc_math.h)\n")
+    buf.write(f"#define IRC_VL {vector_width}  // float32 lanes per vector (the Target's vector_width)\n")
     buf.write(header("irc_prelude.h"))
     if emitter.uses_thread_arena:
         buf.write(header("irc_arena.h"))
@@ -557,12 +576,13 @@ def emit_cpp(
 
 @dataclass(frozen=True)
 class CppTarget(Target):
-    """`-t cpp`, with the Target's options: `-t 'cpp{strict=true gemm_width=32}'`; `profile`
-    makes a profiling build (see `emit_cpp`)."""
+    """`-t cpp`, with the Target's options: `-t 'cpp{strict=true gemm_width=32 vector_width=16}'`;
+    `profile` makes a profiling build (see `emit_cpp`)."""
 
     name = "cpp"
     strict: bool = False
     gemm_width: int = 16
+    vector_width: int = 8
     profile: bool = False
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
@@ -571,4 +591,5 @@ class CppTarget(Target):
     def emit_source(self, module: ModuleOp, output: IO[str] | None = None) -> str:
         if self.gemm_width not in (16, 32):
             raise ValueError(f"cpp: gemm_width must be 16 or 32, got {self.gemm_width}")
-        return emit_cpp(module, output, strict=self.strict, gemm_width=self.gemm_width, profile=self.profile)
+        return emit_cpp(module, output, strict=self.strict, gemm_width=self.gemm_width,
+                        vector_width=self.vector_width, profile=self.profile)

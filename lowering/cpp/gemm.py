@@ -9,7 +9,7 @@ C[M, N] = epilogue(A[M, K] x B[K, N]), the BLIS way:
 * the register tile (`irc_tile`): 6 x NR floats in 12 vector accumulators (NR = `IRC_NR`: 16 with
   AVX2 ymm vectors, 32 with AVX-512 zmm), one broadcast of A and two loads of B per k feeding 12
   FMAs; on the last K step the epilogue runs on the accumulators (a generic lambda called with
-  8-float pieces, or with floats on a ragged edge) before the one store of the tile.
+  `IRC_VL`-float pieces (the Target's vector width), or with floats on a ragged edge) before the one store of the tile.
 
 Packers: `irc_prepacked` (panels made at compile time), `irc_dense` (a row-major matrix, either
 orientation), `irc_im2col` (the im2col matrix of an NCHW image, built panel by panel, never whole).

@@ -1,7 +1,7 @@
 """The generated code's C++ runtime: real header files in `include/`, pasted into the source.
 
     irc_prelude.h   includes, `irc_set_num_threads`, and (via irc_math.h) the vectorizable math
-    irc_math.h      exp, log, tanh, erf, max/min for float and 8-float vectors (see math.py)
+    irc_math.h      exp, log, tanh, erf, max/min for float and `irc_vec` (IRC_VL floats; see math.py)
     irc_gemm.h      the GEMM engine `irl.gemm`/`irl.attention` call into (see gemm.py)
     irc_profile.h   per-kernel timers of a profiling build
 

@@ -6,7 +6,8 @@ fused elementwise kernel that calls them runs one element at a time. `include/ir
 pasted into every translation unit by `emit_cpp.py` (inside its prelude, `irc_prelude.h`).
 Every function is branch-free (range reduction + polynomial, the selects written as `?:`), written once as a template, and
 callable on both `float` (scalar loops, which GCC then auto-vectorizes: the loop body inlines to
-straight-line FMA code) and `irc_v8f` (8 lanes in a ymm register, GCC vector extensions; the
+straight-line FMA code) and `irc_vec` (`IRC_VL` lanes, the Target's vector width: one zmm, ymm
+or xmm register; GCC vector extensions; the
 GEMM epilogues call these). Both instantiations run the same operations, so they agree bit for
 bit; with `-mfma` (as `-march=native` gives here) every `irc_fma` is one fused multiply-add.
 

@@ -1,5 +1,4 @@
 // ---- irc GEMM engine (lowering/cpp/include/irc_gemm.h; needs irc_math.h) -----------------
-typedef float irc_v8f __attribute__((vector_size(32)));
 #define IRC_MR 6
 // IRC_NR (16 or 32) is defined by the emitter: the panel width the IR was packed for.
 #define IRC_L (IRC_NR / 2)  // floats per vector: the tile row is two vectors
@@ -14,7 +13,6 @@ static inline irc_vf irc_fmav(irc_vf a, irc_vf b, irc_vf c) {
   return a * b + c;
 #endif
 }
-static inline irc_v8f irc_bcast8(float x) { return irc_v8f{x, x, x, x, x, x, x, x}; }
 static inline irc_vf irc_bcastv(float x) {
 #if IRC_L == 16
   return irc_vf{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
@@ -22,22 +20,22 @@ static inline irc_vf irc_bcastv(float x) {
   return irc_vf{x, x, x, x, x, x, x, x};
 #endif
 }
-static inline irc_v8f irc_load8(const float* p) { irc_v8f v; __builtin_memcpy(&v, p, 32); return v; }
-static inline void irc_store8(float* p, irc_v8f v) { __builtin_memcpy(p, &v, 32); }
 static inline irc_vf irc_loadv(const float* p) { irc_vf v; __builtin_memcpy(&v, p, sizeof v); return v; }
 static inline void irc_storev(float* p, irc_vf v) { __builtin_memcpy(p, &v, sizeof v); }
 
-// Epilogue operand access, for V = float (ragged edges) or irc_v8f (8 columns).
+// Epilogue operand access, for V = float (ragged edges) or irc_vec (IRC_VL columns).
 template <class V> static inline V irc_splat(float x);
 template <> inline float irc_splat<float>(float x) { return x; }
-template <> inline irc_v8f irc_splat<irc_v8f>(float x) { return irc_bcast8(x); }
+template <> inline irc_vec irc_splat<irc_vec>(float x) { return irc_vsplat(x); }
 template <class V> static inline V irc_ld(const float* p);
 template <> inline float irc_ld<float>(const float* p) { return *p; }
-template <> inline irc_v8f irc_ld<irc_v8f>(const float* p) { return irc_load8(p); }
+template <> inline irc_vec irc_ld<irc_vec>(const float* p) { return irc_vload(p); }
 template <class V> static inline V irc_gather(const float* p, int64_t stride);
 template <> inline float irc_gather<float>(const float* p, int64_t) { return *p; }
-template <> inline irc_v8f irc_gather<irc_v8f>(const float* p, int64_t s) {
-  return irc_v8f{p[0], p[s], p[2 * s], p[3 * s], p[4 * s], p[5 * s], p[6 * s], p[7 * s]};
+template <> inline irc_vec irc_gather<irc_vec>(const float* p, int64_t s) {
+  irc_vec v;
+  for (int q = 0; q < IRC_VL; ++q) v[q] = p[q * s];
+  return v;
 }
 
 struct irc_panels { const float* p; int64_t stride; };  // panel q starts at p + q*stride
@@ -208,10 +206,10 @@ static inline void irc_tile(int64_t rows, int64_t kc, const float* __restrict__ 
       float* cr = c + r * ldc;
       irc_vf v[2] = {acc[r][0], acc[r][1]};
       if (!first) { v[0] += irc_loadv(cr); v[1] += irc_loadv(cr + IRC_L); }
-      if (last) {  // the epilogue runs on 8-float pieces of the row, still in registers
-        irc_v8f h[IRC_NR / 8];
+      if (last) {  // the epilogue runs on IRC_VL-float pieces of the row, still in registers
+        irc_vec h[IRC_NR / IRC_VL];
         __builtin_memcpy(h, v, sizeof h);
-        for (int q = 0; q < IRC_NR / 8; ++q) irc_store8(cr + 8 * q, epi(h[q], i0 + r, j0 + 8 * q));
+        for (int q = 0; q < IRC_NR / IRC_VL; ++q) irc_vstore(cr + IRC_VL * q, epi(h[q], i0 + r, j0 + IRC_VL * q));
       } else {
         irc_storev(cr, v[0]);
         irc_storev(cr + IRC_L, v[1]);
@@ -307,29 +305,33 @@ static void irc_gemm_batched(int64_t batch, int64_t sa, int64_t sb, int64_t sc, 
 // ---- attention on the engine: per (head, block of queries) two GEMMs around a row softmax ----
 template <class V> static inline V irc_causal(V x, int64_t row, int64_t j);
 template <> inline float irc_causal<float>(float x, int64_t row, int64_t j) { return j > row ? -__builtin_inff() : x; }
-template <> inline irc_v8f irc_causal<irc_v8f>(irc_v8f x, int64_t row, int64_t j) {
-  typedef int32_t v8i __attribute__((vector_size(32)));
-  const v8i after = v8i{0, 1, 2, 3, 4, 5, 6, 7} + (int32_t)(j - row);
-  return after > 0 ? irc_bcast8(-__builtin_inff()) : x;
+template <> inline irc_vec irc_causal<irc_vec>(irc_vec x, int64_t row, int64_t j) {
+  irc_veci lane;
+  for (int q = 0; q < IRC_VL; ++q) lane[q] = q;
+  return lane + (int32_t)(j - row) > 0 ? irc_vsplat(-__builtin_inff()) : x;
 }
 
-// s[0, n) = softmax(s): max, then exp(s - max) kept in place with its sum, then a scale.
-static inline void irc_softmax_row(float* s, int64_t n) {
-  irc_v8f mv = irc_bcast8(-__builtin_inff());
+// s[0, n) = softmax(s): max, then exp(s - max) kept in place with its sum, then a scale, in
+// IRC_VL-float vectors. A masked tail (-inf: a causal row's future) is exp'd to exactly 0 without
+// computing it; a row masked whole keeps one -inf, so its result is NaN as torch's is.
+static inline void irc_softmax_row(float* s, int64_t n_all) {
+  int64_t n = n_all;
+  while (n > 1 && s[n - 1] == -__builtin_inff()) s[--n] = 0.0f;
+  irc_vec mv = irc_vsplat(-__builtin_inff());
   int64_t j = 0;
-  for (; j + 8 <= n; j += 8) mv = irc_maxf(irc_load8(s + j), mv);
+  for (; j + IRC_VL <= n; j += IRC_VL) mv = irc_maxf(irc_vload(s + j), mv);
   float mx = -__builtin_inff();
-  for (int q = 0; q < 8; ++q) mx = irc_maxf(mv[q], mx);
+  for (int q = 0; q < IRC_VL; ++q) mx = irc_maxf(mv[q], mx);
   for (; j < n; ++j) mx = irc_maxf(s[j], mx);
-  irc_v8f sv = irc_v8f{};
-  const irc_v8f m8 = irc_bcast8(mx);
-  for (j = 0; j + 8 <= n; j += 8) {
-    const irc_v8f p = irc_exp(irc_load8(s + j) - m8);
-    irc_store8(s + j, p);
+  irc_vec sv = irc_vec{};
+  const irc_vec mm = irc_vsplat(mx);
+  for (j = 0; j + IRC_VL <= n; j += IRC_VL) {
+    const irc_vec p = irc_exp(irc_vload(s + j) - mm);
+    irc_vstore(s + j, p);
     sv += p;
   }
   float sum = 0.0f;
-  for (int q = 0; q < 8; ++q) sum += sv[q];
+  for (int q = 0; q < IRC_VL; ++q) sum += sv[q];
   for (; j < n; ++j) { s[j] = irc_exp(s[j] - mx); sum += s[j]; }
   const float inv = 1.0f / sum;
   for (j = 0; j < n; ++j) s[j] *= inv;
@@ -338,7 +340,7 @@ static inline void irc_softmax_row(float* s, int64_t n) {
 static inline int64_t irc_k_step(int64_t k) { return (k + (k + 319) / 320 - 1) / ((k + 319) / 320); }
 
 // q [batch][lq][e], k [batch][lk][e], v [batch][lk][ev] -> o [batch][lq][ev].
-// score(acc, b, row, j): the scaled, masked score from the dot product `acc` (V = float or 8 lanes).
+// score(acc, b, row, j): the scaled, masked score from the dot product `acc` (V = float or irc_vec).
 template <class Score>
 static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int64_t ev, const float* q, const float* k,
                           const float* v, float* o, const Score& score, int64_t rows, bool parallel) {

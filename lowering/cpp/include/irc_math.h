@@ -1,24 +1,40 @@
-// ---- vectorizable float math (lowering/cpp/include/irc_math.h): branch-free, float and irc_v8f alike ----
+// ---- vectorizable float math (lowering/cpp/include/irc_math.h): branch-free, float and irc_vec alike ----
 // FP exceptions are never inspected: without this, GCC (on AVX2, no AVX-512 masks) refuses to
 // if-convert a select whose condition is a float compare, and the loop stays scalar.
 #pragma GCC optimize("no-trapping-math")
-// irc_v8f values never cross a non-inline ABI boundary: no warning when built without AVX.
+// irc_vec values never cross a non-inline ABI boundary: no warning when built without AVX.
 #pragma GCC diagnostic ignored "-Wpsabi"
-typedef float irc_v8f __attribute__((vector_size(32)));
-typedef int32_t irc_v8i __attribute__((vector_size(32)));
+// IRC_VL: float32 lanes of one vector, the Target's vector width (16 with AVX-512, 8 with AVX2,
+// 4 portable), defined by the emitter so the code does not depend on the build flags; `irc_vec`
+// is one such vector (GCC vector extensions: a width the CPU lacks is still computed right, in
+// narrower pieces).
+#ifndef IRC_VL
+#if defined(__AVX512F__)
+#define IRC_VL 16
+#elif defined(__AVX__)
+#define IRC_VL 8
+#else
+#define IRC_VL 4
+#endif
+#endif
+#if IRC_VL != 4 && IRC_VL != 8 && IRC_VL != 16
+#error "IRC_VL (the vector width in float32 lanes) must be 4, 8 or 16"
+#endif
+typedef float irc_vec __attribute__((vector_size(IRC_VL * 4)));
+typedef int32_t irc_veci __attribute__((vector_size(IRC_VL * 4)));
 
 // maximum/minimum that propagate NaN, as arith.maximumf/minimumf (and torch.relu) do.
 static inline float irc_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
 static inline float irc_minf(float a, float b) { return (a != a || a < b) ? a : b; }
-static inline irc_v8f irc_maxf(irc_v8f a, irc_v8f b) { return ((a != a) | (a > b)) ? a : b; }
-static inline irc_v8f irc_minf(irc_v8f a, irc_v8f b) { return ((a != a) | (a < b)) ? a : b; }
+static inline irc_vec irc_maxf(irc_vec a, irc_vec b) { return ((a != a) | (a > b)) ? a : b; }
+static inline irc_vec irc_minf(irc_vec a, irc_vec b) { return ((a != a) | (a < b)) ? a : b; }
 
 static inline int32_t irc_bits(float x) { int32_t i; __builtin_memcpy(&i, &x, 4); return i; }
-static inline irc_v8i irc_bits(irc_v8f x) { return (irc_v8i)x; }
+static inline irc_veci irc_bits(irc_vec x) { return (irc_veci)x; }
 static inline float irc_float(int32_t i) { float x; __builtin_memcpy(&x, &i, 4); return x; }
-static inline irc_v8f irc_float(irc_v8i i) { return (irc_v8f)i; }
+static inline irc_vec irc_float(irc_veci i) { return (irc_vec)i; }
 static inline float irc_i2f(int32_t i) { return (float)i; }
-static inline irc_v8f irc_i2f(irc_v8i i) { return __builtin_convertvector(i, irc_v8f); }
+static inline irc_vec irc_i2f(irc_veci i) { return __builtin_convertvector(i, irc_vec); }
 static inline float irc_fma(float a, float b, float c) {
 #ifdef __FMA__
   return __builtin_fmaf(a, b, c);
@@ -26,13 +42,20 @@ static inline float irc_fma(float a, float b, float c) {
   return a * b + c;
 #endif
 }
-static inline irc_v8f irc_fma(irc_v8f a, irc_v8f b, irc_v8f c) {
-#ifdef __FMA__
+static inline irc_vec irc_fma(irc_vec a, irc_vec b, irc_vec c) {
+#if IRC_VL == 16 && defined(__AVX512F__)
+  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4);
+#elif IRC_VL == 8 && defined(__FMA__)
   return __builtin_ia32_vfmaddps256(a, b, c);
+#elif IRC_VL == 4 && defined(__FMA__)
+  return __builtin_ia32_vfmaddps(a, b, c);
 #else
   return a * b + c;
 #endif
 }
+static inline irc_vec irc_vsplat(float x) { return irc_vec{} + x; }
+static inline irc_vec irc_vload(const float* p) { irc_vec v; __builtin_memcpy(&v, p, sizeof v); return v; }
+static inline void irc_vstore(float* p, irc_vec v) { __builtin_memcpy(p, &v, sizeof v); }
 template <class F> static inline F irc_k(float c) { return F{} + c; }  // c in every lane
 // c0 + x * (c1 + x * (c2 + ...)), Horner with FMAs
 template <class F> static inline F irc_poly(F, float c) { return irc_k<F>(c); }
@@ -122,10 +145,10 @@ static inline float irc_log(float x) { return __builtin_logf(x); }
 static inline float irc_tanh(float x) { return __builtin_tanhf(x); }
 static inline float irc_erf(float x) { return __builtin_erff(x); }
 #define IRC_LANEWISE(f) \
-  static inline irc_v8f f(irc_v8f x) { irc_v8f r; for (int i = 0; i < 8; ++i) r[i] = f(x[i]); return r; }
+  static inline irc_vec f(irc_vec x) { irc_vec r; for (int i = 0; i < IRC_VL; ++i) r[i] = f(x[i]); return r; }
 IRC_LANEWISE(irc_exp) IRC_LANEWISE(irc_log) IRC_LANEWISE(irc_tanh) IRC_LANEWISE(irc_erf)
 #undef IRC_LANEWISE
 #endif
 static inline float irc_sqrt(float x) { return __builtin_sqrtf(x); }
-static inline irc_v8f irc_sqrt(irc_v8f x) { irc_v8f r; for (int i = 0; i < 8; ++i) r[i] = __builtin_sqrtf(x[i]); return r; }
+static inline irc_vec irc_sqrt(irc_vec x) { irc_vec r; for (int i = 0; i < IRC_VL; ++i) r[i] = __builtin_sqrtf(x[i]); return r; }
 // ---- end of vectorizable float math ----

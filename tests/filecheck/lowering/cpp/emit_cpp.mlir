@@ -9,9 +9,10 @@
 // A two-layer MLP: one extern "C" entry, one fused kernel per Linear+ReLU, OpenMP on the
 // parallel dimensions, a SIMD reduction over K, the intermediate allocated and freed.
 
+// CHECK:       #define IRC_VL 8
 // CHECK:       #include <cstdint>
 // CHECK-NOT:   #include <{{(vector|algorithm|cmath|iostream)}}>
-// CHECK:       typedef float irc_v8f __attribute__((vector_size(32)));
+// CHECK:       typedef float irc_vec __attribute__((vector_size(IRC_VL * 4)));
 // CHECK:       template <class F> static inline F irc_exp(F x) {
 // CHECK-LABEL: extern "C" void mlp(float* __restrict__ x, float* __restrict__ w1, float* __restrict__ b1, float* __restrict__ w2, float* __restrict__ b2, float* __restrict__ out0)
 // CHECK:         float* __restrict__ h = static_cast<float*>(std::aligned_alloc(64, 128));

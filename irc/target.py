@@ -87,7 +87,8 @@ class Target:
     ) -> Target:
         """This machine: the ISA and caches from the CPU, then each argument given, else its
         environment variable (`IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_OMP_THRESHOLD`,
-        `IRC_NUM_THREADS`, `IRC_VECTOR_WIDTH`), else the default (the ISA's width for vectors). A bad environment value is a ValueError naming it."""
+        `IRC_NUM_THREADS`, `IRC_VECTOR_WIDTH`), else the default (the ISA's width for vectors).
+        A bad environment value is a ValueError naming it."""
         from irc.runtime.build import cpu_features
 
         flags = set(cpu_features().split())

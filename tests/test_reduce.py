@@ -224,6 +224,36 @@ def test_sdpa(name, causal, fuse):
     assert ("causal" in cm.ir("import")) == causal
 
 
+ENGINE_ATTENTION_SHAPES = {  # (B, H, Lq, Lk, E, Ev): P v read in place (Ev of 1-4 vectors) or on the engine
+    "Ev 16, 3 blocks ragged": (1, 2, 150, 150, 16, 16),
+    "Ev 32, Lq < Lk": (2, 1, 40, 97, 24, 32),
+    "Ev 48, Lq > Lk": (1, 3, 130, 70, 8, 48),
+    "Ev 64": (1, 2, 65, 65, 64, 64),
+    "Ev 80 (engine)": (1, 1, 70, 70, 16, 80),
+    "Ev 20 (engine)": (1, 2, 66, 66, 20, 20),
+}
+
+
+@pytest.mark.parametrize("width", [4, 8, 16])
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("name", sorted(ENGINE_ATTENTION_SHAPES))
+def test_sdpa_on_the_engine_at_every_vector_width(name, causal, width):
+    """The attention kernel's paths at each vector width: several query blocks (64 rows) with a
+    ragged last one, P v from P's rows for a value width of 1 to 4 vectors and on the GEMM
+    engine otherwise, causal blocks that skip their future keys with Lq < Lk and Lq > Lk."""
+    from irc.target import Target
+
+    host = Target.host()
+    if width > host.vector_width:
+        pytest.skip(f"the host's vectors hold {host.vector_width} floats")
+    b, h, lq, lk, e, ev = ENGINE_ATTENTION_SHAPES[name]
+    q, k, v = torch.randn(b, h, lq, e), torch.randn(b, h, lk, e), torch.randn(b, h, lk, ev)
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
+    cm = irc.compile(fn, (q, k, v), target=host.replace(vector_width=width))
+    assert "irl.attention" in cm.ir("loops")
+    torch.testing.assert_close(cm(q, k, v), fn(q, k, v), rtol=1e-4, atol=1e-5)
+
+
 @FUSE
 @pytest.mark.parametrize("mask_shape", [(5, 7), (1, 2, 5, 7), (2, 1, 7)], ids=lambda s: "x".join(map(str, s)))
 def test_sdpa_float_mask(mask_shape, fuse):

@@ -151,6 +151,6 @@ def emit_attention(em, op: irl.AttentionOp) -> None:
     em.depth -= 1
     em.line("};")
     em.line(f"irc_attention({batch}, {lq}, {lk}, {e}, {ev}, {em.n(op.q)}, {em.n(op.k)}, {em.n(op.v)}, {em.n(op.o)}, "
-            f"irc_score, {op.rows.value.data}, {_parallel(em, op)});")
+            f"irc_score, {op.rows.value.data}, {'true' if op.causal.value.data else 'false'}, {_parallel(em, op)});")
     em.depth -= 1
     em.line("}")

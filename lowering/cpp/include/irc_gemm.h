@@ -311,12 +311,12 @@ template <> inline irc_vec irc_causal<irc_vec>(irc_vec x, int64_t row, int64_t j
   return lane + (int32_t)(j - row) > 0 ? irc_vsplat(-__builtin_inff()) : x;
 }
 
-// s[0, n) = softmax(s): max, then exp(s - max) kept in place with its sum, then a scale, in
-// IRC_VL-float vectors. A masked tail (-inf: a causal row's future) is exp'd to exactly 0 without
-// computing it; a row masked whole keeps one -inf, so its result is NaN as torch's is.
-static inline void irc_softmax_row(float* s, int64_t n_all) {
-  int64_t n = n_all;
-  while (n > 1 && s[n - 1] == -__builtin_inff()) s[--n] = 0.0f;
+// s[0, n) = exp(s - max(s)), in IRC_VL-float vectors; returns 1 / their sum (the caller scales;
+// 0 for an empty row). s[valid, n) is masked (-inf: a causal row's future): set to exactly 0
+// without its exp. A row masked whole is NaN, as torch's softmax is.
+static inline float irc_softmax_row(float* s, int64_t n, int64_t valid) {
+  for (int64_t j = valid; j < n; ++j) s[j] = 0.0f;
+  n = valid;
   irc_vec mv = irc_vsplat(-__builtin_inff());
   int64_t j = 0;
   for (; j + IRC_VL <= n; j += IRC_VL) mv = irc_maxf(irc_vload(s + j), mv);
@@ -333,32 +333,86 @@ static inline void irc_softmax_row(float* s, int64_t n_all) {
   float sum = 0.0f;
   for (int q = 0; q < IRC_VL; ++q) sum += sv[q];
   for (; j < n; ++j) { s[j] = irc_exp(s[j] - mx); sum += s[j]; }
-  const float inv = 1.0f / sum;
-  for (j = 0; j < n; ++j) s[j] *= inv;
+  return n > 0 ? 1.0f / sum : 0.0f;  // no keys at all (a run-time Lk of 0): zeros, not 0 * inf
+}
+
+// o[r][0, NV*IRC_VL) = inv[r] * sum_{j < n} p[r][j] v[j][...] for R rows: P v straight from the
+// rows of P (broadcasts) and of v (vector loads), nothing packed; R x NV accumulators.
+template <int NV, int R>
+static inline void irc_pv_tile(int64_t n, const float* __restrict__ p, int64_t ldp, const float* __restrict__ v,
+                               int64_t ldv, float* __restrict__ o, int64_t ldo, const float* inv) {
+  irc_vec acc[R][NV];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < NV; ++c) acc[r][c] = irc_vec{};
+  for (int64_t j = 0; j < n; ++j) {
+    irc_vec b[NV];
+    for (int c = 0; c < NV; ++c) b[c] = irc_vload(v + j * ldv + c * IRC_VL);
+    for (int r = 0; r < R; ++r) {
+      const irc_vec a = irc_vsplat(p[r * ldp + j]);
+      for (int c = 0; c < NV; ++c) acc[r][c] = irc_fma(a, b[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < NV; ++c) irc_vstore(o + r * ldo + c * IRC_VL, acc[r][c] * irc_vsplat(inv[r]));
+}
+
+// The m rows of a block of queries starting at q0 (causal: row i reads keys [0, q0 + i + 1)).
+template <int NV>
+static void irc_pv(int64_t m, int64_t n, int64_t q0, bool causal, const float* p, int64_t ldp, const float* v,
+                   int64_t ldv, float* o, int64_t ldo, const float* inv) {
+  constexpr int R = 12 / NV > 8 ? 8 : 12 / NV;
+  int64_t i = 0;
+  for (; i + R <= m; i += R) {
+    const int64_t keys = causal && q0 + i + R < n ? q0 + i + R : n;
+    irc_pv_tile<NV, R>(keys, p + i * ldp, ldp, v, ldv, o + i * ldo, ldo, inv + i);
+  }
+  for (; i < m; ++i) {
+    const int64_t keys = causal && q0 + i + 1 < n ? q0 + i + 1 : n;
+    irc_pv_tile<NV, 1>(keys, p + i * ldp, ldp, v, ldv, o + i * ldo, ldo, inv + i);
+  }
 }
 
 static inline int64_t irc_k_step(int64_t k) { return (k + (k + 319) / 320 - 1) / ((k + 319) / 320); }
 
 // q [batch][lq][e], k [batch][lk][e], v [batch][lk][ev] -> o [batch][lq][ev].
 // score(acc, b, row, j): the scaled, masked score from the dot product `acc` (V = float or irc_vec).
+// Per block of `rows` queries: the scores on the GEMM engine, a softmax per row, then P v: read
+// in place by irc_pv when ev is 1 to 4 vectors (the normalization folded into its store), else
+// on the engine. causal: score() masks every j > row, so a block of queries [q0, q0 + m) reads
+// only the keys [0, q0 + m): the scores, the softmax and P v skip the rest (exactly 0 in P).
 template <class Score>
 static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int64_t ev, const float* q, const float* k,
-                          const float* v, float* o, const Score& score, int64_t rows, bool parallel) {
+                          const float* v, float* o, const Score& score, int64_t rows, bool causal, bool parallel) {
   const int64_t blocks = (lq + rows - 1) / rows;
-#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+  const int64_t nv = ev % IRC_VL == 0 && ev <= 4 * IRC_VL ? ev / IRC_VL : 0;  // 0: P v on the engine
+#pragma omp parallel for collapse(2) schedule(static, 1) if (parallel)
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t q0 = blk * rows, m = lq - q0 < rows ? lq - q0 : rows;
-      float* s = irc_scratch(2, rows * lk);
+      const int64_t n = causal && q0 + m < lk ? q0 + m : lk;  // the keys any row of the block sees
+      float* s = irc_scratch(2, rows * lk + rows);
+      float* inv = s + rows * lk;
       const irc_dense<IRC_MR, false> qa{q + (b * lq + q0) * e, e, m};
-      const irc_dense<IRC_NR, false> kb{k + b * lk * e, e, lk};
+      const irc_dense<IRC_NR, false> kb{k + b * lk * e, e, n};
       const auto epi = [&](auto acc, int64_t i, int64_t j) { return score(acc, b, q0 + i, j); };
-      irc_gemm_task(e, qa, kb, s, lk, epi, 0, m, 0, lk, rows, irc_k_step(e));
-      for (int64_t i = 0; i < m; ++i) irc_softmax_row(s + i * lk, lk);
-      const irc_dense<IRC_MR, false> pa{s, lk, m};
-      const irc_dense<IRC_NR, true> vb{v + b * lk * ev, ev, ev};
-      const auto same = [](auto acc, int64_t, int64_t) { return acc; };
-      irc_gemm_task(lk, pa, vb, o + (b * lq + q0) * ev, ev, same, 0, m, 0, ev, rows, irc_k_step(lk));
+      irc_gemm_task(e, qa, kb, s, n, epi, 0, m, 0, n, rows, irc_k_step(e));
+      for (int64_t i = 0; i < m; ++i) inv[i] = irc_softmax_row(s + i * n, n, causal && q0 + i + 1 < n ? q0 + i + 1 : n);
+      const float* vb = v + b * lk * ev;
+      float* ob = o + (b * lq + q0) * ev;
+      switch (nv) {
+        case 1: irc_pv<1>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
+        case 2: irc_pv<2>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
+        case 3: irc_pv<3>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
+        case 4: irc_pv<4>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
+        default: {
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) s[i * n + j] *= inv[i];
+          const irc_dense<IRC_MR, false> pa{s, n, m};
+          const irc_dense<IRC_NR, true> vd{vb, ev, ev};
+          const auto same = [](auto acc, int64_t, int64_t) { return acc; };
+          irc_gemm_task(n, pa, vd, ob, ev, same, 0, m, 0, ev, rows, irc_k_step(n));
+        }
+      }
     }
 }
 // ---- end of the GEMM engine ----------------------------------------------------------------

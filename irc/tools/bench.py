@@ -267,11 +267,11 @@ def openvino_config(threads: int) -> dict[str, object]:
             "NUM_STREAMS": 1, "ENABLE_CPU_PINNING": False, "ENABLE_HYPER_THREADING": False}
 
 
-def openvino_runner(ov, ov_model, inputs, expected, threads: int) -> Callable[[], object]:
+def openvino_runner(ov, ov_model, inputs, threads: int, single: bool = True) -> Callable[[], object]:
     """`ov_model` compiled for the CPU (`openvino_config(threads)`) as a zero-argument callable
-    returning torch tensors shaped like eager's output. The infer request's inputs are bound once,
-    as OpenVINO tensors sharing the torch tensors' memory; each call runs the request and wraps
-    its output buffers (no copy: the next call overwrites them)."""
+    returning its first output as a torch tensor (`single`) or all of them as a tuple. The infer
+    request's inputs are bound once, as OpenVINO tensors sharing the torch tensors' memory; each
+    call runs the request and wraps its output buffers (no copy: the next call overwrites them)."""
     import torch
 
     compiled = ov.Core().compile_model(ov_model, "CPU", openvino_config(threads))
@@ -280,7 +280,7 @@ def openvino_runner(ov, ov_model, inputs, expected, threads: int) -> Callable[[]
         raise ValueError(f"the OpenVINO model takes {len(compiled.inputs)} inputs, the model {len(inputs)}")
     for i, x in enumerate(inputs):
         request.set_input_tensor(i, ov.Tensor(x.contiguous().numpy(), shared_memory=True))
-    single, outputs = isinstance(expected, torch.Tensor), range(len(compiled.outputs))
+    outputs = range(len(compiled.outputs))
 
     def run():
         request.infer()
@@ -344,6 +344,8 @@ def prepare_openvino(opts: BenchOptions, model, inputs) -> tuple[object, object,
 
 def add_openvino(row: BenchRow, runners: dict, prepared, inputs, expected) -> None:
     """Compile OpenVINO's model for the row's thread count, check it and add it to `runners`."""
+    import torch
+
     ov, converted, missing, seconds = prepared
     if missing:
         row.unavailable[OPENVINO] = missing
@@ -351,7 +353,7 @@ def add_openvino(row: BenchRow, runners: dict, prepared, inputs, expected) -> No
     row.compile_seconds["openvino-convert"] = seconds
     try:
         start = time.perf_counter()
-        run = openvino_runner(ov, converted, inputs, expected, row.threads)
+        run = openvino_runner(ov, converted, inputs, row.threads, single=isinstance(expected, torch.Tensor))
         row.compile_seconds["openvino-compile"] = time.perf_counter() - start
     except Exception as exc:  # noqa: BLE001
         row.unavailable[OPENVINO] = f"n/a: compile failed: {_first_line(exc)}"

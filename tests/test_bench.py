@@ -304,6 +304,16 @@ def test_peak_is_measured_once_per_thread_count_at_the_target_width(tmp_path, mo
         assert irc_result["peak_share"] == pytest.approx(irc_result["gflops"] / (10.0 * result["threads"]))
 
 
+def test_a_peak_measured_on_shared_cores_is_flagged(tmp_path, monkeypatch):
+    without_onnxruntime(monkeypatch)
+    monkeypatch.setattr(bench_module, "peak_gflops", lambda threads, lanes: {1: 100.0, 2: 120.0}[threads])
+    code, data, md = bench(tmp_path, "--threads", "1,2")
+    assert code == 0
+    [warning] = [w for w in data["warnings"] if "FMA peak" in w]
+    assert warning.startswith("the FMA peak at 2 threads is 120 GFLOP/s, 60% per thread") and warning in md
+    assert bench_module.peak_warnings({1: 100.0, 2: 190.0, 4: None}) == []
+
+
 def test_peak_probe_is_built_at_the_requested_width(monkeypatch):
     from irc.tools import roofline
 

@@ -14,7 +14,8 @@ Ratio = contender latency / eager latency: lower is better, 0.5 is twice as fast
 GFLOP/s = the model's FLOPs per forward call / median latency. % of peak = GFLOP/s / the
 machine's FMA peak at the row's thread count, measured once per count before the models
 (irc/tools/roofline.py: independent FMA chains as wide as the host Target's vector width, the
-best of ten runs; low if other processes hold the cores; IRC_PEAK_GFLOPS sets it instead).
+best of ten runs; low if other processes hold the cores, which is warned about when a count's
+peak per thread is under 75% of the best count's; IRC_PEAK_GFLOPS sets it instead).
 irc / best peer = irc's latency / the fastest of eager, Inductor, ONNX Runtime and OpenVINO
 whose output was correct ("best peer" names it): below 1, irc beats every one of them.
 
@@ -553,6 +554,20 @@ def _openvino_version() -> str | None:
         return None
 
 
+#: A thread count's peak per thread below this share of the best count's counts as measured on shared cores.
+PEAK_SCALING = 0.75
+
+
+def peak_warnings(peaks: dict[int, float | None]) -> list[str]:
+    """One warning per thread count whose peak per thread is below PEAK_SCALING x the best count's:
+    its cores were shared while it was measured, so its % of peak is flattered."""
+    per_thread = {n: p / n for n, p in peaks.items() if p}
+    best = max(per_thread.values(), default=0.0)
+    return [f"the FMA peak at {n} threads is {peaks[n]:.0f} GFLOP/s, {v / best:.0%} per thread of the best count's: "
+            f"other processes held cores while it was measured, so % of peak at {n} threads reads high"
+            for n, v in per_thread.items() if v < PEAK_SCALING * best]
+
+
 def measure_peaks(threads: list[int]) -> dict[int, float | None]:
     """The FMA peak (GFLOP/s) at each thread count, at the host Target's vector width
     (irc/tools/roofline.py); None for a count where building or running the probe failed."""
@@ -599,6 +614,9 @@ def run(args: argparse.Namespace) -> int:
     meta["peak_gflops"] = {str(n): p for n, p in opts.peaks.items()}
     print("FMA peak GFLOP/s: " + ", ".join(f"{p:.1f} at {n} thread(s)" if p else f"n/a at {n} thread(s)"
                                            for n, p in opts.peaks.items()), flush=True)
+    for warning in peak_warnings(opts.peaks):
+        meta["warnings"].append(warning)
+        print(f"warning: {warning}")
 
     rows: list[BenchRow] = []
     with tempfile.TemporaryDirectory(prefix="irc-bench-") as tmp:

@@ -77,6 +77,7 @@ from irc.tools.bench import (
     load_average,
     measure_peaks,
     openvino_runner,
+    peak_warnings,
     thread_count,
 )
 from irc.tools.bench_lm_report import (
@@ -639,6 +640,7 @@ def run_lm(args: argparse.Namespace) -> int:
         print(f"warning: {warning}")
     opts.peaks = measure_peaks(opts.threads)
     meta["peak_gflops"] = {str(n): p for n, p in opts.peaks.items()}
+    meta["warnings"] += peak_warnings(opts.peaks)
 
     def progress(row: LMRow) -> None:
         print(f"  {row.name} @ {row.threads} threads: "

@@ -1,7 +1,10 @@
 """Tests of `irc bench`: its files, its table, its raw numbers and its verdicts.
 
 Each test runs the real command in-process on mlp-small with a tiny timing budget and
-without Inductor (its compile costs seconds); no test asserts anything about speed.
+without Inductor (its compile costs seconds); no test asserts anything about speed. The FMA
+peak is IRC_PEAK_GFLOPS=100 (measuring it takes a second per thread count) except where its
+measurement is the test. ONNX Runtime and OpenVINO run only in the tests about them (and are
+skipped where the `bench` extra is not installed, as in CI).
 """
 
 from __future__ import annotations
@@ -10,11 +13,15 @@ import argparse
 import json
 import os
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 import irc
+from irc.models import get_model
+from irc.target import Target
+from irc.tools import bench as bench_module
 from irc.tools.bench import thread_list
 from irc.tools.bench_report import (
     BENCH_JSON,
@@ -23,10 +30,14 @@ from irc.tools.bench_report import (
     COMPARED,
     CONTENDERS,
     EAGER,
+    INDUCTOR,
     IRC,
+    OPENVINO,
     ORT,
     BenchRow,
     check_cell,
+    detail_rows,
+    fmt_share,
     notes,
     summary_rows,
 )
@@ -49,9 +60,17 @@ def table_header(markdown: str) -> list[str]:
     return [c.strip() for c in line.strip("|").split("|")]
 
 
+@pytest.fixture(autouse=True)
+def known_peak(monkeypatch):
+    """A known FMA peak of 100 GFLOP/s at every thread count instead of measuring it."""
+    monkeypatch.setenv("IRC_PEAK_GFLOPS", "100")
+
+
 def without_onnxruntime(monkeypatch) -> None:
-    """Make `import onnxruntime` raise ImportError, as on a machine without the `bench` extra."""
+    """Make `import onnxruntime` and `import openvino` raise ImportError, as on a machine without
+    the `bench` extra."""
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    monkeypatch.setitem(sys.modules, "openvino", None)
 
 
 def test_bench_writes_table_json_and_plot(tmp_path, monkeypatch, capsys):
@@ -60,8 +79,10 @@ def test_bench_writes_table_json_and_plot(tmp_path, monkeypatch, capsys):
     assert code == 0
     assert (tmp_path / BENCH_PNG).read_bytes()[:8] == PNG_MAGIC
     header = table_header(md)
-    for column in ["model", "threads", "GFLOP", "eager ms", "irc ms", "irc / eager", "inductor / eager",
-                   "onnxruntime / eager", "irc GFLOP/s", "irc compile s cold", "irc compile s warm", "check"]:
+    for column in ["model", "threads", "GFLOP", "eager ms", "irc ms", "openvino ms", "irc / eager",
+                   "inductor / eager", "onnxruntime / eager", "openvino / eager", "irc / best peer", "best peer",
+                   "irc GFLOP/s", "irc % of peak", "peak GFLOP/s", "irc compile s cold", "irc compile s warm",
+                   "check"]:
         assert column in header
     assert "lower is better" in md and "load average" in md
     assert data["command"] == "irc bench --models mlp-small --threads 1,2 --budget 0.2 --min-repeats 3 " \
@@ -78,6 +99,11 @@ def test_bench_writes_table_json_and_plot(tmp_path, monkeypatch, capsys):
             assert c["status"] == "ok" and c["error"] is None
             assert 0 < t["p10"] <= t["median"] <= t["p90"] and t["samples"] >= 3
             assert c["gflops"] == pytest.approx(result["flops"] / t["median"] / 1e9)
+            assert c["peak_share"] == pytest.approx(c["gflops"] / 100)
+        assert result["peak_gflops"] == 100
+        # eager is the only peer timed here
+        assert result["best_peer"]["contender"] == EAGER
+        assert result["best_peer"]["irc_ratio"] == pytest.approx(result["contenders"][IRC]["ratio_to_eager"])
         ratio = result["contenders"][IRC]["ratio_to_eager"]
         assert ratio == pytest.approx(result["contenders"][IRC]["timing"]["median"]
                                       / result["contenders"][EAGER]["timing"]["median"])
@@ -153,6 +179,7 @@ def test_missing_onnxruntime_is_na(tmp_path, monkeypatch):
 def test_onnx_export_failure_is_na(tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")
+    monkeypatch.setitem(sys.modules, "openvino", None)
 
     def broken_export(*args, **kwargs):
         raise RuntimeError("exporter says no")
@@ -164,9 +191,144 @@ def test_onnx_export_failure_is_na(tmp_path, monkeypatch):
     assert status == "n/a: ONNX export failed: RuntimeError: exporter says no"
 
 
-def test_onnxruntime_is_checked_and_timed(tmp_path):
+def test_missing_openvino_is_na(tmp_path, monkeypatch):
+    """Without openvino (as in CI: `.[dev]` only) its contender is n/a with the reason."""
+    without_onnxruntime(monkeypatch)
+    code, data, md = bench(tmp_path)
+    assert code == 0
+    assert data["openvino"] is None and "openvino not installed" in md
+    ov = data["results"][0]["contenders"][OPENVINO]
+    assert ov["timing"] is None and ov["status"].startswith("n/a: not installed") and "irc[bench]" in ov["status"]
+    assert "openvino-convert" not in data["results"][0]["compile_seconds"]
+
+
+def test_no_openvino_flag_skips_it(tmp_path, monkeypatch):
+    without_onnxruntime(monkeypatch)
+    code, data, _ = bench(tmp_path, "--no-openvino")
+    assert code == 0
+    assert data["command"].endswith("--no-inductor --no-openvino")
+    assert data["results"][0]["contenders"][OPENVINO]["status"] == "skipped (--no-openvino)"
+
+
+def test_openvino_conversion_failure_is_na(tmp_path, monkeypatch):
+    without_onnxruntime(monkeypatch)
+    monkeypatch.setattr(bench_module, "import_openvino", lambda: SimpleNamespace(__version__="2099.0"))
+
+    def broken(ov, model, inputs):
+        raise RuntimeError("frontend says no")
+
+    monkeypatch.setattr(bench_module, "convert_openvino", broken)
+    code, data, _ = bench(tmp_path)
+    assert code == 0
+    status = data["results"][0]["contenders"][OPENVINO]["status"]
+    assert status == "n/a: OpenVINO conversion failed: RuntimeError: frontend says no"
+
+
+def _openvino_runner(threads: int = 1):
+    """(runner, model, inputs) for mlp-small under OpenVINO at `threads`."""
+    ov = pytest.importorskip("openvino")
+    model, inputs = get_model("mlp-small").build()
+    converted = bench_module.convert_openvino(ov, model, inputs)
+    return bench_module.openvino_runner(ov, converted, inputs, threads), model, inputs
+
+
+def test_openvino_binds_its_inputs_once_sharing_torch_memory():
+    run, model, (x,) = _openvino_runner()
+    bound = run.request.get_input_tensor(0)
+    assert bound.data.ctypes.data == x.data_ptr()  # no copy: OpenVINO reads the torch tensor
+    with torch.no_grad():
+        torch.testing.assert_close(run(), model(x))
+        x.mul_(-2)  # the same memory, new values: the bound tensor sees them without rebinding
+        torch.testing.assert_close(run(), model(x))
+    assert run.request.get_input_tensor(0).data.ctypes.data == x.data_ptr()
+
+
+def test_openvino_is_compiled_f32_latency_at_the_row_thread_count():
+    run, _, _ = _openvino_runner(threads=2)
+    compiled = run.request.get_compiled_model()
+    assert str(compiled.get_property("INFERENCE_PRECISION_HINT")) == "<Type: 'float32'>"
+    assert str(compiled.get_property("PERFORMANCE_HINT")) == "LATENCY"
+    assert compiled.get_property("INFERENCE_NUM_THREADS") == 2
+    assert compiled.get_property("NUM_STREAMS") == 1 and compiled.get_property("ENABLE_CPU_PINNING") is False
+
+
+def test_openvino_is_checked_and_timed(tmp_path, monkeypatch):
+    pytest.importorskip("openvino")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    code, data, _ = bench(tmp_path, "--threads", "1")
+    assert code == 0
+    result = data["results"][0]
+    ov = result["contenders"][OPENVINO]
+    assert ov["status"] == "ok", ov
+    assert ov["timing"]["p10"] <= ov["timing"]["median"] <= ov["timing"]["p90"]
+    assert ov["peak_share"] == pytest.approx(ov["gflops"] / 100)
+    assert result["compile_seconds"]["openvino-convert"] > 0 and result["compile_seconds"]["openvino-compile"] > 0
+    assert data["openvino"].startswith("20")
+
+
+def test_wrong_openvino_is_marked(tmp_path, monkeypatch):
+    pytest.importorskip("openvino")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    real = bench_module.openvino_runner
+
+    def off(*args, **kwargs):
+        run = real(*args, **kwargs)
+        return lambda: run() + 1
+
+    monkeypatch.setattr(bench_module, "openvino_runner", off)
+    code, data, md = bench(tmp_path, "--threads", "1")
+    assert code == 0  # a wrong peer is not irc's failure
+    ov = data["results"][0]["contenders"][OPENVINO]
+    assert ov["status"] == "WRONG" and "Mismatched elements" in ov["error"] and ov["timing"] is not None
+    assert "openvino WRONG" in md
+    assert data["results"][0]["best_peer"]["contender"] != OPENVINO  # a wrong peer is no bar
+
+
+def test_peak_is_measured_once_per_thread_count_at_the_target_width(tmp_path, monkeypatch):
+    without_onnxruntime(monkeypatch)
+    calls = []
+
+    def fake_peak(threads, lanes):
+        calls.append((threads, lanes))
+        return 10.0 * threads
+
+    monkeypatch.setattr(bench_module, "peak_gflops", fake_peak)
+    code, data, md = bench(tmp_path, "--threads", "1,2")
+    assert code == 0
+    width = Target.host().vector_width
+    assert calls == [(1, width), (2, width)]
+    assert data["peak_gflops"] == {"1": 10.0, "2": 20.0}
+    for result in data["results"]:
+        irc_result = result["contenders"][IRC]
+        assert result["peak_gflops"] == 10.0 * result["threads"]
+        assert irc_result["peak_share"] == pytest.approx(irc_result["gflops"] / (10.0 * result["threads"]))
+
+
+def test_a_peak_measured_on_shared_cores_is_flagged(tmp_path, monkeypatch):
+    without_onnxruntime(monkeypatch)
+    monkeypatch.setattr(bench_module, "peak_gflops", lambda threads, lanes: {1: 100.0, 2: 120.0}[threads])
+    code, data, md = bench(tmp_path, "--threads", "1,2")
+    assert code == 0
+    [warning] = [w for w in data["warnings"] if "FMA peak" in w]
+    assert warning.startswith("the FMA peak at 2 threads is 120 GFLOP/s, 60% per thread") and warning in md
+    assert bench_module.peak_warnings({1: 100.0, 2: 190.0, 4: None}) == []
+
+
+def test_peak_probe_is_built_at_the_requested_width(monkeypatch):
+    from irc.tools import roofline
+
+    monkeypatch.delenv("IRC_PEAK_GFLOPS")
+    for lanes in (8, 16):
+        assert roofline._library(lanes).irc_peak_lanes() == lanes
+    assert roofline.peak_gflops(1, 8) > 0
+    with pytest.raises(ValueError, match="lanes must be 4, 8 or 16"):
+        roofline.peak_gflops(1, 12)
+
+
+def test_onnxruntime_is_checked_and_timed(tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")
+    monkeypatch.setitem(sys.modules, "openvino", None)
     code, data, _ = bench(tmp_path, "--threads", "1")
     assert code == 0
     result = data["results"][0]
@@ -179,8 +341,8 @@ def test_onnxruntime_is_checked_and_timed(tmp_path):
 # --- the table on its own ----------------------------------------------------------------
 
 
-def _row(**medians: float) -> BenchRow:
-    row = BenchRow("m", "a model", flops=2_000_000, threads=2)
+def _row(peak: float | None = None, **medians: float) -> BenchRow:
+    row = BenchRow("m", "a model", flops=2_000_000, threads=2, peak_gflops=peak)
     row.timings = {c: Timing(t, t * 0.9, t * 1.1, 5, 1) for c, t in medians.items()}
     for c in medians:
         if c != EAGER:
@@ -207,7 +369,41 @@ def test_wrong_peer_is_marked_but_not_irc_failure():
     header, [cells] = summary_rows([row])
     assert dict(zip(header, cells))["onnxruntime / eager"] == "2.00 WRONG"
     assert notes([row]) == ["m / onnxruntime: WRONG\nAssertionError: Tensor-likes are not close!"]
-    assert set(COMPARED) == {IRC, "inductor", ORT}
+    assert set(COMPARED) == {IRC, "inductor", ORT, OPENVINO}
+
+
+def test_peak_share_is_gflops_over_the_peak():
+    row = _row(peak=10.0, eager=2e-3, irc=1e-3, openvino=4e-3)  # 2 MFLOP: irc 2 GFLOP/s, openvino 0.5
+    assert row.peak_share(IRC) == pytest.approx(0.2) and row.peak_share(OPENVINO) == pytest.approx(0.05)
+    assert row.peak_share(INDUCTOR) is None  # no timing
+    header, [cells] = summary_rows([row])
+    table = dict(zip(header, cells))
+    assert table["irc % of peak"] == "20%" and table["peak GFLOP/s"] == "10"
+    spread = {r[2]: dict(zip(detail_rows([row])[0], r)) for r in detail_rows([row])[1]}
+    assert spread[OPENVINO]["% of peak"] == "5%" and spread[EAGER]["% of peak"] == "10%"
+    assert _row(eager=2e-3, irc=1e-3).peak_share(IRC) is None  # no peak measured
+    no_flops = _row(peak=10.0, eager=2e-3, irc=1e-3)
+    no_flops.flops = 0
+    assert no_flops.peak_share(IRC) is None
+    header, [cells] = summary_rows([no_flops])
+    assert dict(zip(header, cells))["irc % of peak"] == "n/a"
+    assert [fmt_share(s) for s in (0.2, 0.0041, 1.5, None)] == ["20%", "0.41%", "150%", "n/a"]
+
+
+def test_best_peer_is_the_fastest_correct_other_contender():
+    row = _row(eager=2e-3, irc=1e-3, inductor=1.5e-3, onnxruntime=4e-3, openvino=0.5e-3)
+    assert row.best_peer() == OPENVINO and row.ratio_to_best_peer() == pytest.approx(2.0)
+    header, [cells] = summary_rows([row])
+    table = dict(zip(header, cells))
+    assert table["irc / best peer"] == "2.00" and table["best peer"] == OPENVINO
+    row.checks[OPENVINO] = "AssertionError: Tensor-likes are not close!"  # wrong: not a bar
+    assert row.best_peer() == INDUCTOR and row.ratio_to_best_peer() == pytest.approx(1 / 1.5)
+    only_eager = _row(eager=2e-3, irc=1e-3)
+    assert only_eager.best_peer() == EAGER and only_eager.ratio_to_best_peer() == pytest.approx(0.5)
+    no_irc = _row(eager=2e-3, inductor=1e-3)
+    header, [cells] = summary_rows([no_irc])
+    assert no_irc.ratio_to_best_peer() is None and dict(zip(header, cells))["irc / best peer"] == "n/a"
+    assert dict(zip(header, cells))["best peer"] == INDUCTOR
 
 
 @pytest.mark.parametrize("text, expected", [("2", [2]), ("1,2", [1, 2]), ("2,2,1", [2, 1])])

@@ -8,6 +8,7 @@ on purpose, or too slow), so they compile nothing. No test asserts anything abou
 from __future__ import annotations
 
 import json
+import sys
 import time
 
 import pytest
@@ -25,11 +26,17 @@ from irc.tools.bench_lm_report import (
     section_rows,
     summary_rows,
 )
-from irc.tools.bench_report import EAGER, INDUCTOR, IRC, ORT
+from irc.tools.bench_report import EAGER, INDUCTOR, IRC, OPENVINO, ORT
 from irc.tools.cli import main
 from irc.tools.verify import Timing
 
 pytest.importorskip("transformers")
+
+
+@pytest.fixture(autouse=True)
+def known_peak(monkeypatch):
+    """A known FMA peak of 100 GFLOP/s at every thread count instead of measuring it."""
+    monkeypatch.setenv("IRC_PEAK_GFLOPS", "100")
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FAST = ["bench", "--lm", "--threads", "1", "--budget", "0.1", "--min-repeats", "3", "--no-inductor"]
@@ -68,7 +75,7 @@ def eager_as_irc(monkeypatch, offset: float = 0.0, delay: float = 0.0) -> None:
 def test_lm_section_compiles_checks_and_reports(tmp_path, capsys):
     """The real thing on the smallest case: Llama prefill 1x8 and decode with a cache of 8."""
     code, data, md = bench_lm_run(tmp_path, "--lm-models", "llama", "--prefill", "1x8", "--decode", "8",
-                                  "--no-onnxruntime")
+                                  "--no-onnxruntime", "--no-openvino")
     assert code == 0
     assert (tmp_path / LM_PNG).read_bytes()[:8] == PNG_MAGIC
     header = table_header(md)
@@ -78,7 +85,7 @@ def test_lm_section_compiles_checks_and_reports(tmp_path, capsys):
     assert "irc g++ runs" in table_header(md, "| model | threads | irc g++")
     assert "lower is better" in md and "load average" in md and "0.5x eager" in md
     assert data["command"] == ("irc bench --lm --lm-models llama --prefill 1x8 --decode 8 --threads 1 --budget 0.1 "
-                               "--min-repeats 3 --no-inductor --no-onnxruntime")
+                               "--min-repeats 3 --no-inductor --no-onnxruntime --no-openvino")
     assert all(len(data["load_average"][k]) == 3 for k in ("start", "end")) and data["seconds"] > 0
     [section] = data["sections"]
     assert (section["model"], section["threads"]) == ("llama", 1)
@@ -95,6 +102,9 @@ def test_lm_section_compiles_checks_and_reports(tmp_path, capsys):
             row["contenders"][IRC]["timing"]["median"] / row["contenders"][EAGER]["timing"]["median"])
         assert row["contenders"][INDUCTOR]["status"] == "skipped (--no-inductor)"
         assert row["contenders"][ORT]["status"] == "skipped (--no-onnxruntime)"
+        assert row["contenders"][OPENVINO]["status"] == ("skipped (--no-openvino)" if row["phase"] == PREFILL
+                                                         else bench_lm.OPENVINO_NO_DECODE)
+        assert row["contenders"][IRC]["peak_share"] == pytest.approx(row["contenders"][IRC]["gflops"] / 100)
         assert row["target"].startswith("no:")  # without Inductor the target cannot be met
     assert set(section["targets"]) == {PREFILL, DECODE}
     out = capsys.readouterr().out
@@ -121,6 +131,52 @@ def test_wrong_contender_is_flagged_and_fails(tmp_path, monkeypatch):
         assert ort["status"] == "ok" and ort["timing"] is not None, ort
         assert row["compile_seconds"]["onnx-export"] > 0
     assert "irc WRONG" in md and "WRONG" in md.split("## Notes")[1]
+
+
+def test_openvino_runs_the_prefill_checked_against_eager(tmp_path, monkeypatch):
+    """GPT-2's prefill (logits and the cache: five outputs) under OpenVINO is checked and timed at
+    its static shape; the decode rows say why OpenVINO has none."""
+    pytest.importorskip("openvino")
+    eager_as_irc(monkeypatch)
+    code, data, md = bench_lm_run(tmp_path, "--lm-models", "gpt2", "--prefill", "1x8,2x5", "--decode", "8",
+                                  "--no-onnxruntime")
+    assert code == 0
+    [section] = data["sections"]
+    prefill = [r for r in section["rows"] if r["phase"] == PREFILL]
+    assert [r["shape"] for r in prefill] == ["1x8", "2x5"]
+    for row in prefill:
+        ov = row["contenders"][OPENVINO]
+        assert ov["status"] == "ok" and ov["error"] is None, ov
+        assert 0 < ov["timing"]["p10"] <= ov["timing"]["median"] <= ov["timing"]["p90"]
+        assert row["compile_seconds"]["openvino-convert"] > 0 and row["compile_seconds"]["openvino-compile"] > 0
+    [decode] = [r for r in section["rows"] if r["phase"] == DECODE]
+    assert decode["contenders"][OPENVINO]["status"].startswith("n/a: prefill only")
+    assert data["openvino"] and "openvino ms" in table_header(md)
+
+
+def test_wrong_openvino_prefill_is_marked(tmp_path, monkeypatch):
+    pytest.importorskip("openvino")
+    eager_as_irc(monkeypatch)
+    real = bench_lm.openvino_runner
+
+    def off(*args, **kwargs):
+        run = real(*args, **kwargs)
+        return lambda: (run()[0] + 1,)
+
+    monkeypatch.setattr(bench_lm, "openvino_runner", off)
+    code, data, md = bench_lm_run(tmp_path, "--lm-models", "bert", "--prefill", "1x8", "--no-onnxruntime")
+    assert code == 0  # a wrong peer is not irc's failure
+    ov = data["sections"][0]["rows"][0]["contenders"][OPENVINO]
+    assert ov["status"] == "WRONG" and "Mismatched elements" in ov["error"] and ov["timing"] is not None
+
+
+def test_missing_openvino_is_na(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "openvino", None)
+    eager_as_irc(monkeypatch)
+    code, data, _ = bench_lm_run(tmp_path, "--lm-models", "bert", "--prefill", "1x8", "--no-onnxruntime")
+    assert code == 0 and data["openvino"] is None
+    status = data["sections"][0]["rows"][0]["contenders"][OPENVINO]["status"]
+    assert status.startswith("n/a: not installed") and "irc[bench]" in status
 
 
 def test_first_call_timeout_fails_irc_for_the_model(tmp_path, monkeypatch):

@@ -1,24 +1,42 @@
-"""`irc bench`: irc against eager PyTorch, Inductor and ONNX Runtime on the built-in models.
+"""`irc bench`: irc against eager PyTorch, Inductor, ONNX Runtime and OpenVINO on the built-in models.
 
 For every model, in this one process: build it; compile it with irc twice, cold (into a
 fresh, empty build cache) and warm (the same model again, from the cache just filled);
 `torch.compile` it (Inductor, compile time = its first call); export it with
-`torch.onnx.export` and load it into an ONNX Runtime session (when installed:
-`pip install 'irc[bench]'`; otherwise that contender is 'n/a' with the reason). Every
-contender's output is checked against eager with `torch.testing.assert_close`; a wrong one
+`torch.onnx.export` and load it into an ONNX Runtime session; convert it with
+`openvino.convert_model` and compile it for OpenVINO's CPU plugin (ONNX Runtime and OpenVINO
+when installed: `pip install 'irc[bench]'`; otherwise that contender is 'n/a' with the reason).
+Every contender's output is checked against eager with `torch.testing.assert_close`; a wrong one
 is marked WRONG and still timed. Then, at each `--threads` count, all contenders are timed
 round-robin and interleaved (warm-up, then repeats; median, p10 and p90 per call).
 
 Ratio = contender latency / eager latency: lower is better, 0.5 is twice as fast as eager.
-GFLOP/s = the model's FLOPs per forward call / median latency.
+GFLOP/s = the model's FLOPs per forward call / median latency. % of peak = GFLOP/s / the
+machine's FMA peak at the row's thread count, measured once per count before the models
+(irc/tools/roofline.py: independent FMA chains as wide as the host Target's vector width, the
+best of ten runs; low if other processes hold the cores, which is warned about when a count's
+peak per thread is under 75% of the best count's; IRC_PEAK_GFLOPS sets it instead).
+irc / best peer = irc's latency / the fastest of eager, Inductor, ONNX Runtime and OpenVINO
+whose output was correct ("best peer" names it): below 1, irc beats every one of them.
 
 `--threads N` sets `torch.set_num_threads(N)` (eager, Inductor and irc follow it),
-`IRC_NUM_THREADS=N` and ONNX Runtime's intra-op thread count (inter-op: 1); `--threads 1,2`
-runs each count and reports a row per model and count. ONNX Runtime's intra-op threads are
-told not to spin between calls (`session.intra_op.allow_spinning = 0`): spinning, they keep the
-second core busy after every ONNX Runtime call, and the next contender in the round-robin runs
-on one core (measured: eager's cnn at 2 threads went from 0.27 to 0.85 ms). ONNX Runtime pays
-for this on the smallest models (its cnn at 2 threads: 59 -> 81 µs).
+`IRC_NUM_THREADS=N`, ONNX Runtime's intra-op thread count (inter-op: 1) and OpenVINO's
+`INFERENCE_NUM_THREADS`; `--threads 1,2` runs each count and reports a row per model and count.
+ONNX Runtime's intra-op threads are told not to spin between calls
+(`session.intra_op.allow_spinning = 0`): spinning, they keep the second core busy after every
+ONNX Runtime call, and the next contender in the round-robin runs on one core (measured: eager's
+cnn at 2 threads went from 0.27 to 0.85 ms). ONNX Runtime pays for this on the smallest models
+(its cnn at 2 threads: 59 -> 81 µs).
+
+OpenVINO is converted from the torch module by its PyTorch frontend, with the example inputs'
+shapes as static input shapes (the ONNX file would work too for every built-in model, but would
+tie OpenVINO to the ONNX exporter and its extra packages), and compiled per thread count with
+`INFERENCE_PRECISION_HINT=f32` (it defaults to bf16 on CPUs with AVX-512 BF16),
+`PERFORMANCE_HINT=LATENCY`, `NUM_STREAMS=1`, `INFERENCE_NUM_THREADS=N`, no CPU pinning and no
+hyper-threading, so it uses no more cores than irc. Its timed call is `infer()` on one infer
+request whose inputs were bound once as OpenVINO tensors sharing the torch tensors' memory, and
+whose outputs are returned as torch tensors over OpenVINO's buffers (no copy). Its TBB workers
+spin about 1 ms after a call (eager's OpenMP threads: about 8 ms); it has no switch for that.
 
 Outputs in `--out`: `bench.md` (the table, also printed), `bench.json` (every raw number)
 and `bench.png` (ratios to eager per model and contender), written by irc/tools/bench_report.py.
@@ -42,7 +60,7 @@ import sys
 import tempfile
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -55,6 +73,7 @@ from irc.tools.bench_report import (
     EAGER,
     INDUCTOR,
     IRC,
+    OPENVINO,
     ORT,
     RATIO_NOTE,
     BenchRow,
@@ -67,6 +86,7 @@ from irc.tools.bench_report import (
     summary_rows,
 )
 from irc.tools.cli import model_names, output_dir, positive_float, positive_int, writing_to
+from irc.tools.roofline import peak_gflops
 from irc.tools.verify import _bind, benchmark, compile_inductor, load_warning, render_markdown, short_error
 
 INSTALL_HINT = "pip install 'irc[bench]'"
@@ -223,6 +243,56 @@ def ort_runner(ort, path: Path, inputs, expected, threads: int) -> Callable[[], 
     return run
 
 
+def import_openvino():
+    """The `openvino` module; ImportError when it is missing."""
+    import openvino
+
+    return openvino
+
+
+def convert_openvino(ov, model, inputs):
+    """`model` as an OpenVINO model, converted by OpenVINO's PyTorch frontend from the module with
+    `inputs` as the example and their shapes and dtypes as the (static) input shapes."""
+    import torch
+
+    if not all(isinstance(x, torch.Tensor) for x in inputs):
+        raise TypeError("OpenVINO's contender takes tensor inputs only")
+    with _quiet_exporter(), torch.no_grad():
+        return ov.convert_model(model, example_input=tuple(inputs),
+                                input=[(list(x.shape), ov.Type(x.numpy().dtype)) for x in inputs])
+
+
+def openvino_config(threads: int) -> dict[str, object]:
+    """How OpenVINO is compiled for a row of `threads` threads (see the module doc)."""
+    return {"INFERENCE_PRECISION_HINT": "f32", "PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads,
+            "NUM_STREAMS": 1, "ENABLE_CPU_PINNING": False, "ENABLE_HYPER_THREADING": False}
+
+
+def openvino_runner(ov, ov_model, inputs, threads: int, single: bool = True) -> Callable[[], object]:
+    """`ov_model` compiled for the CPU (`openvino_config(threads)`) as a zero-argument callable
+    returning its first output as a torch tensor (`single`) or all of them as a tuple. The infer
+    request's inputs are bound once, as OpenVINO tensors sharing the torch tensors' memory; each
+    call runs the request and wraps its output buffers (no copy: the next call overwrites them)."""
+    import torch
+
+    compiled = ov.Core().compile_model(ov_model, "CPU", openvino_config(threads))
+    request = compiled.create_infer_request()
+    if len(compiled.inputs) != len(inputs):
+        raise ValueError(f"the OpenVINO model takes {len(compiled.inputs)} inputs, the model {len(inputs)}")
+    for i, x in enumerate(inputs):
+        request.set_input_tensor(i, ov.Tensor(x.contiguous().numpy(), shared_memory=True))
+    outputs = range(len(compiled.outputs))
+
+    def run():
+        request.infer()
+        if single:
+            return torch.from_numpy(request.get_output_tensor(0).data)
+        return tuple(torch.from_numpy(request.get_output_tensor(i).data) for i in outputs)
+
+    run.request = request  # for the tests: the bound input tensors
+    return run
+
+
 def check(row: BenchRow, contender: str, runner: Callable[[], object], expected) -> bool:
     """Run `runner` once and compare with eager; False (and 'failed') if it raised."""
     import torch
@@ -253,6 +323,44 @@ class BenchOptions:
     min_repeats: int = 5
     inductor: bool = True
     onnxruntime: bool = True
+    openvino: bool = True
+    #: Thread count -> the FMA peak in GFLOP/s (measured once per run, before the models).
+    peaks: dict[int, float | None] = field(default_factory=dict)
+
+
+def prepare_openvino(opts: BenchOptions, model, inputs) -> tuple[object, object, str | None, float | None]:
+    """(openvino module, converted model, why it is not run, conversion seconds)."""
+    if not opts.openvino:
+        return None, None, "skipped (--no-openvino)", None
+    try:
+        ov = import_openvino()
+        start = time.perf_counter()
+        converted = convert_openvino(ov, model, inputs)
+        return ov, converted, None, time.perf_counter() - start
+    except ImportError as exc:
+        return None, None, f"n/a: not installed ({exc}; {INSTALL_HINT})", None
+    except Exception as exc:  # noqa: BLE001 - a conversion failure must not stop the bench
+        return None, None, f"n/a: OpenVINO conversion failed: {_first_line(exc)}", None
+
+
+def add_openvino(row: BenchRow, runners: dict, prepared, inputs, expected) -> None:
+    """Compile OpenVINO's model for the row's thread count, check it and add it to `runners`."""
+    import torch
+
+    ov, converted, missing, seconds = prepared
+    if missing:
+        row.unavailable[OPENVINO] = missing
+        return
+    row.compile_seconds["openvino-convert"] = seconds
+    try:
+        start = time.perf_counter()
+        run = openvino_runner(ov, converted, inputs, row.threads, single=isinstance(expected, torch.Tensor))
+        row.compile_seconds["openvino-compile"] = time.perf_counter() - start
+    except Exception as exc:  # noqa: BLE001
+        row.unavailable[OPENVINO] = f"n/a: compile failed: {_first_line(exc)}"
+        return
+    if check(row, OPENVINO, run, expected):
+        runners[OPENVINO] = run
 
 
 def bench_model(spec: ModelSpec, opts: BenchOptions, workdir: Path) -> list[BenchRow]:
@@ -275,10 +383,11 @@ def bench_model(spec: ModelSpec, opts: BenchOptions, workdir: Path) -> list[Benc
                 ort_missing = f"n/a: not installed ({exc}; {INSTALL_HINT})"
             except Exception as exc:  # noqa: BLE001 - an exporter failure must not stop the bench
                 ort_missing = f"n/a: ONNX export failed: {_first_line(exc)}"
+        openvino = prepare_openvino(opts, model, inputs)
 
         rows = []
         for threads in opts.threads:
-            row = BenchRow(spec.name, spec.description, flops, threads=threads)
+            row = BenchRow(spec.name, spec.description, flops, threads=threads, peak_gflops=opts.peaks.get(threads))
             with thread_count(threads):
                 runners = {EAGER: _bind(model, inputs)}
                 row.compile_seconds.update(irc_build.compile_seconds)
@@ -308,12 +417,13 @@ def bench_model(spec: ModelSpec, opts: BenchOptions, workdir: Path) -> list[Benc
                     else:
                         if check(row, ORT, run, expected):
                             runners[ORT] = run
+                add_openvino(row, runners, openvino, inputs, expected)
                 row.timings = benchmark(runners, opts.budget, opts.min_repeats)
             rows.append(row)
             del runners
     if opts.inductor:
         torch._dynamo.reset()
-    del model, irc_build
+    del model, irc_build, openvino
     gc.collect()
     return rows
 
@@ -401,6 +511,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="do not time torch.compile (Inductor)")
     parser.add_argument("--no-onnxruntime", dest="onnxruntime", action="store_false",
                         help="do not time ONNX Runtime")
+    parser.add_argument("--no-openvino", dest="openvino", action="store_false",
+                        help="do not time OpenVINO")
     lm = parser.add_argument_group(
         "language models", "`--lm` runs the language-model section (irc/tools/bench_lm.py) instead of the built-in "
         "models: prefill and per-token decode of the tiny GPT-2, Llama and BERT, with torch.compile(dynamic=True); "
@@ -423,8 +535,8 @@ def command_line(args: argparse.Namespace, names: list[str], opts: BenchOptions)
              f"--budget {opts.budget:g}"]
     if opts.min_repeats != 5:
         parts.append(f"--min-repeats {opts.min_repeats}")
-    parts += [flag for flag, on in (("--no-inductor", opts.inductor), ("--no-onnxruntime", opts.onnxruntime))
-              if not on]
+    parts += [flag for flag, on in (("--no-inductor", opts.inductor), ("--no-onnxruntime", opts.onnxruntime),
+                                    ("--no-openvino", opts.openvino)) if not on]
     return " ".join(parts)
 
 
@@ -433,6 +545,43 @@ def _ort_version() -> str | None:
         return import_onnxruntime().__version__
     except ImportError:
         return None
+
+
+def _openvino_version() -> str | None:
+    try:
+        return import_openvino().__version__.split("-")[0]
+    except ImportError:
+        return None
+
+
+#: A thread count's peak per thread below this share of the best count's counts as measured on shared cores.
+PEAK_SCALING = 0.75
+
+
+def peak_warnings(peaks: dict[int, float | None]) -> list[str]:
+    """One warning per thread count whose peak per thread is below PEAK_SCALING x the best count's:
+    its cores were shared while it was measured, so its % of peak is flattered."""
+    per_thread = {n: p / n for n, p in peaks.items() if p}
+    best = max(per_thread.values(), default=0.0)
+    return [f"the FMA peak at {n} threads is {peaks[n]:.0f} GFLOP/s, {v / best:.0%} per thread of the best count's: "
+            f"other processes held cores while it was measured, so % of peak at {n} threads reads high"
+            for n, v in per_thread.items() if v < PEAK_SCALING * best]
+
+
+def measure_peaks(threads: list[int]) -> dict[int, float | None]:
+    """The FMA peak (GFLOP/s) at each thread count, at the host Target's vector width
+    (irc/tools/roofline.py); None for a count where building or running the probe failed."""
+    from irc.target import Target
+
+    lanes = Target.host().vector_width
+    peaks: dict[int, float | None] = {}
+    for n in threads:
+        try:
+            peaks[n] = peak_gflops(n, lanes)
+        except Exception as exc:  # noqa: BLE001 - no peak means no "% of peak", not no bench
+            print(f"warning: the FMA peak at {n} thread(s) could not be measured: {_first_line(exc)}")
+            peaks[n] = None
+    return peaks
 
 
 def run(args: argparse.Namespace) -> int:
@@ -450,14 +599,23 @@ def run(args: argparse.Namespace) -> int:
     import torch
 
     opts = BenchOptions(threads=args.threads or [torch.get_num_threads()], budget=args.budget,
-                        min_repeats=args.min_repeats, inductor=args.inductor, onnxruntime=args.onnxruntime)
+                        min_repeats=args.min_repeats, inductor=args.inductor, onnxruntime=args.onnxruntime,
+                        openvino=args.openvino)
     meta = {"command": command_line(args, names, opts), "cpu": cpu_name(), "cpus": os.cpu_count(),
             "torch": torch.__version__, "onnxruntime": _ort_version() if opts.onnxruntime else None,
+            "openvino": _openvino_version() if opts.openvino else None,
             "budget_seconds": opts.budget, "load_average": {"start": load_average(), "end": None},
             "warnings": []}
     print(f"{meta['command']}\nload average at start (1/5/15 min): {meta['load_average']['start']}", flush=True)
     if warning := load_warning():
         meta["warnings"].append(f"at start: {warning}")
+        print(f"warning: {warning}")
+    opts.peaks = measure_peaks(opts.threads)
+    meta["peak_gflops"] = {str(n): p for n, p in opts.peaks.items()}
+    print("FMA peak GFLOP/s: " + ", ".join(f"{p:.1f} at {n} thread(s)" if p else f"n/a at {n} thread(s)"
+                                           for n, p in opts.peaks.items()), flush=True)
+    for warning in peak_warnings(opts.peaks):
+        meta["warnings"].append(warning)
         print(f"warning: {warning}")
 
     rows: list[BenchRow] = []

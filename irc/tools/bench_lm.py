@@ -22,7 +22,13 @@ Contenders: eager; irc, `torch.compile(model, backend="irc", dynamic=True)`; Ind
 `torch.compile(model, dynamic=True)`; ONNX Runtime on `torch.onnx.export(..., dynamo=True)` of
 a wrapper returning the logits and the cache as flat tensors, one graph per phase with dynamic
 batch and length (prefill) or cache length (decode) axes, exported once per model ('n/a' with
-the exporter's reason when it fails). irc and Inductor are compiled once per model and thread
+the exporter's reason when it fails); OpenVINO, prefill only: the same wrapper converted by
+`openvino.convert_model` at each prefill case's static shape (once per model and shape), compiled
+per thread count as `irc bench` compiles it (irc/tools/bench.py: f32, LATENCY, one stream of the
+row's threads, inputs bound once). Its decode rows are 'n/a': the decode wrapper, converted the
+same way, gave logits far from eager's when tried (max abs difference 0.42 on GPT-2).
+
+irc and Inductor are compiled once per model and thread
 count (after `torch._dynamo.reset()`), under `torch.no_grad()`, and called once at every case
 before it is timed, so compiling is not timed ("first call s" in the report is that call). Dynamo's
 recompile limit is raised for the section: both backends compile the same `forward`, whose
@@ -51,7 +57,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +70,14 @@ from irc.tools.bench import (
     INSTALL_HINT,
     _first_line,
     _quiet_exporter,
+    convert_openvino,
     cpu_name,
     import_onnxruntime,
+    import_openvino,
     load_average,
+    measure_peaks,
+    openvino_runner,
+    peak_warnings,
     thread_count,
 )
 from irc.tools.bench_lm_report import (
@@ -85,7 +96,18 @@ from irc.tools.bench_lm_report import (
     section_rows,
     summary_rows,
 )
-from irc.tools.bench_report import COMPARED, EAGER, INDUCTOR, IRC, ORT, RATIO_NOTE, check_cell, fmt_ratio, plot_ratios
+from irc.tools.bench_report import (
+    COMPARED,
+    EAGER,
+    INDUCTOR,
+    IRC,
+    OPENVINO,
+    ORT,
+    RATIO_NOTE,
+    check_cell,
+    fmt_ratio,
+    plot_ratios,
+)
 from irc.tools.cli import writing_to
 from irc.tools.lm_check import (
     GENERATORS,
@@ -120,7 +142,10 @@ class LMOptions:
     min_repeats: int = 5
     inductor: bool = True
     onnxruntime: bool = True
+    openvino: bool = True
     compile_timeout: float | None = DEFAULT_COMPILE_TIMEOUT
+    #: Thread count -> the FMA peak in GFLOP/s (bench.measure_peaks, once per run).
+    peaks: dict[int, float | None] = field(default_factory=dict)
 
 
 # --- cases ---------------------------------------------------------------------------------
@@ -405,6 +430,70 @@ def add_ort(row: LMRow, runners: dict, case: Case, graphs: OnnxGraphs, sessions:
     runners[ORT] = run
 
 
+# --- OpenVINO (prefill only) -----------------------------------------------------------------
+
+#: Why OpenVINO has no decode rows.
+OPENVINO_NO_DECODE = ("n/a: prefill only (OpenVINO's conversion of the decode step, the cache as flat inputs as "
+                      "exported for ONNX Runtime, gave logits far from eager's when tried)")
+
+
+@dataclass
+class OpenVinoGraphs:
+    """Per prefill shape: OpenVINO's model of the prefill at that static shape and its conversion
+    seconds, or why there is none."""
+
+    models: dict[str, Any]
+    seconds: dict[str, float]
+    missing: dict[str, str]
+
+
+def convert_prefills(name: str, model: nn.Module, cases: list[Case], opts: LMOptions) -> OpenVinoGraphs:
+    """Convert the prefill (`_Prefill`: logits, then the cache as flat tensors) at every prefill
+    case's static shape with OpenVINO's PyTorch frontend."""
+    graphs = OpenVinoGraphs({}, {}, {})
+    for case in cases:
+        if case.phase != PREFILL:
+            continue
+        if not opts.openvino:
+            graphs.missing[case.shape] = "skipped (--no-openvino)"
+            continue
+        try:
+            ov = import_openvino()
+            start = time.perf_counter()
+            graphs.models[case.shape] = convert_openvino(ov, _Prefill(model, cache=name in GENERATORS).eval(),
+                                                         case.onnx_inputs)
+            graphs.seconds[case.shape] = time.perf_counter() - start
+        except ImportError as exc:
+            graphs.missing[case.shape] = f"n/a: not installed ({exc}; {INSTALL_HINT})"
+        except Exception as exc:  # noqa: BLE001 - a conversion failure must not stop the bench
+            graphs.missing[case.shape] = f"n/a: OpenVINO conversion failed: {_first_line(exc)}"
+    return graphs
+
+
+def add_openvino(row: LMRow, runners: dict, case: Case, graphs: OpenVinoGraphs) -> None:
+    """OpenVINO at a prefill case: compiled for the row's thread count (bench.openvino_config),
+    inputs bound once, every output fetched, the logits compared with eager's."""
+    if case.phase != PREFILL:
+        row.unavailable[OPENVINO] = OPENVINO_NO_DECODE
+        return
+    if case.shape in graphs.missing:
+        row.unavailable[OPENVINO] = graphs.missing[case.shape]
+        return
+    row.compile_seconds["openvino-convert"] = graphs.seconds[case.shape]
+    try:
+        start = time.perf_counter()
+        run = openvino_runner(import_openvino(), graphs.models[case.shape], case.onnx_inputs, row.threads,
+                              single=False)
+        row.compile_seconds["openvino-compile"] = time.perf_counter() - start
+        actual = run()
+    except Exception as exc:  # noqa: BLE001 - the contender's verdict for this case
+        row.checks[OPENVINO] = short_error(exc)
+        row.unavailable[OPENVINO] = f"failed: {_first_line(exc)}"
+        return
+    compare(row, OPENVINO, actual, case.expected)
+    runners[OPENVINO] = run
+
+
 # --- one model at one thread count ----------------------------------------------------------
 
 
@@ -423,7 +512,8 @@ def compiled_contenders(model: nn.Module, opts: LMOptions, dead: dict[str, str])
 
 
 def bench_case(row: LMRow, case: Case, model: nn.Module, compiled: dict, skipped: dict[str, str],
-               opts: LMOptions, dead: dict[str, str], graphs: OnnxGraphs, sessions: dict, builds) -> None:
+               opts: LMOptions, dead: dict[str, str], graphs: OnnxGraphs, sessions: dict, builds,
+               ov_graphs: OpenVinoGraphs) -> None:
     """Check every contender at `case`, then time them round-robin."""
     runners: dict[str, Callable[[], Any]] = {EAGER: lambda: model(**case.kwargs())}
     for contender, fn in compiled.items():
@@ -435,13 +525,15 @@ def bench_case(row: LMRow, case: Case, model: nn.Module, compiled: dict, skipped
             runners[contender] = runner
     row.unavailable.update(skipped)
     add_ort(row, runners, case, graphs, sessions)
+    add_openvino(row, runners, case, ov_graphs)
     before = builds.gxx
     row.timings = benchmark(runners, opts.budget, opts.min_repeats)
     row.irc_builds_while_timed = builds.gxx - before
 
 
 def bench_section(name: str, model: nn.Module, cases: list[Case], threads: int, opts: LMOptions,
-                  graphs: OnnxGraphs, dead: dict[str, str], progress: Callable[[LMRow], None]) -> LMSection:
+                  graphs: OnnxGraphs, ov_graphs: OpenVinoGraphs, dead: dict[str, str],
+                  progress: Callable[[LMRow], None]) -> LMSection:
     """Every case of `name` at `threads`, with irc and Inductor compiled afresh."""
     section = LMSection(name, LM_MODELS[name].description, threads)
     start = time.perf_counter()
@@ -451,8 +543,8 @@ def bench_section(name: str, model: nn.Module, cases: list[Case], threads: int, 
         sessions: dict = {}
         for case in cases:
             row = LMRow(f"{name} {case.phase} {case.shape}", section.description, case.flops.flops, threads=threads,
-                        model=name, phase=case.phase, shape=case.shape)
-            bench_case(row, case, model, compiled, skipped, opts, dead, graphs, sessions, builds)
+                        model=name, phase=case.phase, shape=case.shape, peak_gflops=opts.peaks.get(threads))
+            bench_case(row, case, model, compiled, skipped, opts, dead, graphs, sessions, builds, ov_graphs)
             section.rows.append(row)
             progress(row)
         if IRC in compiled:
@@ -470,8 +562,9 @@ def bench_lm_model(name: str, opts: LMOptions, workdir: Path, progress: Callable
     cases = make_cases(name, model, opts)
     phases = list(dict.fromkeys(c.phase for c in cases))
     graphs = export_onnx(name, model, phases, opts, workdir)
+    ov_graphs = convert_prefills(name, model, cases, opts)
     dead: dict[str, str] = {}  # contender -> why it is no longer run for this model
-    return [bench_section(name, model, cases, t, opts, graphs, dead, progress) for t in opts.threads]
+    return [bench_section(name, model, cases, t, opts, graphs, ov_graphs, dead, progress) for t in opts.threads]
 
 
 # --- command line --------------------------------------------------------------------------
@@ -487,8 +580,8 @@ def command_line(opts: LMOptions) -> str:
         parts.append(f"--min-repeats {opts.min_repeats}")
     if opts.compile_timeout != DEFAULT_COMPILE_TIMEOUT:
         parts.append(f"--compile-timeout {opts.compile_timeout or 0:g}")
-    parts += [flag for flag, on in (("--no-inductor", opts.inductor), ("--no-onnxruntime", opts.onnxruntime))
-              if not on]
+    parts += [flag for flag, on in (("--no-inductor", opts.inductor), ("--no-onnxruntime", opts.onnxruntime),
+                                    ("--no-openvino", opts.openvino)) if not on]
     return " ".join(parts)
 
 
@@ -498,7 +591,7 @@ def options(args: argparse.Namespace) -> LMOptions:
         prefill=args.prefill or list(DEFAULT_PREFILL),
         decode=list(DEFAULT_DECODE) if args.decode is None else args.decode,
         budget=args.budget, min_repeats=args.min_repeats, inductor=args.inductor, onnxruntime=args.onnxruntime,
-        compile_timeout=args.compile_timeout or None,
+        openvino=args.openvino, compile_timeout=args.compile_timeout or None,
     )
 
 
@@ -509,9 +602,14 @@ def metadata(opts: LMOptions) -> dict:
         ort_version = import_onnxruntime().__version__ if opts.onnxruntime else None
     except ImportError:
         ort_version = None
+    try:
+        ov_version = import_openvino().__version__.split("-")[0] if opts.openvino else None
+    except ImportError:
+        ov_version = None
     return {
         "command": command_line(opts), "cpu": cpu_name(), "cpus": os.cpu_count(), "torch": torch.__version__,
-        "transformers": transformers.__version__, "onnxruntime": ort_version, "budget_seconds": opts.budget,
+        "transformers": transformers.__version__, "onnxruntime": ort_version, "openvino": ov_version,
+        "budget_seconds": opts.budget,
         "load_average": {"start": load_average(), "end": None}, "warnings": [], "seconds": 0.0,
         "prefill_note": "GPT-2 and Llama with use_cache (their cache is returned too); row b of a batch has its "
                         "last b positions padded",
@@ -522,8 +620,10 @@ def metadata(opts: LMOptions) -> dict:
                            "torch.compile(model, dynamic=True), both compiled once per model and thread count and "
                            "first called at every case before timing ('first call s', compiling included); "
                            "onnxruntime = torch.onnx.export(dynamo=True) of the prefill / decode step with dynamic "
-                           "axes, one graph per phase; every contender's logits are compared with eager's "
-                           "(assert_close: WRONG if not)",
+                           "axes, one graph per phase; openvino = openvino.convert_model of the prefill at each "
+                           "case's static shape (prefill only), compiled as irc bench compiles it (f32, latency, "
+                           "the row's threads) with its inputs bound once; every contender's logits are compared "
+                           "with eager's (assert_close: WRONG if not)",
     }
 
 
@@ -538,6 +638,9 @@ def run_lm(args: argparse.Namespace) -> int:
     if warning := load_warning():
         meta["warnings"].append(f"at start: {warning}")
         print(f"warning: {warning}")
+    opts.peaks = measure_peaks(opts.threads)
+    meta["peak_gflops"] = {str(n): p for n, p in opts.peaks.items()}
+    meta["warnings"] += peak_warnings(opts.peaks)
 
     def progress(row: LMRow) -> None:
         print(f"  {row.name} @ {row.threads} threads: "

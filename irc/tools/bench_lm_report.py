@@ -216,6 +216,8 @@ def method_lines(meta: dict) -> list[str]:
         "and whether it meets the target, are not to be trusted)",
         "- irc g++ runs / libraries: irc.runtime.compiler_invocations() / libraries_loaded() over the whole "
         "section (every prefill shape and decode length) in a fresh IRC_CACHE_DIR",
+        "- % of peak (timing spread): GFLOP/s (eager's matmul FLOPs / median) / the FMA peak measured at the row's "
+        f"thread count {meta.get('peak_gflops') or {}} (irc/tools/roofline.py)",
     ]
 
 
@@ -227,7 +229,8 @@ def markdown_report(sections: list[LMSection], meta: dict) -> str:
         "",
         f"- command: `{meta['command']}`",
         f"- machine: {meta['cpu']}, {meta['cpus']} CPUs; torch {meta['torch']}, transformers "
-        f"{meta['transformers']}, onnxruntime {meta['onnxruntime'] or 'not installed'}",
+        f"{meta['transformers']}, onnxruntime {meta['onnxruntime'] or 'not installed'}, "
+        f"openvino {meta.get('openvino') or 'not installed'}",
         f"- load average (1/5/15 min) at start {loads['start']}, at end {loads['end']}; "
         f"the section took {meta['seconds']:.0f} s",
         *([f"- warning: {w}" for w in meta["warnings"]]),

@@ -3,10 +3,13 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+// IRC_LANES may be defined ahead of this file (irc/tools/roofline.py: a Target's vector width).
+#ifndef IRC_LANES
 #ifdef __AVX512F__
 #define IRC_LANES 16
 #else
 #define IRC_LANES 8
+#endif
 #endif
 typedef float vf __attribute__((vector_size(IRC_LANES * 4)));
 

@@ -2,8 +2,9 @@
 
 Both come from two small kernels built with the same compiler and flags as irc's own code: a
 loop of independent fused multiply-adds as wide as the build's vectors (16 floats with AVX-512,
-as irc's GEMM tile uses, else 8; the compute roof) and a sum over a 64 MiB array (the memory
-roof, streaming reads): `roofline.cpp`, next to this file.
+as irc's GEMM tile uses, else 8; or `lanes` wide, e.g. `Target.host().vector_width`; the compute
+roof) and a sum over a 64 MiB array (the memory roof, streaming reads): `roofline.cpp`, next to
+this file. `peak_gflops` measures the compute roof alone (`irc bench`'s "% of peak").
 """
 
 from __future__ import annotations
@@ -40,17 +41,40 @@ def _best(fn, repeats: int = 5) -> float:
     return best
 
 
-def measure(threads: int) -> Roofline:
-    import torch
-
-    lib = load_library(build_library(SOURCE.read_text()))
+def _library(lanes: int | None) -> ctypes.CDLL:
+    """roofline.cpp built (and cached) with `lanes`-wide FMA vectors (None: the build's own width)."""
+    if lanes is not None and lanes not in (4, 8, 16):
+        raise ValueError(f"lanes must be 4, 8 or 16 (a Target's vector width), got {lanes!r}")
+    prefix = "" if lanes is None else f"#define IRC_LANES {lanes}\n"
+    lib = load_library(build_library(prefix + SOURCE.read_text()))
     lib.irc_peak.argtypes = [ctypes.c_int64, ctypes.c_int]
     lib.irc_peak.restype = ctypes.c_float
     lib.irc_stream.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.c_int]
     lib.irc_stream.restype = ctypes.c_float
+    return lib
+
+
+def _peak(lib: ctypes.CDLL, threads: int, repeats: int = 5) -> float:
+    """GFLOP/s of `irc_peak` at `threads`: the best of `repeats` runs of 2M iterations per thread."""
     iters = 2_000_000
-    t = _best(lambda: lib.irc_peak(iters, threads))
-    peak = 2 * lib.irc_peak_lanes() * CHAINS * iters * threads / t / 1e9
+    t = _best(lambda: lib.irc_peak(iters, threads), repeats)
+    return 2 * lib.irc_peak_lanes() * CHAINS * iters * threads / t / 1e9
+
+
+def peak_gflops(threads: int, lanes: int | None = None) -> float:
+    """The FMA peak in GFLOP/s at `threads` with `lanes`-wide vectors, measured now: the best of
+    ten runs (about 0.5 s; it comes out low when other processes hold the cores all along).
+    IRC_PEAK_GFLOPS overrides it, as in `roofline`."""
+    if known := os.environ.get("IRC_PEAK_GFLOPS"):
+        return float(known)
+    return _peak(_library(lanes), threads, repeats=10)
+
+
+def measure(threads: int, lanes: int | None = None) -> Roofline:
+    import torch
+
+    lib = _library(lanes)
+    peak = _peak(lib, threads)
     data = torch.ones(16 * 1024 * 1024)  # 64 MiB: beyond the last-level cache
     t = _best(lambda: lib.irc_stream(data.data_ptr(), data.numel(), threads))
     return Roofline(threads, peak, data.numel() * 4 / t / 1e9)

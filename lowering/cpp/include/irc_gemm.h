@@ -385,7 +385,7 @@ static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int6
                           const float* v, float* o, const Score& score, int64_t rows, bool causal, bool parallel) {
   const int64_t blocks = (lq + rows - 1) / rows;
   const int64_t nv = ev % IRC_VL == 0 && ev <= 4 * IRC_VL ? ev / IRC_VL : 0;  // 0: P v on the engine
-#pragma omp parallel for collapse(2) schedule(static, 1) if (parallel)
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t q0 = blk * rows, m = lq - q0 < rows ? lq - q0 : rows;

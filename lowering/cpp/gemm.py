@@ -150,7 +150,13 @@ def emit_attention(em, op: irl.AttentionOp) -> None:
     em.line("return x;")
     em.depth -= 1
     em.line("};")
-    em.line(f"irc_attention({batch}, {lq}, {lk}, {e}, {ev}, {em.n(op.q)}, {em.n(op.k)}, {em.n(op.v)}, {em.n(op.o)}, "
+    # P v's vectors per row (irc_pv_vectors in the header) when the value width is a constant: the
+    # unit then compiles that one path; -1: chosen at run time.
+    value_width = op.mixed("sizes")[4]
+    nv = -1
+    if isinstance(value_width, int):
+        nv = value_width // em.vector_width if value_width % em.vector_width == 0 and value_width <= 4 * em.vector_width else 0
+    em.line(f"irc_attention<{nv}>({batch}, {lq}, {lk}, {e}, {ev}, {em.n(op.q)}, {em.n(op.k)}, {em.n(op.v)}, {em.n(op.o)}, "
             f"irc_score, {op.rows.value.data}, {'true' if op.causal.value.data else 'false'}, {_parallel(em, op)});")
     em.depth -= 1
     em.line("}")

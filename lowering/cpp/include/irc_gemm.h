@@ -377,14 +377,17 @@ static inline int64_t irc_k_step(int64_t k) { return (k + (k + 319) / 320 - 1) /
 // q [batch][lq][e], k [batch][lk][e], v [batch][lk][ev] -> o [batch][lq][ev].
 // score(acc, b, row, j): the scaled, masked score from the dot product `acc` (V = float or irc_vec).
 // Per block of `rows` queries: the scores on the GEMM engine, a softmax per row, then P v: read
-// in place by irc_pv when ev is 1 to 4 vectors (the normalization folded into its store), else
-// on the engine. causal: score() masks every j > row, so a block of queries [q0, q0 + m) reads
+// in place by irc_pv when ev is NV = 1 to 4 vectors (the normalization folded into its store),
+// else (NV = 0) on the engine; NV = -1 picks at run time (ev known only then). The emitter gives
+// NV when ev is a constant, so a translation unit compiles only the P v it uses. causal: score() masks every j > row, so a block of queries [q0, q0 + m) reads
 // only the keys [0, q0 + m): the scores, the softmax and P v skip the rest (exactly 0 in P).
-template <class Score>
+static inline int irc_pv_vectors(int64_t ev) { return ev % IRC_VL == 0 && ev <= 4 * IRC_VL ? (int)(ev / IRC_VL) : 0; }
+
+template <int NV, class Score>
 static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int64_t ev, const float* q, const float* k,
                           const float* v, float* o, const Score& score, int64_t rows, bool causal, bool parallel) {
   const int64_t blocks = (lq + rows - 1) / rows;
-  const int64_t nv = ev % IRC_VL == 0 && ev <= 4 * IRC_VL ? ev / IRC_VL : 0;  // 0: P v on the engine
+  const int nv = NV >= 0 ? NV : irc_pv_vectors(ev);  // 0: P v on the engine
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t blk = 0; blk < blocks; ++blk) {
@@ -400,11 +403,11 @@ static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int6
       const float* vb = v + b * lk * ev;
       float* ob = o + (b * lq + q0) * ev;
       switch (nv) {
-        case 1: irc_pv<1>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
-        case 2: irc_pv<2>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
-        case 3: irc_pv<3>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
-        case 4: irc_pv<4>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
-        default: {
+        case 1: if constexpr (NV < 0 || NV == 1) irc_pv<1>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
+        case 2: if constexpr (NV < 0 || NV == 2) irc_pv<2>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
+        case 3: if constexpr (NV < 0 || NV == 3) irc_pv<3>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
+        case 4: if constexpr (NV < 0 || NV == 4) irc_pv<4>(m, n, q0, causal, s, n, vb, ev, ob, ev, inv); break;
+        default: if constexpr (NV <= 0) {
           for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) s[i * n + j] *= inv[i];
           const irc_dense<IRC_MR, false> pa{s, n, m};

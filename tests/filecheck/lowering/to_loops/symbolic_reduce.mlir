@@ -56,9 +56,9 @@ func.func @scores(%y: !S, %x: !X, %w: tensor<12xf32>) -> (!S, !X) {
 // CHECK:         irl.attention %q, %k, %v -> %out1 sizes [%[[B]], %s1, %s2, 16, 16] rows 64 scale 2.500000e-01 causal 1 mask_strides [] parallel 1 if %{{.*}} :
 // CPP-LABEL: extern "C" void attention(
 // CPP:         x = x + irc_ld<V>(m + row*s2 + j);
-// CPP:         irc_attention([[B:.*]], s1, s2, 16, 16, q, k, v, out0, irc_score, 64, false, [[P:.*]]);
+// CPP:         irc_attention<2>([[B:.*]], s1, s2, 16, 16, q, k, v, out0, irc_score, 64, false, [[P:.*]]);
 // A causal one tells the engine, which then skips the keys after a block's last query.
-// CPP:         irc_attention([[B]], s1, s2, 16, 16, q, k, v, out1, irc_score, 64, true, {{.*}});
+// CPP:         irc_attention<2>([[B]], s1, s2, 16, 16, q, k, v, out1, irc_score, 64, true, {{.*}});
 // The scalar online-softmax nest: causal keys end at min(i + 1, Lk) (Lq and Lk are not known to
 // compare), and no keys at call time keep the zeros (the normalizing factor is then 0, not 1/0).
 // STRICT-LABEL: func.func @attention(

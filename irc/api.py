@@ -463,7 +463,8 @@ def compile(
     dump_dir: write the FX graph, the IR after every pass, the C++ and the build log there
       (default: $IRC_DUMP_DIR; nothing when unset).
     target: what to generate code for (irc/target.py); default `irc.Target.host()`, read once
-      now: this CPU, and `IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_OMP_THRESHOLD`, `IRC_NUM_THREADS`.
+      now: this CPU, and `IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_GEMM_ROWS`, `IRC_OMP_THRESHOLD`,
+      `IRC_NUM_THREADS`.
       Every version of the module (each new input shape) is compiled for the same Target.
     dynamic_shapes: input dimensions whose size changes from call to call, in torch.export's
       convention: {input name: {dim: torch.export.Dim("batch", min=1, max=64)}} (or a list by

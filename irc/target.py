@@ -18,7 +18,9 @@ Fields:
                  comparisons and goldens stable; wider than the ISA is refused)
   gemm_width     the GEMM micro-kernel's register tile width = the packed weight panels'
                  width: two vectors, 32 with AVX-512, else 16 (`IRC_GEMM_WIDTH` overrides)
-  gemm_rows      the register tile's rows (the lhs panel height); the C++ kernel has 6
+  gemm_rows      the register tile's rows (the lhs panel height, `IRC_MR`): 6 (12 vector
+                 accumulators, fits AVX2's 16 registers), or 8, 12, 14 (16-28 accumulators:
+                 AVX-512's 32 registers); `IRC_GEMM_ROWS` overrides the ISA's default
   strict         sequential-order sums, no FMA contraction, libm transcendentals, no GEMM
                  engine (`IRC_STRICT=1`; the README's numerics section)
   alignment      bytes every planned buffer in the arena is aligned to (16, 32 or 64; the
@@ -38,7 +40,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GEMM_ROWS = 6
-"""Rows of the GEMM engine's register tile (`IRC_MR` in the C++): the lhs panel height."""
+"""Rows of the GEMM engine's register tile (`IRC_MR` in the C++, the lhs panel height) by default."""
+GEMM_ROWS_CHOICES = (6, 8, 12, 14)
+"""Register tile heights the engine supports: 2 x rows accumulators + 2 rhs vectors + 1 broadcast
+must fit the vector registers (16 with AVX2: 6 rows; 32 with AVX-512: up to 14)."""
+DEFAULT_GEMM_ROWS = {"avx512": 6, "avx2": 6, "portable": 6}
+"""The ISA's register tile height. AVX-512 stays at 6: on a Zen 4 (double-pumped 512-bit FMA,
+one per cycle) 6, 8, 12 and 14 rows x 32 measured within 2% of each other (6 ahead), see
+`GEMM_ROWS_CHOICES`; `IRC_GEMM_ROWS=12` (or 14) tries the taller tiles elsewhere."""
 DEFAULT_OMP_THRESHOLD = 65536
 DEFAULT_ALIGNMENT = 64
 GEMM_WIDTHS = (16, 32)
@@ -66,8 +75,9 @@ class Target:
             raise ValueError(f"Target.isa must be one of {', '.join(ISAS)}, got {self.isa!r}")
         if self.gemm_width not in GEMM_WIDTHS:
             raise ValueError(f"Target.gemm_width must be 16 or 32, got {self.gemm_width!r}")
-        if self.gemm_rows != GEMM_ROWS:
-            raise ValueError(f"Target.gemm_rows must be {GEMM_ROWS} (the C++ register tile's rows)")
+        if self.gemm_rows not in GEMM_ROWS_CHOICES:
+            raise ValueError(f"Target.gemm_rows must be one of {GEMM_ROWS_CHOICES} (the C++ register tile's rows), "
+                             f"got {self.gemm_rows!r}")
         if self.vector_width not in VECTOR_WIDTHS or self.vector_width > ISAS[self.isa]:
             widths = " or ".join(str(w) for w in VECTOR_WIDTHS if w <= ISAS[self.isa])
             raise ValueError(f"Target.vector_width must be {widths} on {self.isa} (float32 lanes per vector), "
@@ -81,12 +91,13 @@ class Target:
         *,
         strict: bool | None = None,
         gemm_width: int | None = None,
+        gemm_rows: int | None = None,
         omp_threshold: int | None = None,
         threads: int | None = None,
         vector_width: int | None = None,
     ) -> Target:
         """This machine: the ISA and caches from the CPU, then each argument given, else its
-        environment variable (`IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_OMP_THRESHOLD`,
+        environment variable (`IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_GEMM_ROWS`, `IRC_OMP_THRESHOLD`,
         `IRC_NUM_THREADS`, `IRC_VECTOR_WIDTH`), else the default (the ISA's width for vectors).
         A bad environment value is a ValueError naming it."""
         from irc.runtime.build import cpu_features
@@ -97,6 +108,8 @@ class Target:
             strict = os.environ.get("IRC_STRICT", "0") not in ("", "0")
         if gemm_width is None:
             gemm_width = _env_int("IRC_GEMM_WIDTH", 32 if isa == "avx512" else 16, choices=GEMM_WIDTHS)
+        if gemm_rows is None:
+            gemm_rows = _env_int("IRC_GEMM_ROWS", DEFAULT_GEMM_ROWS[isa], choices=GEMM_ROWS_CHOICES)
         if omp_threshold is None:
             omp_threshold = _env_int("IRC_OMP_THRESHOLD", DEFAULT_OMP_THRESHOLD)
         if threads is None:
@@ -105,7 +118,7 @@ class Target:
             allowed = tuple(w for w in VECTOR_WIDTHS if w <= ISAS[isa])
             vector_width = _env_int("IRC_VECTOR_WIDTH", ISAS[isa], choices=allowed)
         l1d, l2, l3 = _cache_sizes()
-        return cls(isa=isa, gemm_width=gemm_width, strict=strict, omp_threshold=omp_threshold,
+        return cls(isa=isa, gemm_width=gemm_width, gemm_rows=gemm_rows, strict=strict, omp_threshold=omp_threshold,
                    threads=threads, l1d=l1d, l2=l2, l3=l3, vector_width=vector_width)
 
     def replace(self, **changes) -> Target:

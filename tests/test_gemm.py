@@ -13,6 +13,7 @@ from irc_testing import check
 from torch import nn
 
 import irc
+from irc.lowering.to_loops.gemm import A_BLOCK_BYTES, KC_MAX, NC_MAX, blocking, choose_tiles
 
 torch.manual_seed(0)
 
@@ -188,3 +189,59 @@ def test_strict_builds_keep_the_sequential_scalar_nests(monkeypatch):
     monkeypatch.setenv("IRC_STRICT", "1")
     cm = check(nn.Sequential(nn.Linear(20, 10), nn.ReLU()).eval(), torch.randn(3, 20))
     assert _gemm_kernels(cm) == 0 and "irt.pack" not in cm.ir("fused")
+
+
+# Every register tile height (Target.gemm_rows, IRC_MR) at sizes that are not multiples of the
+# tile: one row, fewer rows than the tile, ragged rows and columns, K in one or several KC steps
+# (K = 2100 takes 3 steps of the cache-derived KC of a 1 MiB L2, 7 of the fixed 320).
+TALL = [(1, 33, 2100), (5, 70, 1030), (13, 45, 700), (29, 40, 333), (130, 96, 2100)]
+
+
+def _tall(model, rows: int, *inputs):
+    target = irc.Target.host(gemm_rows=rows)
+    cm = irc.compile(model, inputs, target=target, fallback=False)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(*inputs), model(*inputs))
+    assert f"#define IRC_MR {rows}" in cm.cpp_source
+    return cm
+
+
+@pytest.mark.parametrize("rows", [6, 8, 12, 14])
+@pytest.mark.parametrize("m,n,k", TALL, ids=[f"{m}x{n}x{k}" for m, n, k in TALL])
+def test_every_tile_height_on_packed_and_runtime_operands(rows, m, n, k):
+    model = nn.Sequential(nn.Linear(k, n), nn.ReLU()).eval()
+    cm = _tall(model, rows, torch.randn(m, k))
+    assert "irc_prepacked<IRC_NR>" in cm.cpp_source and _gemm_kernels(cm) == 1
+    a, b = torch.randn(m, k), torch.randn(k, n) / k**0.5
+    assert "irc_dense<IRC_NR, true>" in _tall(lambda x, y: torch.relu(x @ y), rows, a, b).cpp_source
+    assert "irc_dense<IRC_NR, false>" in _tall(lambda x, y: x @ y.t() * 0.5, rows, a, b.t().contiguous()).cpp_source
+
+
+@pytest.mark.parametrize("rows", [12, 14])
+def test_conv_weights_packed_in_panels_of_the_tile_height(rows):
+    """Two groups of `rows` output channels: packed in `rows`-row panels; a group of 6 more
+    channels is not a whole number of panels: packed on the fly. Both right."""
+    x = torch.randn(2, 6, 9, 7)
+    for per_group, packed in ((rows, True), (rows + 6, False)):
+        m = nn.Sequential(nn.Conv2d(6, 2 * per_group, 3, padding=1, groups=2), nn.ReLU()).eval()
+        cm = _tall(m, rows, x)
+        assert ("irc_prepacked<IRC_MR> irc_a" in cm.cpp_source) == packed
+
+
+@pytest.mark.parametrize("rows", [8, 14])
+def test_attention_at_every_tile_height(rows):
+    q, k, v = torch.randn(2, 3, 70, 12), torch.randn(2, 3, 70, 12), torch.randn(2, 3, 70, 15)
+    cm = _tall(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), rows, q, k, v)
+    assert "irc_attention(" in cm.cpp_source
+
+
+def test_blocking_from_the_cache_sizes():
+    """Unknown caches (irc-opt's default Target): the fixed blocking. Known: KC = L2 / 1 KiB,
+    the lhs block in half of L2, NC = NC_MAX unless the rhs block would crowd a thread's L3."""
+    assert blocking(32, 2) == blocking(16, 1, (32768, 0, 0)) == (KC_MAX, A_BLOCK_BYTES, NC_MAX)
+    assert blocking(32, 1, (32768, 1 << 20, 32 << 20)) == (1024, 512 << 10, NC_MAX)
+    assert blocking(16, 2, (32768, 512 << 10, 32 << 20)) == (512, 256 << 10, NC_MAX)
+    assert blocking(32, 2, (0, 1 << 20, 4 << 20)) == (1024, 512 << 10, 256)  # 4 MiB of L3 for 2 threads
+    # K = 4096 in 4 steps of 1024; MC: 128 rows of 4 KiB in 512 KiB, a multiple of the tile's rows
+    assert choose_tiles(256, 4096, 4096, 32, 1, rows=12, caches=(32768, 1 << 20, 32 << 20)) == (120, 1024, 1024, 256)
+    assert choose_tiles(256, 4096, 4096, 32, 1, rows=14, caches=(32768, 1 << 20, 32 << 20))[0] == 126

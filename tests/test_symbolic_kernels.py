@@ -171,9 +171,14 @@ def test_strict_contraction_with_runtime_sizes():
 def test_gemm_tiles_at_call_time_are_the_static_rule(threads):
     """The blocking computed by arith ops at call time is the one chosen at compile time for
     the same sizes (one rule, `choose_tiles`, evaluated both ways)."""
-    for m, n, k in [(1, 256, 256), (128, 256, 256), (7, 13, 65), (129, 1, 700), (2048, 64, 64), (6, 4096, 33)]:
+    for m, n, k in [(1, 256, 256), (128, 256, 256), (7, 13, 65), (129, 1, 700), (2048, 64, 64), (6, 4096, 33),
+                    (256, 4096, 4096)]:
         for width in (16, 32):
             assert call_time_tiles(m, n, k, width, threads) == choose_tiles(m, n, k, width, threads)
+            for rows, caches in ((12, (32768, 1 << 20, 32 << 20)), (14, (0, 512 << 10, 4 << 20))):
+                options = dict(rows=rows, caches=caches)
+                assert (call_time_tiles(m, n, k, width, threads, **options)
+                        == choose_tiles(m, n, k, width, threads, **options))
 
 
 _ARITH = {arith.AddiOp: lambda a, b: a + b, arith.SubiOp: lambda a, b: a - b, arith.MuliOp: lambda a, b: a * b,
@@ -182,14 +187,14 @@ _ARITH = {arith.AddiOp: lambda a, b: a + b, arith.SubiOp: lambda a, b: a - b, ar
 _CMPI = {2: lambda a, b: a < b, 3: lambda a, b: a <= b, 4: lambda a, b: a > b, 5: lambda a, b: a >= b}
 
 
-def call_time_tiles(m: int, n: int, k: int, width: int, threads: int) -> tuple[int, ...]:
+def call_time_tiles(m: int, n: int, k: int, width: int, threads: int, **options) -> tuple[int, ...]:
     """`choose_tiles` on three symbolic sizes, its arith ops then evaluated for m, n, k."""
     fl = FunctionLowering(func.FuncOp("tiles", ([], [])), {}, threads=threads)
     fl.block = Block(arg_types=[IndexType()] * 3)
     fl.b = Builder(InsertPoint.at_end(fl.block))
     for i, arg in enumerate(fl.block.args):
         fl.symbols[symbol(f"s{i}")] = arg
-    tiles = choose_tiles(*(fl.index(symbol(f"s{i}")) for i in range(3)), width, threads, IndexArith(fl))
+    tiles = choose_tiles(*(fl.index(symbol(f"s{i}")) for i in range(3)), width, threads, IndexArith(fl), **options)
     env = dict(zip(fl.block.args, (m, n, k)))
     for op in fl.block.ops:
         if isinstance(op, arith.ConstantOp):

@@ -14,9 +14,9 @@ from torch import nn
 
 import irc
 from irc.pipeline import declared, spelled
-from irc.target import Target
+from irc.target import DEFAULT_GEMM_ROWS, Target
 
-ENV = ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS", "IRC_VECTOR_WIDTH")
+ENV = ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_GEMM_ROWS", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS", "IRC_VECTOR_WIDTH")
 
 
 @pytest.fixture
@@ -32,14 +32,16 @@ def test_host_reads_the_cpu_then_arguments_then_environment(clean_env):
     assert host.gemm_width == (32 if host.isa == "avx512" else 16)
     assert host.vector_width == {"avx512": 16, "avx2": 8, "portable": 4}[host.isa]
     assert host.threads == torch.get_num_threads() and not host.strict
+    assert host.gemm_rows == DEFAULT_GEMM_ROWS[host.isa]
     clean_env.setenv("IRC_STRICT", "1")
     clean_env.setenv("IRC_GEMM_WIDTH", "16")
+    clean_env.setenv("IRC_GEMM_ROWS", "12")
     clean_env.setenv("IRC_OMP_THRESHOLD", "7")
     clean_env.setenv("IRC_NUM_THREADS", "3")
     t = Target.host()
-    assert (t.strict, t.gemm_width, t.omp_threshold, t.threads) == (True, 16, 7, 3)
-    t = Target.host(strict=False, gemm_width=32, omp_threshold=0, threads=1)  # arguments win
-    assert (t.strict, t.gemm_width, t.omp_threshold, t.threads) == (False, 32, 0, 1)
+    assert (t.strict, t.gemm_width, t.gemm_rows, t.omp_threshold, t.threads) == (True, 16, 12, 7, 3)
+    t = Target.host(strict=False, gemm_width=32, gemm_rows=14, omp_threshold=0, threads=1)  # arguments win
+    assert (t.strict, t.gemm_width, t.gemm_rows, t.omp_threshold, t.threads) == (False, 32, 14, 0, 1)
     clean_env.setenv("IRC_VECTOR_WIDTH", "4")  # a forced width, narrower than the ISA's
     assert Target.host().vector_width == 4 and Target.host(vector_width=host.vector_width).vector_width == host.vector_width
 
@@ -47,6 +49,7 @@ def test_host_reads_the_cpu_then_arguments_then_environment(clean_env):
 @pytest.mark.parametrize("name, value, message", [
     ("IRC_GEMM_WIDTH", "24", "IRC_GEMM_WIDTH must be 16 or 32, got '24'"),
     ("IRC_GEMM_WIDTH", "wide", "IRC_GEMM_WIDTH must be 16 or 32, got 'wide'"),
+    ("IRC_GEMM_ROWS", "7", "IRC_GEMM_ROWS must be 6 or 8 or 12 or 14, got '7'"),
     ("IRC_OMP_THRESHOLD", "-5", "IRC_OMP_THRESHOLD must be a non-negative integer, got '-5'"),
     ("IRC_NUM_THREADS", "two", "IRC_NUM_THREADS must be a non-negative integer, got 'two'"),
     ("IRC_VECTOR_WIDTH", "32", "IRC_VECTOR_WIDTH must be 4"),
@@ -61,6 +64,8 @@ def test_a_bad_environment_value_names_the_variable(clean_env, name, value, mess
 def test_invalid_targets_are_refused():
     with pytest.raises(ValueError, match="gemm_width must be 16 or 32"):
         Target(gemm_width=8)
+    with pytest.raises(ValueError, match="gemm_rows must be one of"):
+        Target(gemm_rows=16)  # 32 accumulators: no register left for the rhs
     with pytest.raises(ValueError, match="isa must be one of"):
         Target(isa="neon")
     with pytest.raises(ValueError, match="threads >= 1"):
@@ -72,13 +77,13 @@ def test_invalid_targets_are_refused():
 
 
 def test_the_pipeline_is_spelled_with_every_option():
-    t = Target(gemm_width=32, threads=4, omp_threshold=1000, strict=False)
+    t = Target(gemm_width=32, gemm_rows=12, threads=4, omp_threshold=1000, strict=False, l1d=1, l2=2, l3=3)
     text = spelled(t, inputs=2)
-    assert "irc-pack-weights{inputs=2 gemm_width=32}" in text
+    assert "irc-pack-weights{inputs=2 gemm_width=32 gemm_rows=12}" in text
     assert "irc-fold-params{inputs=2}" in text
-    assert "irc-to-loops{tag_ops=false gemm_width=32 strict=false threads=4}" in text
+    assert "irc-to-loops{tag_ops=false gemm_width=32 gemm_rows=12 strict=false threads=4 l1d=1 l2=2 l3=3}" in text
     assert "irc-parallelize{threshold=1000}" in text
-    assert "-t 'cpp{strict=false gemm_width=32 vector_width=8 profile=false}'" in text
+    assert "-t 'cpp{strict=false gemm_width=32 gemm_rows=12 vector_width=8 profile=false}'" in text
     assert "vector_width=16" in spelled(t.replace(isa="avx512", vector_width=16), inputs=2)
     strict = [p.name for p in declared(t.replace(strict=True), inputs=1, fuse=False).passes]
     assert strict == ["irc-fold-params", "irc-to-loops", "irc-vectorize", "irc-plan-memory", "irc-parallelize"]
@@ -90,12 +95,14 @@ def test_compile_follows_the_target_given(clean_env):
     x = torch.randn(5, 32)
     with torch.no_grad():
         want = m(x)
-    for target in (Target(strict=True), Target(gemm_width=16), Target.host(gemm_width=32, threads=1)):
+    for target in (Target(strict=True), Target(gemm_width=16), Target.host(gemm_width=32, threads=1),
+                   Target.host(gemm_width=32, gemm_rows=14, threads=2)):
         cm = irc.compile(m, (x,), target=target)
         with torch.no_grad():
             torch.testing.assert_close(cm(x), want)
         assert ("irl.gemm" in cm.ir("loops")) != target.strict
         assert f"#define IRC_NR {target.gemm_width}" in cm.cpp_source or target.strict
+        assert f"#define IRC_MR {target.gemm_rows}" in cm.cpp_source or target.strict
 
 
 def test_no_pass_reads_the_environment(tmp_path):
@@ -105,8 +112,8 @@ def test_no_pass_reads_the_environment(tmp_path):
             "-p", "irc-pipeline{inputs=1}", "-t", "cpp"]
     clean = {k: v for k, v in __import__("os").environ.items() if not k.startswith("IRC_")}
     plain = subprocess.run(args, env=clean, capture_output=True, text=True, check=True).stdout
-    noisy = {**clean, "IRC_STRICT": "1", "IRC_GEMM_WIDTH": "32", "IRC_OMP_THRESHOLD": "1", "IRC_NUM_THREADS": "1",
-             "IRC_VECTOR_WIDTH": "4"}
+    noisy = {**clean, "IRC_STRICT": "1", "IRC_GEMM_WIDTH": "32", "IRC_GEMM_ROWS": "12", "IRC_OMP_THRESHOLD": "1",
+             "IRC_NUM_THREADS": "1", "IRC_VECTOR_WIDTH": "4"}
     assert subprocess.run(args, env=noisy, capture_output=True, text=True, check=True).stdout == plain
     assert "#define IRC_NR 16" in plain and "#define IRC_VL 8" in plain
 

@@ -62,6 +62,7 @@ from irc.lowering.loops.parallelize import run_time_condition, runs_serial
 from irc.lowering.loops.vectorize import CHUNK_ATTR, SIMD_ATTR, SIMD_INNER, SIMD_SPLIT, constant_bounds, is_vectorized
 from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
+from irc.target import GEMM_ROWS_CHOICES
 
 BINARY = {arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*", arith.DivfOp: "/",
           arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivSIOp: "/", arith.RemSIOp: "%",
@@ -150,6 +151,7 @@ class CppEmitter:
     profile: bool = False  # time every kernel (include/irc_profile.h)
     gemm_width: int = 16  # IRC_NR: the GEMM engine's panel width (weights packed for another cannot be read)
     vector_width: int = 8  # IRC_VL: float32 lanes of the vector code (simdlen of every SIMD loop)
+    gemm_rows: int = 6  # IRC_MR: the register tile's rows (conv weights packed for another cannot be read)
     labels: list[str] = field(default_factory=list)  # kernel labels, in emission order
     depth: int = 0
     names: dict[SSAValue, str] = field(default_factory=dict)
@@ -530,7 +532,8 @@ class CppEmitter:
 
 
 def emit_cpp(
-    module: ModuleOp, out: IO[str] | None = None, *, strict: bool = False, gemm_width: int = 16, vector_width: int = 8,
+    module: ModuleOp, out: IO[str] | None = None, *, strict: bool = False, gemm_width: int = 16, gemm_rows: int = 6,
+    vector_width: int = 8,
     profile: bool = False,
 ) -> str:
     """The C++ source of a lowered module (also written to `out` when given).
@@ -539,6 +542,8 @@ def emit_cpp(
     by reassociating, no FMA contraction, libm transcendentals (the Target's `strict`).
     gemm_width: the GEMM engine's register tile width (`IRC_NR`), the width its packed weights
     were packed for (the Target's `gemm_width`).
+    gemm_rows: the register tile's rows (`IRC_MR`), the height of conv weights' packed panels
+    (the Target's `gemm_rows`).
     vector_width: float32 lanes of the vector code (`IRC_VL`, the `simdlen` of every SIMD loop,
     the pieces GEMM epilogues and softmax rows run in; the Target's `vector_width`).
     profile: time each kernel; the library then exports `irc_profile_*` (include/irc_profile.h).
@@ -547,7 +552,8 @@ def emit_cpp(
     body = StringIO()
     if vector_width not in VECTOR_WIDTHS:
         raise ValueError(f"cpp: vector_width must be one of {', '.join(map(str, VECTOR_WIDTHS))}, got {vector_width}")
-    emitter = CppEmitter(body, strict=strict, profile=profile, gemm_width=gemm_width, vector_width=vector_width)
+    emitter = CppEmitter(body, strict=strict, profile=profile, gemm_width=gemm_width, gemm_rows=gemm_rows,
+                         vector_width=vector_width)
     for op in module.ops:
         if isinstance(op, func.FuncOp) and COMPILE_TIME_ATTR in op.attributes:
             continue
@@ -562,6 +568,7 @@ def emit_cpp(
         buf.write(header("irc_arena.h"))
     if emitter.uses_gemm:
         buf.write(f"#define IRC_NR {gemm_width}  // GEMM panel width (the Target's gemm_width)\n")
+        buf.write(f"#define IRC_MR {gemm_rows}  // GEMM register tile rows (the Target's gemm_rows)\n")
         buf.write(header("irc_gemm.h"))
     if profile:
         labels = ", ".join(json.dumps(label) for label in emitter.labels) or '""'
@@ -582,6 +589,7 @@ class CppTarget(Target):
     name = "cpp"
     strict: bool = False
     gemm_width: int = 16
+    gemm_rows: int = 6
     vector_width: int = 8
     profile: bool = False
 
@@ -591,5 +599,7 @@ class CppTarget(Target):
     def emit_source(self, module: ModuleOp, output: IO[str] | None = None) -> str:
         if self.gemm_width not in (16, 32):
             raise ValueError(f"cpp: gemm_width must be 16 or 32, got {self.gemm_width}")
-        return emit_cpp(module, output, strict=self.strict, gemm_width=self.gemm_width,
+        if self.gemm_rows not in GEMM_ROWS_CHOICES:
+            raise ValueError(f"cpp: gemm_rows must be one of {GEMM_ROWS_CHOICES}, got {self.gemm_rows}")
+        return emit_cpp(module, output, strict=self.strict, gemm_width=self.gemm_width, gemm_rows=self.gemm_rows,
                         vector_width=self.vector_width, profile=self.profile)

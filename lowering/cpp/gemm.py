@@ -5,9 +5,10 @@ C[M, N] = epilogue(A[M, K] x B[K, N]), the BLIS way:
 
 * a C block of MS rows x NC columns per OpenMP task (`irc_gemm`); within it K in steps of KC:
   the B block is packed once per step into NR-column panels [KC][NR] (or read from panels packed
-  at compile time), then the A rows, MC at a time, into 6-row panels [KC][6];
-* the register tile (`irc_tile`): 6 x NR floats in 12 vector accumulators (NR = `IRC_NR`: 16 with
-  AVX2 ymm vectors, 32 with AVX-512 zmm), one broadcast of A and two loads of B per k feeding 12
+  at compile time), then the A rows, MC at a time, into MR-row panels [KC][MR];
+* the register tile (`irc_tile`): MR x NR floats in 2 x MR vector accumulators (MR = `IRC_MR`,
+  the Target's gemm_rows, 6 by default; NR = `IRC_NR`: 16 with AVX2 ymm vectors, 32 with
+  AVX-512 zmm), one broadcast of A and two loads of B per k feeding 2 x MR
   FMAs; on the last K step the epilogue runs on the accumulators (a generic lambda called with
   `IRC_VL`-float pieces (the Target's vector width), or with floats on a ragged edge) before the one store of the tile.
 
@@ -22,7 +23,6 @@ build on a CPU without AVX-512 still computes right, in pairs of narrower vector
 from __future__ import annotations
 
 from irc.dialects import irl
-from irc.lowering.tensor.pack_weights import GEMM_ROWS
 
 
 def _ix(em, value: irl.Index) -> str:
@@ -74,7 +74,14 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
                 f"{g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, {g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, "
                 f"{g.dilation_h}, {g.dilation_w}, {g.out_width}}};")
         if layout == irl.GemmLayout.IM2COL_PANELS:  # panels never straddle groups (m % rows == 0 when groups > 1)
-            em.line(f"const irc_prepacked<IRC_MR> irc_a{{{a} + irc_g*{-(-m // GEMM_ROWS) * GEMM_ROWS * k}, {k}}};")
+            rows = op.a.type.get_shape()[-1]
+            if rows != em.gemm_rows:
+                raise NotImplementedError(
+                    f"cpp emitter: irl.gemm reads conv weights packed in {rows}-row panels, but this target's GEMM "
+                    f"tile has {em.gemm_rows} rows (cpp{{gemm_rows={em.gemm_rows}}}); pack them for {em.gemm_rows} "
+                    f"(irc-pack-weights{{gemm_rows={em.gemm_rows}}}) or emit with gemm_rows={rows}"
+                )
+            em.line(f"const irc_prepacked<IRC_MR> irc_a{{{a} + irc_g*{-(-m // rows) * rows * k}, {k}}};")
         else:
             em.line(f"const irc_dense<IRC_MR, false> irc_a{{{a} + irc_g*{m * k}, {k}, {m}}};")
         em.line(f"float* irc_c = {c} + (irc_n*{g.out_channels} + irc_g*{m})*{n};")

@@ -2,21 +2,22 @@
 packed weights.
 
 The GEMM engine reads its rhs as panels of `gemm_width` columns ([ceil(N/W), K, W], see
-`irt.pack`) and its lhs as panels of `GEMM_ROWS` rows. For a weight that is known at compile
+`irt.pack`) and its lhs as panels of `gemm_rows` rows. For a weight that is known at compile
 time (a parameter, or computed from parameters and constants only), this pass inserts
 `irt.pack` on it: a contraction becomes `irt.contract packed` (its rhs replaced); a conv2d,
 whose weight is the lhs of its im2col product, gets the panels as its `packed` operand.
 Compile-time folding then evaluates the pack once, so the weight is packed when the compiled
 module is created, never per call. Run-time operands are left alone (the GEMM packs them on
-the fly), and so are convs the engine does not run (fewer than `GEMM_ROWS` output channels
+the fly), and so are convs the engine does not run (fewer than `gemm_rows` output channels
 per group) or whose groups would split a panel.
 
-    irc-opt model.mlir -p 'irc-pack-weights{inputs=1 gemm_width=32}'
+    irc-opt model.mlir -p 'irc-pack-weights{inputs=1 gemm_width=32 gemm_rows=6}'
 
 Options:
   inputs: how many leading function arguments are run-time inputs; later arguments are
           parameters (irc's importer puts inputs first, then every parameter).
   gemm_width: the rhs panels' width, the Target's GEMM register tile width (16 or 32).
+  gemm_rows: a conv weight's panels' height, the Target's GEMM register tile rows.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
 from irc.lowering.tensor.irc_fuse import FUSED_ATTR
-from irc.target import GEMM_ROWS, GEMM_WIDTHS, Target
+from irc.target import GEMM_ROWS_CHOICES, GEMM_WIDTHS, Target
 
 
 def compile_time_known(value: SSAValue, inputs: int) -> bool:
@@ -61,13 +62,13 @@ def pack_contraction(op: irt.ContractionBase, gemm_width: int) -> irt.ContractOp
     return irt.ContractOp(ContractionKind.PACKED, op.lhs, pack.result, inputs, op.results[0].type, Region(block))  # type: ignore[attr-defined]
 
 
-def pack_conv(op: irt_nn.Conv2dOp) -> irt_nn.Conv2dOp | None:
-    """`op` with its weight's `GEMM_ROWS`-row panels (`irt.pack`, inserted before `op`) as its
+def pack_conv(op: irt_nn.Conv2dOp, rows: int = Target.gemm_rows) -> irt_nn.Conv2dOp | None:
+    """`op` with its weight's `rows`-row panels (`irt.pack`, inserted before `op`) as its
     `packed` operand; None for a conv the engine would not read them for."""
     out_per_group = shape_of(op.weight)[0] // op.group_count
-    if out_per_group < GEMM_ROWS or (op.group_count > 1 and out_per_group % GEMM_ROWS):
+    if out_per_group < rows or (op.group_count > 1 and out_per_group % rows):
         return None
-    pack = irt.PackOp(op.weight, "rows", GEMM_ROWS)
+    pack = irt.PackOp(op.weight, "rows", rows)
     pack.result.name_hint = f"{op.weight.name_hint or 'w'}_packed"
     Rewriter.insert_op(pack, InsertPoint.before(op))
     return irt_nn.Conv2dOp(op.input, op.weight, op.bias, op.result.type, epilogue=list(op.epilogue),
@@ -80,6 +81,7 @@ class PackWeightsPass(ModulePass):
 
     inputs: int = 1
     gemm_width: int = Target.gemm_width
+    gemm_rows: int = Target.gemm_rows
 
     def apply(self, ctx: Context, module: ModuleOp) -> None:
         for fn in module.ops:
@@ -87,6 +89,8 @@ class PackWeightsPass(ModulePass):
                 continue
             if self.gemm_width not in GEMM_WIDTHS:
                 raise ValueError(f"irc-pack-weights: gemm_width must be 16 or 32, got {self.gemm_width}")
+            if self.gemm_rows not in GEMM_ROWS_CHOICES:
+                raise ValueError(f"irc-pack-weights: gemm_rows must be one of {GEMM_ROWS_CHOICES}, got {self.gemm_rows}")
             for op in list(fn.body.block.ops):
                 new = None
                 if (
@@ -96,7 +100,7 @@ class PackWeightsPass(ModulePass):
                 ):
                     new = pack_contraction(op, self.gemm_width)
                 elif isinstance(op, irt_nn.Conv2dOp) and op.packed is None and compile_time_known(op.weight, self.inputs):
-                    new = pack_conv(op)
+                    new = pack_conv(op, self.gemm_rows)
                 if new is None:
                     continue
                 for name, attr in op.attributes.items():

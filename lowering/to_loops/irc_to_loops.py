@@ -48,8 +48,12 @@ class IrcToLoopsPass(ModulePass):
       function (used by profiling builds to attribute time to ops).
     gemm_width: the GEMM engine's register tile width (16 or 32); a packed rhs of another
       width stays on the scalar nest.
+    gemm_rows: the register tile's rows (`irc.target.GEMM_ROWS_CHOICES`); a conv weight packed
+      with another panel height is packed again at run time.
     strict: no GEMM engine (IRC_STRICT builds: sequential-order sums).
     threads: the thread count the GEMM blocking (`tiles`) is chosen for.
+    l1d, l2, l3: the data cache sizes in bytes the GEMM blocking is chosen for (0: unknown, the
+      fixed blocking of `to_loops/gemm.py`).
 
     Functions marked `irc.compile_time` (irc-fold-params' fold functions) are left as they are:
     they are evaluated when the module is created, never lowered."""
@@ -57,11 +61,16 @@ class IrcToLoopsPass(ModulePass):
     name = "irc-to-loops"
     tag_ops: bool = False
     gemm_width: int = Target.gemm_width
+    gemm_rows: int = Target.gemm_rows
     strict: bool = False
     threads: int = Target.threads
+    l1d: int = Target.l1d
+    l2: int = Target.l2
+    l3: int = Target.l3
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        options = dict(tag_ops=self.tag_ops, gemm_width=self.gemm_width, strict=self.strict, threads=self.threads)
+        options = dict(tag_ops=self.tag_ops, gemm_width=self.gemm_width, gemm_rows=self.gemm_rows, strict=self.strict,
+                       threads=self.threads, caches=(self.l1d, self.l2, self.l3))
         for fn in list(op.ops):
             if isinstance(fn, func.FuncOp) and not fn.is_declaration and COMPILE_TIME_ATTR not in fn.attributes:
                 new = FunctionLowering(fn, LOWERINGS, **options).run()

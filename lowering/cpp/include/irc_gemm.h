@@ -1,6 +1,9 @@
 // ---- irc GEMM engine (lowering/cpp/include/irc_gemm.h; needs irc_math.h) -----------------
+// IRC_NR (16 or 32) and IRC_MR (the register tile's rows, <= 14) are defined by the emitter: the
+// panel width and height the IR was packed for (the Target's gemm_width and gemm_rows).
+#ifndef IRC_MR
 #define IRC_MR 6
-// IRC_NR (16 or 32) is defined by the emitter: the panel width the IR was packed for.
+#endif
 #define IRC_L (IRC_NR / 2)  // floats per vector: the tile row is two vectors
 typedef float irc_vf __attribute__((vector_size(IRC_L * 4)));
 
@@ -147,7 +150,7 @@ struct irc_im2col {
   }
 };
 
-// The register tile, K loop: ROWS (<= 6) x IRC_NR accumulated over kc in 2*ROWS vectors. It
+// The register tile, K loop: ROWS (<= IRC_MR) x IRC_NR accumulated over kc in 2*ROWS vectors. It
 // does not depend on the epilogue, so a translation unit compiles it once per row count, not
 // once per GEMM (noinline: compile time).
 template <int ROWS>
@@ -185,6 +188,15 @@ __attribute__((noinline)) static void irc_accumulate(int64_t kc, const float* __
   }
 }
 
+// irc_accumulate<rows> for a run-time `rows` in [1, R] (rows < IRC_MR only on a ragged bottom edge).
+template <int R>
+static inline void irc_accumulate_rows(int64_t rows, int64_t kc, const float* __restrict__ a,
+                                       const float* __restrict__ b, irc_vf (*acc)[2]) {
+  if constexpr (R > 1)
+    if (rows < R) return irc_accumulate_rows<R - 1>(rows, kc, a, b, acc);
+  irc_accumulate<R>(kc, a, b, acc);
+}
+
 // One register tile of `rows` x `cols`: the K loop, then (on the last K step) the epilogue on
 // the accumulators before the tile's one store.
 template <class Epi>
@@ -193,14 +205,7 @@ static inline void irc_tile(int64_t rows, int64_t kc, const float* __restrict__ 
                             const Epi& epi, int64_t i0, int64_t j0) {
   irc_vf acc[IRC_MR][2];
   for (int64_t r = 0; r < rows; ++r) __builtin_prefetch(c + r * ldc, 1);
-  switch (rows) {
-    case 6: irc_accumulate<6>(kc, a, b, acc); break;
-    case 5: irc_accumulate<5>(kc, a, b, acc); break;
-    case 4: irc_accumulate<4>(kc, a, b, acc); break;
-    case 3: irc_accumulate<3>(kc, a, b, acc); break;
-    case 2: irc_accumulate<2>(kc, a, b, acc); break;
-    default: irc_accumulate<1>(kc, a, b, acc); break;
-  }
+  irc_accumulate_rows<IRC_MR>(rows, kc, a, b, acc);
   if (cols == IRC_NR) {
     for (int64_t r = 0; r < rows; ++r) {
       float* cr = c + r * ldc;

@@ -381,3 +381,45 @@ def test_resnet18_unfused_matches_eager(resnet18):
     model, inputs = resnet18
     cm = check(model, *inputs, fuse=False)
     assert sum("irt.batch_norm" in k for k in kernels(cm)) == 20
+
+
+# --- the modern CNNs (irc/models/modern_cnn.py) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mobilenet_v2():
+    return get_model("mobilenet-v2").build()
+
+
+def test_mobilenet_v2_matches_eager_with_vectorized_depthwise_convs(mobilenet_v2):
+    model, inputs = mobilenet_v2
+    cm = check(model, *inputs)
+    ks = kernels(cm)
+    assert not any("batch_norm" in k and "conv2d" not in k for k in ks), "every BN folds into its conv"
+    # stem + 7 expand convs + 8 depthwise convs + head, each with its BN folded and ReLU6 fused
+    assert sum(k.startswith("irt.conv2d (irt.conv2d + irt.batch_norm + irt.relu6)") for k in ks) == 17
+    assert sum("irt.add" in k for k in ks) == 4  # the residual adds fuse into the project convs
+    loops = cm.ir("loops")
+    assert len(re.findall(r"%padded\S* = memref.reinterpret_cast", loops)) == 8  # the depthwise convs: the row-wise nest
+
+
+def test_mobilenet_v2_unfused_matches_eager(mobilenet_v2):
+    model, inputs = mobilenet_v2
+    check(model, *inputs, fuse=False)
+
+
+@FUSE
+def test_densenet_matches_eager(fuse):
+    model, inputs = get_model("densenet").build()
+    cm = check(model, *inputs, fuse=fuse)
+    if fuse:
+        assert sum(k.startswith("irt.concat") for k in kernels(cm)) == 16  # each dense layer copies its two inputs
+
+
+@FUSE
+def test_convnext_matches_eager(fuse):
+    model, inputs = get_model("convnext").build()
+    cm = check(model, *inputs, fuse=fuse)
+    if fuse:
+        padded_planes = re.findall(r"%padded\S* = memref.reinterpret_cast", cm.ir("loops"))
+        assert len(padded_planes) == 4  # the four 7x7 depthwise convs: the row-wise nest

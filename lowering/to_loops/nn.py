@@ -11,6 +11,10 @@ clamps are emitted only where the geometry needs them (no padding, no ceil_mode 
                 acc += x[n, g*C/groups + c, oh*sh - ph + kh*dh, ow*sw - pw + kw*dw] * w[o, c, kh, kw]
               out = epilogue(acc, ...)
     max pool: the same window walk with max and -inf; avg pool / adaptive: sum / window count.
+
+Two ops work a row at a time instead, the row's columns innermost so `irc-vectorize` runs them
+in SIMD lanes: max pooling, and depthwise convolutions (one input channel per group,
+`lower_depthwise_conv2d`: every tap unrolled, the interior free of bounds, fused epilogue).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.dialects import arith, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, StringAttr, f32, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, StringAttr, f32, i64
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
@@ -241,6 +245,31 @@ def _pad_plane(fl: FunctionLowering, b: Builder, x: SSAValue, padded: SSAValue, 
     return padded
 
 
+def _plane_rows(fl: FunctionLowering, b: Builder, x: SSAValue, n: SSAValue, c: SSAValue) -> SSAValue:
+    """The index of plane (n, c)'s first row among all rows of an NCHW buffer: (n*C + c)*H."""
+    _, channels, height, _ = x.type.get_shape()
+    return _mul(fl, b, _i(b, arith.AddiOp, _mul(fl, b, n, channels), c), height)
+
+
+def _row_view(fl: FunctionLowering, b: Builder, x: SSAValue, plane: SSAValue, h: SSAValue) -> SSAValue:
+    """Row h of the plane whose first row is `plane` (`_plane_rows`) in an NCHW buffer, as a 1-D
+    view (no copy). A column loop reading several rows reads each through its own row pointer at
+    the column plus a constant, which GCC addresses with one register and displacements; through
+    the 4-D buffer each tap was an address computation of its own."""
+    width = x.type.get_shape()[-1]
+    at = _mul(fl, b, _i(b, arith.AddiOp, plane, h), width)
+    view = b.insert(memref.ReinterpretCastOp(x, [at], [], [], [DYNAMIC_INDEX], [width], [1], memref_of(f32, [width])))
+    view.result.name_hint = "row"
+    return view.result
+
+
+MAX_TAPS_PER_LOOP = 25
+"""The most taps one column loop of a depthwise conv sums (5x5). GCC gives every tap's load its
+own address register and keeps every weight in a vector register, so 49 taps (7x7) spill both
+and the loop reloads them per tap; a 7x7 kernel sums one kernel row per pass instead, keeping
+the partial sums in the output row (in L1), in the same order."""
+
+
 def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     """A convolution with one input channel per group (depthwise, any channel multiplier): one
     parallel iteration per output plane (n, o), each output row's columns innermost, every tap
@@ -290,22 +319,33 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
         src = _pad_plane(fl, b, x, padded, n, o) if padded is not None else x
         weights = [[load_at(b, w, [o, fl.index(0), fl.index(i), fl.index(j)]) for j in range(kw)] for i in range(kh)]
         init = load_at(b, bias, [o]) if bias is not None else None
+        plane = _plane_rows(fl, b, src, n, c)
 
-        def output(b: Builder, oh: SSAValue, rows: list, ow: SSAValue | int, cols: Sequence[int]) -> None:
-            acc = init if init is not None else fconst(b, 0.0)
+        def output(b: Builder, oh: SSAValue, rows: list, ow: SSAValue | int, cols: Sequence[int],
+                   first: bool = True, last: bool = True) -> None:
+            """Output (oh, ow): the bias (or, unless `first`, the partial sum stored there) plus the
+            taps of kernel rows `rows` in order; the epilogue if `last`; one store."""
+            at = [n, o, oh, ow if isinstance(ow, SSAValue) else fl.index(ow)]
+            acc = (init if init is not None else fconst(b, 0.0)) if first else load_at(b, out, at)
             for i, ih in rows:
                 for j in cols:
-                    xv = load_at(b, src, [n, c, ih, shifted(b, ow, aw, j)])
+                    xv = load_at(b, ih, [shifted(b, ow, aw, j)])
                     acc = b.insert(arith.AddfOp(acc, b.insert(arith.MulfOp(xv, weights[i][j])).result)).result
-            at = [n, o, oh, ow if isinstance(ow, SSAValue) else fl.index(ow)]
-            store_at(b, op.build_epilogue(b, acc, [fl.load(b, e, at, shape) for e in op.epilogue_inputs]), out, at)
+            if last:
+                acc = op.build_epilogue(b, acc, [fl.load(b, e, at, shape) for e in op.epilogue_inputs])
+            store_at(b, acc, out, at)
 
         def row(rb: Builder, oh: SSAValue | int, taps: list[int]) -> None:
-            rows = [(i, shifted(rb, oh, ah, i)) for i in taps]
+            rows = [(i, _row_view(fl, rb, src, plane, shifted(rb, oh, ah, i))) for i in taps]
             oh = oh if isinstance(oh, SSAValue) else fl.index(oh)
             lo, hi = interior(aw)
-            if lo < hi:
-                for_loop(fl, rb, hi, [], lambda cb, ow, _: output(cb, oh, rows, ow, range(kw)) or [], "ow", lb=lo)
+            # at most MAX_TAPS_PER_LOOP taps per column loop: a larger kernel takes a pass per kernel row
+            passes = [rows] if len(rows) * kw <= MAX_TAPS_PER_LOOP else [[r] for r in rows]
+            for p, part in enumerate(passes):
+                first, last = p == 0, p == len(passes) - 1
+                if lo < hi:
+                    for_loop(fl, rb, hi, [], lambda cb, ow, _, part=part, first=first, last=last:
+                             output(cb, oh, part, ow, range(kw), first, last) or [], "ow", lb=lo)
             for ow in borders(aw):
                 output(rb, oh, rows, ow, valid_taps(aw, ow))
 

@@ -263,6 +263,20 @@ def _row_view(fl: FunctionLowering, b: Builder, x: SSAValue, plane: SSAValue, h:
     return view.result
 
 
+PARTIAL_SUMS = 4
+"""Independent partial sums a depthwise output's taps are spread over (round robin), outside
+strict builds: one sum chains every FMA on the last one's latency, and a narrow row (14 or 7
+columns: one vector) has no other work to overlap with it."""
+
+
+def _tree_sum(b: Builder, values: list[SSAValue]) -> SSAValue:
+    """((v0 + v1) + (v2 + v3)): pairwise."""
+    while len(values) > 1:
+        values = [b.insert(arith.AddfOp(values[k], values[k + 1])).result if k + 1 < len(values) else values[k]
+                  for k in range(0, len(values), 2)]
+    return values[0]
+
+
 MAX_TAPS_PER_LOOP = 25
 """The most taps one column loop of a depthwise conv sums (5x5). GCC gives every tap's load its
 own address register and keeps every weight in a vector register, so 49 taps (7x7) spill both
@@ -292,7 +306,8 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     (so the convolution reads it back from cache); then every row and column is interior and the
     borders' scalar code disappears (with a 7x7 kernel on 56 columns that code took most of the
     time). A padded tap then adds x*0 (which differs only for an infinite weight or a -0 sum),
-    so strict builds keep the borders and sum exactly the scalar nest's terms in its order."""
+    so strict builds keep the borders and sum exactly the scalar nest's terms in its order. Other
+    builds also spread the taps over `PARTIAL_SUMS` sums (as the GEMM engine reassociates)."""
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
     x, w = fl.buffers[op.input], fl.buffers[op.weight]
@@ -326,11 +341,13 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
             """Output (oh, ow): the bias (or, unless `first`, the partial sum stored there) plus the
             taps of kernel rows `rows` in order; the epilogue if `last`; one store."""
             at = [n, o, oh, ow if isinstance(ow, SSAValue) else fl.index(ow)]
-            acc = (init if init is not None else fconst(b, 0.0)) if first else load_at(b, out, at)
-            for i, ih in rows:
-                for j in cols:
-                    xv = load_at(b, ih, [shifted(b, ow, aw, j)])
-                    acc = b.insert(arith.AddfOp(acc, b.insert(arith.MulfOp(xv, weights[i][j])).result)).result
+            start = (init if init is not None else fconst(b, 0.0)) if first else load_at(b, out, at)
+            partial: list[SSAValue | None] = [start] + [None] * (0 if fl.strict else PARTIAL_SUMS - 1)
+            for t, (i, ih, j) in enumerate((i, ih, j) for i, ih in rows for j in cols):
+                term = b.insert(arith.MulfOp(load_at(b, ih, [shifted(b, ow, aw, j)]), weights[i][j])).result
+                k = t % len(partial)
+                partial[k] = term if partial[k] is None else b.insert(arith.AddfOp(partial[k], term)).result
+            acc = _tree_sum(b, [v for v in partial if v is not None])
             if last:
                 acc = op.build_epilogue(b, acc, [fl.load(b, e, at, shape) for e in op.epilogue_inputs])
             store_at(b, acc, out, at)

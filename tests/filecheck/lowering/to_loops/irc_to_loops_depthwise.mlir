@@ -6,8 +6,8 @@
 // Depthwise convolutions (one input channel per group, `nn.lower_depthwise_conv2d`): one
 // parallel iteration per output plane (n, o), the weights loaded once into values, each output
 // row's columns innermost with every tap unrolled, so irc-vectorize marks the column loops (a
-// stride-2 read is a strided load), the accumulator stays in a register, and the epilogue runs
-// before the one store. A padded conv first writes its plane with the zero padding into a buffer
+// stride-2 read is a strided load), the sum stays in registers (outside strict builds, the taps
+// round robin over 4 partial sums, added pairwise), and the epilogue runs before the one store. A padded conv first writes its plane with the zero padding into a buffer
 // of its own (then every column is interior); strict builds keep the input as it is and give the
 // border rows and columns straight-line code over their in-bounds taps (compile-time ranges).
 
@@ -51,10 +51,22 @@
 // CHECK-NEXT:          %[[IW1:.*]] = arith.addi %[[S1]], %c1 : index
 // CHECK-NEXT:          %[[X1:.*]] = memref.load %row[%[[IW1]]] : memref<9xf32>
 // CHECK-NEXT:          %[[P1:.*]] = arith.mulf %[[X1]], %[[W01]] : f32
-// CHECK-NEXT:          %[[A1:.*]] = arith.addf %[[A0]], %[[P1]] : f32
-// CHECK-COUNT-7:       memref.load %row
-// CHECK:               %[[Z:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:          %[[RELU:.*]] = arith.maximumf %{{.*}}, %[[Z]] : f32
+// CHECK-COUNT-1:       memref.load %row[
+// CHECK:               %[[X3:.*]] = memref.load %row_1
+// CHECK-NEXT:          %[[P3:.*]] = arith.mulf %[[X3]], %{{.*}} : f32
+// CHECK:               %[[X4:.*]] = memref.load %row_1
+// CHECK-NEXT:          %[[P4:.*]] = arith.mulf %[[X4]], %{{.*}} : f32
+// CHECK-NEXT:          %[[S0:.*]] = arith.addf %[[A0]], %[[P4]] : f32
+// CHECK:               %[[X5:.*]] = memref.load %row_1
+// CHECK-NEXT:          %[[P5:.*]] = arith.mulf %[[X5]], %{{.*}} : f32
+// CHECK-NEXT:          %[[S1:.*]] = arith.addf %[[P1]], %[[P5]] : f32
+// CHECK-COUNT-3:       memref.load %row_2
+// CHECK:               %[[S0B:.*]] = arith.addf %[[S0]], %{{.*}} : f32
+// CHECK-NEXT:          %[[L:.*]] = arith.addf %[[S0B]], %[[S1]] : f32
+// CHECK-NEXT:          %[[R:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:          %[[SUM:.*]] = arith.addf %[[L]], %[[R]] : f32
+// CHECK-NEXT:          %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:          %[[RELU:.*]] = arith.maximumf %[[SUM]], %[[Z]] : f32
 // CHECK-NEXT:          memref.store %[[RELU]], %out0[%i0, %i1, %oh, %ow] : memref<2x4x4x4xf32>
 // CHECK-NEXT:        } {irc.vectorize}
 // CHECK-NEXT:      }

@@ -8,7 +8,9 @@ import torch
 from irc.models import get_model
 
 
-@pytest.mark.parametrize("name", ["cnn", "resnet18", "transformer-encoder", "transformer-block"])
+@pytest.mark.parametrize(
+    "name", ["cnn", "resnet18", "mobilenet-v2", "densenet", "convnext", "transformer-encoder", "transformer-block"]
+)
 def test_builtin_model_through_dynamo(name):
     torch._dynamo.reset()
     model, inputs = get_model(name).build()

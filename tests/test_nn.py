@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
@@ -86,6 +87,99 @@ def test_conv_padding_modes_are_refused():
     w = torch.randn(2, 3, 2, 2)
     with pytest.raises(irc.UnsupportedOpError, match="asymmetrically"):
         irc.compile(lambda x: F.conv2d(x, w * 1.0, padding="same"), (torch.randn(1, 3, 5, 5),), fallback=False)
+
+
+# --- depthwise conv2d: the row-wise, vectorized nest -------------------------------------
+
+# (channels, multiplier, kernel, stride, padding, bias, batch, input H x W, activation)
+DEPTHWISE = [
+    (5, 1, 3, 1, 1, True, 2, (7, 7), None),  # ragged width 7, batch 2
+    (17, 1, 3, 2, 1, False, 1, (13, 13), nn.ReLU6()),  # stride 2, odd width
+    (24, 1, 5, 1, 2, True, 2, (15, 15), nn.ReLU()),
+    (7, 1, 5, 2, 2, True, 1, (15, 11), nn.ReLU6()),
+    (19, 1, 7, 1, 3, True, 1, (13, 15), None),  # ConvNeXt's kernel
+    (3, 1, 7, 2, 3, False, 2, (9, 7), nn.SiLU()),
+    (6, 1, 3, 1, 2, True, 1, (5, 3), None),  # padding wider than the kernel's reach: no interior
+    (4, 1, 7, 1, 3, True, 1, (3, 3), None),  # kernel wider than the input
+    (33, 1, 3, 2, 0, True, 1, (16, 17), nn.ReLU6()),  # no padding, 17 columns (a 16-lane tail)
+    (4, 2, 3, 1, 1, True, 2, (6, 9), nn.ReLU()),  # channel multiplier 2 (below the GEMM's 6 rows)
+    (1, 3, 3, 2, 1, True, 1, (8, 8), None),  # one input channel, groups 1
+]
+
+
+@pytest.mark.parametrize(
+    "cfg", DEPTHWISE,
+    ids=lambda c: "c{}m{}k{}s{}p{}{}_n{}_{}x{}_{}".format(*c[:5], "b" if c[5] else "", c[6], *c[7], type(c[8]).__name__),
+)
+def test_depthwise_conv_matches_eager(cfg):
+    """Odd widths, strides 1 and 2, paddings 0..3, kernels 3/5/7, channel counts not a multiple
+    of 16, batch 2, with and without bias, BN folded and an activation fused into the epilogue."""
+    c, mult, k, s, p, bias, n, (h, w), act = cfg
+    layers = [nn.Conv2d(c, c * mult, k, stride=s, padding=p, groups=c, bias=bias), _bn(nn.BatchNorm2d, c * mult)]
+    model = nn.Sequential(*layers, *([act] if act is not None else []))
+    cm = check(model, torch.randn(n, c, h, w))
+    ks = kernels(cm)
+    assert len(ks) == 1 and ks[0].startswith("irt.conv2d (irt.conv2d + irt.batch_norm"), ks
+    loops = cm.ir("loops")
+    assert "irl.gemm" not in loops
+    assert "iter_args" not in loops  # no loop over taps carries an accumulator: the columns are innermost
+
+
+def test_depthwise_conv_columns_run_in_simd_lanes():
+    """The interior column loop, with the 3 taps of a row unrolled, is marked for SIMD; no loop
+    over kernel taps carries an accumulator (the scalar nest's form, which GCC cannot vectorize)."""
+    model = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1, groups=8), nn.ReLU6())
+    cm = check(model, torch.randn(1, 8, 20, 20))
+    code = kernel_code(cm)
+    assert "omp simd" in code
+    assert "reduction(+" not in code
+    assert 'irc.reduction = "add"' not in cm.ir("loops")
+
+
+def test_depthwise_conv_residual_epilogue():
+    """A residual add after a depthwise conv fuses into its epilogue (read per column)."""
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dw = nn.Conv2d(6, 6, 3, padding=1, groups=6)
+
+        def forward(self, x):
+            return torch.relu(self.dw(x) + x)
+
+    cm = check(Block(), torch.randn(2, 6, 9, 11))
+    assert kernels(cm) == ["irt.conv2d (irt.conv2d + irt.add + irt.relu) -> 2x6x9x11"]
+
+
+def _sequential_depthwise(x, w, b, stride, pad):
+    """Each output as the scalar nest sums it: bias, then every in-bounds tap in (kh, kw) order,
+    each product and sum rounded to float32 (numpy, over all outputs at once)."""
+    n, c, h, wd = x.shape
+    k = w.shape[-1]
+    oh, ow = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
+    acc = np.broadcast_to(b[None, :, None, None], (n, c, oh, ow)).astype(np.float32).copy()
+    rows, cols = np.arange(oh) * stride - pad, np.arange(ow) * stride - pad
+    for i in range(k):
+        for j in range(k):
+            r, q = rows + i, cols + j
+            ok_r, ok_c = (r >= 0) & (r < h), (q >= 0) & (q < wd)
+            tap = x[:, :, r.clip(0, h - 1)][:, :, :, q.clip(0, wd - 1)] * w[None, :, 0, i, j, None, None]
+            add = (acc + tap.astype(np.float32)).astype(np.float32)
+            acc = np.where(ok_r[:, None] & ok_c[None, :], add, acc)
+    return acc
+
+
+@pytest.mark.parametrize("k,stride,pad", [(3, 1, 1), (5, 2, 2), (7, 1, 3)])
+def test_depthwise_conv_strict_is_sequential_and_bit_exact(monkeypatch, k, stride, pad):
+    """Strict builds run the same nest; every output sums bias then its taps in order, bit for bit."""
+    monkeypatch.setenv("IRC_STRICT", "1")
+    torch.manual_seed(1)
+    conv = nn.Conv2d(5, 5, k, stride=stride, padding=pad, groups=5).eval()
+    x = torch.randn(2, 5, 11, 13)
+    cm = irc.compile(nn.Sequential(conv), (x,), fallback=False)
+    expected = _sequential_depthwise(x.numpy(), conv.weight.detach().numpy(), conv.bias.detach().numpy(), stride, pad)
+    with torch.no_grad():
+        assert np.array_equal(cm(x).numpy(), expected)
 
 
 # --- batch norm -----------------------------------------------------------------------------
@@ -287,3 +381,45 @@ def test_resnet18_unfused_matches_eager(resnet18):
     model, inputs = resnet18
     cm = check(model, *inputs, fuse=False)
     assert sum("irt.batch_norm" in k for k in kernels(cm)) == 20
+
+
+# --- the modern CNNs (irc/models/modern_cnn.py) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mobilenet_v2():
+    return get_model("mobilenet-v2").build()
+
+
+def test_mobilenet_v2_matches_eager_with_vectorized_depthwise_convs(mobilenet_v2):
+    model, inputs = mobilenet_v2
+    cm = check(model, *inputs)
+    ks = kernels(cm)
+    assert not any("batch_norm" in k and "conv2d" not in k for k in ks), "every BN folds into its conv"
+    # stem + 7 expand convs + 8 depthwise convs + head, each with its BN folded and ReLU6 fused
+    assert sum(k.startswith("irt.conv2d (irt.conv2d + irt.batch_norm + irt.relu6)") for k in ks) == 17
+    assert sum("irt.add" in k for k in ks) == 4  # the residual adds fuse into the project convs
+    loops = cm.ir("loops")
+    assert len(re.findall(r"%padded\S* = memref.reinterpret_cast", loops)) == 8  # the depthwise convs: the row-wise nest
+
+
+def test_mobilenet_v2_unfused_matches_eager(mobilenet_v2):
+    model, inputs = mobilenet_v2
+    check(model, *inputs, fuse=False)
+
+
+@FUSE
+def test_densenet_matches_eager(fuse):
+    model, inputs = get_model("densenet").build()
+    cm = check(model, *inputs, fuse=fuse)
+    if fuse:
+        assert sum(k.startswith("irt.concat") for k in kernels(cm)) == 16  # each dense layer copies its two inputs
+
+
+@FUSE
+def test_convnext_matches_eager(fuse):
+    model, inputs = get_model("convnext").build()
+    cm = check(model, *inputs, fuse=fuse)
+    if fuse:
+        padded_planes = re.findall(r"%padded\S* = memref.reinterpret_cast", cm.ir("loops"))
+        assert len(padded_planes) == 4  # the four 7x7 depthwise convs: the row-wise nest

@@ -63,7 +63,7 @@ def test_builtin_models_keep_their_order():
     from irc.models import BUILTIN_MODELS, mlp_spec
 
     assert list(BUILTIN_MODELS) == [
-        "mlp-small", "mlp-medium", "mlp-large", "cnn", "resnet18",
+        "mlp-small", "mlp-medium", "mlp-large", "cnn", "resnet18", "mobilenet-v2", "densenet", "convnext",
         "transformer-encoder", "transformer-block", "eltwise-layernorm",
     ]
     assert mlp_spec("m", 1, [2, 3]).flops == 12

@@ -2,7 +2,7 @@
 
 Each entry of `BUILTIN_MODELS` is a `ModelSpec` (`irc/models/spec.py`): a name, a one-line
 description and a factory. The table is written here, from each family module's own `SPECS`
-(`spec.MLPS`, `cnn.SPECS`, `transformer.SPECS`): to add a model, write a factory returning
+(`spec.MLPS`, `cnn.SPECS`, `modern_cnn.SPECS`, `transformer.SPECS`): to add a model, write a factory returning
 `(module, inputs_tuple)`, give it a `ModelSpec` in its family's `SPECS`.
 
 The tiny language models (`irc.models.lm.LM_MODELS`, transformers-based) are a table of their own,
@@ -11,7 +11,7 @@ measured by `python -m irc.tools.lm_check`; they are not built-in models yet.
 
 from __future__ import annotations
 
-from irc.models import cnn, transformer
+from irc.models import cnn, modern_cnn, transformer
 from irc.models.spec import MLPS, Factory, Inputs, ModelSpec, UsageError, mlp, mlp_flops, mlp_spec, model_flops
 
 __all__ = ["BUILTIN_MODELS", "Factory", "Inputs", "ModelSpec", "UsageError", "get_model", "mlp", "mlp_flops",
@@ -27,7 +27,7 @@ def _table(*families: tuple[ModelSpec, ...]) -> dict[str, ModelSpec]:
     return table
 
 
-BUILTIN_MODELS: dict[str, ModelSpec] = _table(MLPS, cnn.SPECS, transformer.SPECS)
+BUILTIN_MODELS: dict[str, ModelSpec] = _table(MLPS, cnn.SPECS, modern_cnn.SPECS, transformer.SPECS)
 
 
 def get_model(name: str) -> ModelSpec:

@@ -11,6 +11,10 @@ clamps are emitted only where the geometry needs them (no padding, no ceil_mode 
                 acc += x[n, g*C/groups + c, oh*sh - ph + kh*dh, ow*sw - pw + kw*dw] * w[o, c, kh, kw]
               out = epilogue(acc, ...)
     max pool: the same window walk with max and -inf; avg pool / adaptive: sum / window count.
+
+Two ops work a row at a time instead, the row's columns innermost so `irc-vectorize` runs them
+in SIMD lanes: max pooling, and depthwise convolutions (one input channel per group,
+`lower_depthwise_conv2d`: every tap unrolled, the interior free of bounds, fused epilogue).
 """
 
 from __future__ import annotations
@@ -19,13 +23,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
-from xdsl.dialects import arith, scf
-from xdsl.dialects.builtin import IndexType, StringAttr, f32, i64
+from xdsl.dialects import arith, memref, scf
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IndexType, IntegerAttr, StringAttr, f32, i64
 from xdsl.ir import Block, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import nn as irt_nn
 from irc.dialects.irt.core import fconst, shape_of
+from irc.dialects.symbolic import memref_of
 from irc.lowering.to_loops.function import REDUCTION_ATTR, FunctionLowering, describe, load_at, store_at
 from irc.lowering.to_loops.reduce import for_loop
 
@@ -137,6 +142,10 @@ def _axes(op, in_shape: Sequence[int], out_shape: Sequence[int], kernel: Sequenc
 
 
 def lower_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
+    """The direct convolution; one input channel per group (depthwise) takes `lower_depthwise_conv2d`."""
+    if shape_of(op.weight)[1] == 1:
+        lower_depthwise_conv2d(fl, op)
+        return
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
     x, w = fl.buffers[op.input], fl.buffers[op.weight]
@@ -167,6 +176,203 @@ def lower_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
         store_at(b, op.build_epilogue(b, acc, args), out, ivs)
 
     fl.nest(shape, describe(op), body)
+
+
+def tap_span(ax: Axis, t: int) -> tuple[int, int]:
+    """The output positions [lo, hi) whose input position o*stride - pad + t*dilation is in bounds."""
+    offset = t * ax.dilation - ax.pad
+    lo = max(0, -(offset // ax.stride))  # ceil(-offset / stride)
+    hi = min(ax.out, -((offset - ax.size) // ax.stride))  # ceil((size - offset) / stride)
+    return lo, max(lo, hi)
+
+
+def interior(ax: Axis) -> tuple[int, int]:
+    """The output positions [lo, hi) where every tap is in bounds (lo == hi: none)."""
+    spans = [tap_span(ax, t) for t in range(ax.kernel)]
+    lo = min(max(s[0] for s in spans), ax.out)
+    return lo, max(lo, min(s[1] for s in spans))
+
+
+def valid_taps(ax: Axis, o: int) -> list[int]:
+    """The taps in bounds at output position `o`, in order."""
+    return [t for t in range(ax.kernel) if tap_span(ax, t)[0] <= o < tap_span(ax, t)[1]]
+
+
+def borders(ax: Axis) -> list[int]:
+    """The output positions outside the interior, in order."""
+    lo, hi = interior(ax)
+    return [*range(lo), *range(hi, ax.out)]
+
+
+def _padded_buffer(fl: FunctionLowering, op: irt_nn.Conv2dOp, ah: Axis, aw: Axis) -> SSAValue:
+    """A buffer for the input with its zero padding written out, [N, C, H + 2*ph, W + 2*pw]."""
+    n, c = shape_of(op.input)[:2]
+    t = memref_of(f32, [n, c, ah.size + 2 * ah.pad, aw.size + 2 * aw.pad])
+    alloc = fl.b.insert(memref.AllocOp([], [], t, IntegerAttr(64, 64)))
+    alloc.memref.name_hint = "padded"
+    fl.allocs.append(alloc.memref)
+    return alloc.memref
+
+
+def _pad_plane(fl: FunctionLowering, b: Builder, x: SSAValue, padded: SSAValue, n: SSAValue, c: SSAValue) -> SSAValue:
+    """Fill plane (n, c) of `padded` from `x`: zero rows above and below, each input row with zero
+    columns on both sides; every loop runs over a row's columns (stored at the loop's index)."""
+    _, _, hp, wp = padded.type.get_shape()
+    _, _, h, w = x.type.get_shape()
+    ph, pw = (hp - h) // 2, (wp - w) // 2
+
+    def zeros(rb: Builder, r: SSAValue, lo: int, hi: int) -> None:
+        if lo < hi:
+            for_loop(fl, rb, hi, [], lambda zb, j, _: store_at(zb, fconst(zb, 0.0), padded, [n, c, r, j]) or [], "j", lb=lo)
+
+    def copy(rb: Builder, r: SSAValue, _: list) -> list:
+        zeros(rb, r, 0, pw)
+        src_row = _i(rb, arith.SubiOp, r, fl.index(ph)) if ph else r
+
+        def element(eb: Builder, j: SSAValue, _: list) -> list:
+            src = _i(eb, arith.SubiOp, j, fl.index(pw)) if pw else j
+            store_at(eb, load_at(eb, x, [n, c, src_row, src]), padded, [n, c, r, j])
+            return []
+
+        for_loop(fl, rb, pw + w, [], element, "j", lb=pw)
+        zeros(rb, r, pw + w, wp)
+        return []
+
+    for lo, hi in ((0, ph), (ph + h, hp)):
+        if lo < hi:
+            for_loop(fl, b, hi, [], lambda rb, r, _: zeros(rb, r, 0, wp) or [], "r", lb=lo)
+    for_loop(fl, b, ph + h, [], copy, "r", lb=ph)
+    return padded
+
+
+def _plane_rows(fl: FunctionLowering, b: Builder, x: SSAValue, n: SSAValue, c: SSAValue) -> SSAValue:
+    """The index of plane (n, c)'s first row among all rows of an NCHW buffer: (n*C + c)*H."""
+    _, channels, height, _ = x.type.get_shape()
+    return _mul(fl, b, _i(b, arith.AddiOp, _mul(fl, b, n, channels), c), height)
+
+
+def _row_view(fl: FunctionLowering, b: Builder, x: SSAValue, plane: SSAValue, h: SSAValue) -> SSAValue:
+    """Row h of the plane whose first row is `plane` (`_plane_rows`) in an NCHW buffer, as a 1-D
+    view (no copy). A column loop reading several rows reads each through its own row pointer at
+    the column plus a constant, which GCC addresses with one register and displacements; through
+    the 4-D buffer each tap was an address computation of its own."""
+    width = x.type.get_shape()[-1]
+    at = _mul(fl, b, _i(b, arith.AddiOp, plane, h), width)
+    view = b.insert(memref.ReinterpretCastOp(x, [at], [], [], [DYNAMIC_INDEX], [width], [1], memref_of(f32, [width])))
+    view.result.name_hint = "row"
+    return view.result
+
+
+PARTIAL_SUMS = 4
+"""Independent partial sums a depthwise output's taps are spread over (round robin), outside
+strict builds: one sum chains every FMA on the last one's latency, and a narrow row (14 or 7
+columns: one vector) has no other work to overlap with it."""
+
+
+def _tree_sum(b: Builder, values: list[SSAValue]) -> SSAValue:
+    """((v0 + v1) + (v2 + v3)): pairwise."""
+    while len(values) > 1:
+        values = [b.insert(arith.AddfOp(values[k], values[k + 1])).result if k + 1 < len(values) else values[k]
+                  for k in range(0, len(values), 2)]
+    return values[0]
+
+
+MAX_TAPS_PER_LOOP = 25
+"""The most taps one column loop of a depthwise conv sums (5x5). GCC gives every tap's load its
+own address register and keeps every weight in a vector register, so 49 taps (7x7) spill both
+and the loop reloads them per tap; a 7x7 kernel sums one kernel row per pass instead, keeping
+the partial sums in the output row (in L1), in the same order."""
+
+
+def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
+    """A convolution with one input channel per group (depthwise, any channel multiplier): one
+    parallel iteration per output plane (n, o), each output row's columns innermost, every tap
+    unrolled with its weight loaded once per plane:
+
+        for oh in the interior rows (every kernel row in bounds):
+          for ow in the interior columns (every tap in bounds):
+            out[oh, ow] = epilogue(bias[o] + x[ih_0, iw_0(ow)] * w[0, 0] + ... + x[ih_kH-1, iw_kW-1(ow)] * w[kH-1, kW-1], e...)
+          each border column: the same sum over its in-bounds taps (straight-line code)
+        each border row (a compile-time oh): the same over its in-bounds kernel rows
+
+    The row and column ranges and each border's taps are compile-time constants, so nothing tests
+    bounds at run time and padded taps cost nothing. The column loops carry no value and index
+    every buffer by the column in the last place (stride 1 or 2 in the input), so `irc-vectorize`
+    marks them: the interior runs in full SIMD lanes, the accumulator in a register, one store.
+    Each output adds its taps in (kh, kw) order after the bias, as the scalar nest does.
+
+    Outside strict builds a padded convolution with a channel multiplier of 1 first writes its
+    plane's input, zero padding included, into a buffer of its own in the same parallel iteration
+    (so the convolution reads it back from cache); then every row and column is interior and the
+    borders' scalar code disappears (with a 7x7 kernel on 56 columns that code took most of the
+    time). A padded tap then adds x*0 (which differs only for an infinite weight or a -0 sum),
+    so strict builds keep the borders and sum exactly the scalar nest's terms in its order. Other
+    builds also spread the taps over `PARTIAL_SUMS` sums (as the GEMM engine reassociates)."""
+    out = fl.result_buffer(op.result)
+    shape = shape_of(op.result)
+    x, w = fl.buffers[op.input], fl.buffers[op.weight]
+    bias = fl.buffers[op.bias] if op.bias is not None else None
+    o_count, _, kh, kw = shape_of(op.weight)
+    multiplier = o_count // op.group_count
+    ah, aw = _axes(op, shape_of(op.input), shape, (kh, kw))
+    padded = None
+    if (ah.pad or aw.pad) and multiplier == 1 and not fl.strict:
+        padded = _padded_buffer(fl, op, ah, aw)
+        ah, aw = (Axis(a.size + 2 * a.pad, a.kernel, a.stride, 0, a.dilation, a.out) for a in (ah, aw))
+
+    def shifted(b: Builder, v: SSAValue | int, ax: Axis, t: int) -> SSAValue:
+        """v*stride - pad + t*dilation (in bounds where it is used); a constant for a constant v."""
+        offset = t * ax.dilation - ax.pad
+        if isinstance(v, int):
+            return fl.index(v * ax.stride + offset)
+        at = _mul(fl, b, v, ax.stride)
+        return _i(b, arith.AddiOp if offset > 0 else arith.SubiOp, at, fl.index(abs(offset))) if offset else at
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        n, o = ivs
+        c = o if multiplier == 1 else _i(b, arith.DivSIOp, o, fl.index(multiplier))
+        src = _pad_plane(fl, b, x, padded, n, o) if padded is not None else x
+        weights = [[load_at(b, w, [o, fl.index(0), fl.index(i), fl.index(j)]) for j in range(kw)] for i in range(kh)]
+        init = load_at(b, bias, [o]) if bias is not None else None
+        plane = _plane_rows(fl, b, src, n, c)
+
+        def output(b: Builder, oh: SSAValue, rows: list, ow: SSAValue | int, cols: Sequence[int],
+                   first: bool = True, last: bool = True) -> None:
+            """Output (oh, ow): the bias (or, unless `first`, the partial sum stored there) plus the
+            taps of kernel rows `rows` in order; the epilogue if `last`; one store."""
+            at = [n, o, oh, ow if isinstance(ow, SSAValue) else fl.index(ow)]
+            start = (init if init is not None else fconst(b, 0.0)) if first else load_at(b, out, at)
+            partial: list[SSAValue | None] = [start] + [None] * (0 if fl.strict else PARTIAL_SUMS - 1)
+            for t, (i, ih, j) in enumerate((i, ih, j) for i, ih in rows for j in cols):
+                term = b.insert(arith.MulfOp(load_at(b, ih, [shifted(b, ow, aw, j)]), weights[i][j])).result
+                k = t % len(partial)
+                partial[k] = term if partial[k] is None else b.insert(arith.AddfOp(partial[k], term)).result
+            acc = _tree_sum(b, [v for v in partial if v is not None])
+            if last:
+                acc = op.build_epilogue(b, acc, [fl.load(b, e, at, shape) for e in op.epilogue_inputs])
+            store_at(b, acc, out, at)
+
+        def row(rb: Builder, oh: SSAValue | int, taps: list[int]) -> None:
+            rows = [(i, _row_view(fl, rb, src, plane, shifted(rb, oh, ah, i))) for i in taps]
+            oh = oh if isinstance(oh, SSAValue) else fl.index(oh)
+            lo, hi = interior(aw)
+            # at most MAX_TAPS_PER_LOOP taps per column loop: a larger kernel takes a pass per kernel row
+            passes = [rows] if len(rows) * kw <= MAX_TAPS_PER_LOOP else [[r] for r in rows]
+            for p, part in enumerate(passes):
+                first, last = p == 0, p == len(passes) - 1
+                if lo < hi:
+                    for_loop(fl, rb, hi, [], lambda cb, ow, _, part=part, first=first, last=last:
+                             output(cb, oh, part, ow, range(kw), first, last) or [], "ow", lb=lo)
+            for ow in borders(aw):
+                output(rb, oh, rows, ow, valid_taps(aw, ow))
+
+        lo, hi = interior(ah)
+        if lo < hi:
+            for_loop(fl, b, hi, [], lambda rb, oh, _: row(rb, oh, list(range(kh))) or [], "oh", lb=lo)
+        for oh in borders(ah):
+            row(b, oh, valid_taps(ah, oh))
+
+    fl.nest(shape[:2], describe(op), body)
 
 
 def lower_max_pool2d(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:

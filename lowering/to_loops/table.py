@@ -9,7 +9,8 @@ Precedence, once: the GEMM engine's lowerings (`gemm.py`) replace the scalar nes
 contractions, batched matmuls, convolutions and attention. Each of them falls back to the scalar
 nest it replaces (`core.lower_contraction`, `reduce.lower_batch_matmul`, `nn.lower_conv2d`,
 `reduce.lower_attention`) where the engine does not apply (`IRC_STRICT`, depthwise
-convolutions, an epilogue or batch broadcast it cannot stride).
+convolutions, an epilogue or batch broadcast it cannot stride); `nn.lower_conv2d` gives a conv
+with one input channel per group (depthwise) its own vectorized row-wise nest.
 """
 
 from __future__ import annotations

@@ -94,7 +94,7 @@ func.func @conv_packed(%x: tensor<1x6x8x8xf32>, %w: tensor<12x3x3x3xf32>, %wp: t
 
 // -----
 
-// Fewer than 6 output channels per group (depthwise): the scalar direct convolution.
+// Fewer than 6 output channels per group (depthwise): loop nests (irc_to_loops_depthwise.mlir).
 // CHECK-LABEL: func.func @depthwise
 // CHECK-NOT:     irl.gemm
 // CHECK:         "scf.parallel"

@@ -1,0 +1,164 @@
+// RUN: irc-opt %s -p irc-fuse,irc-to-loops,irc-vectorize --split-input-file | filecheck %s
+// RUN: irc-opt %s -p 'irc-fuse,irc-to-loops{strict=true},irc-vectorize' --split-input-file | filecheck %s --check-prefix=STRICT
+// RUN: irc-opt %s -p irc-fuse,irc-to-loops,irc-vectorize,irc-parallelize | irc-opt -t cpp | filecheck %s --check-prefix=CPP
+// RUN: irc-opt %s -p irc-fuse,irc-to-loops,irc-vectorize | irc-opt -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
+// RUN: irc-opt %s -p 'irc-fuse,irc-to-loops{strict=true},irc-vectorize' | irc-opt -t cpp -o %t2.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t2.cpp
+// Depthwise convolutions (one input channel per group, `nn.lower_depthwise_conv2d`): one
+// parallel iteration per output plane (n, o), the weights loaded once into values, each output
+// row's columns innermost with every tap unrolled, so irc-vectorize marks the column loops (a
+// stride-2 read is a strided load), the sum stays in registers (outside strict builds, the taps
+// round robin over 4 partial sums, added pairwise), and the epilogue runs before the one store. A padded conv first writes its plane with the zero padding into a buffer
+// of its own (then every column is interior); strict builds keep the input as it is and give the
+// border rows and columns straight-line code over their in-bounds taps (compile-time ranges).
+
+// 7 columns in, stride 2, padding 1.
+// CHECK-LABEL: func.func @depthwise(%x: memref<2x4x7x7xf32>, %w: memref<4x1x3x3xf32>, %b: memref<4xf32>, %out0: memref<2x4x4x4xf32>)
+// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<2x4x9x9xf32>
+// CHECK-NEXT:    "scf.parallel"(%c0, %c0, %c2, %c4, %c1, %c1)
+// CHECK-NEXT:    ^bb0(%i0: index, %i1: index):
+// CHECK-NEXT:      scf.for %r = %c0 to %c1 step %c1 {
+// CHECK-NEXT:        scf.for %j = %c0 to %c9 step %c1 {
+// CHECK-NEXT:          %{{.*}} = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:          memref.store %{{.*}}, %padded[%i0, %i1, %r, %j] : memref<2x4x9x9xf32>
+// CHECK-NEXT:        } {irc.vectorize}
+// CHECK:           scf.for %[[R:.*]] = %c1 to %c8 step %c1 {
+// CHECK:             %[[SRC:.*]] = arith.subi %[[R]], %c1 : index
+// CHECK-NEXT:        scf.for %[[J:.*]] = %c1 to %c8 step %c1 {
+// CHECK-NEXT:          %[[SJ:.*]] = arith.subi %[[J]], %c1 : index
+// CHECK-NEXT:          %[[V:.*]] = memref.load %x[%i0, %i1, %[[SRC]], %[[SJ]]] : memref<2x4x7x7xf32>
+// CHECK-NEXT:          memref.store %[[V]], %padded[%i0, %i1, %[[R]], %[[J]]] : memref<2x4x9x9xf32>
+// CHECK-NEXT:        } {irc.vectorize}
+// CHECK:           %[[W00:.*]] = memref.load %w[%i1, %c0, %c0, %c0] : memref<4x1x3x3xf32>
+// CHECK-NEXT:      %[[W01:.*]] = memref.load %w[%i1, %c0, %c0, %c1] : memref<4x1x3x3xf32>
+// CHECK-COUNT-7:   memref.load %w
+// CHECK-NEXT:      %[[BIAS:.*]] = memref.load %b[%i1] : memref<4xf32>
+// CHECK-NEXT:      %[[NC:.*]] = arith.muli %i0, %c4 : index
+// CHECK-NEXT:      %[[PLANE:.*]] = arith.addi %[[NC]], %i1 : index
+// CHECK-NEXT:      %[[FIRST:.*]] = arith.muli %[[PLANE]], %c9 : index
+// CHECK-NEXT:      scf.for %oh = %c0 to %c4 step %c1 {
+// CHECK-NEXT:        %[[IH0:.*]] = arith.muli %oh, %c2 : index
+// CHECK-NEXT:        %[[R0:.*]] = arith.addi %[[FIRST]], %[[IH0]] : index
+// CHECK-NEXT:        %[[AT0:.*]] = arith.muli %[[R0]], %c9 : index
+// CHECK-NEXT:        %row = memref.reinterpret_cast %padded to offset: [%[[AT0]]], sizes: [9], strides: [1] : memref<2x4x9x9xf32> to memref<9xf32>
+// CHECK:             %row_1 = memref.reinterpret_cast %padded
+// CHECK:             %row_2 = memref.reinterpret_cast %padded
+// CHECK-NEXT:        scf.for %ow = %c0 to %c4 step %c1 {
+// CHECK-NEXT:          %[[IW0:.*]] = arith.muli %ow, %c2 : index
+// CHECK-NEXT:          %[[X0:.*]] = memref.load %row[%[[IW0]]] : memref<9xf32>
+// CHECK-NEXT:          %[[P0:.*]] = arith.mulf %[[X0]], %[[W00]] : f32
+// CHECK-NEXT:          %[[A0:.*]] = arith.addf %[[BIAS]], %[[P0]] : f32
+// CHECK-NEXT:          %[[S1:.*]] = arith.muli %ow, %c2 : index
+// CHECK-NEXT:          %[[IW1:.*]] = arith.addi %[[S1]], %c1 : index
+// CHECK-NEXT:          %[[X1:.*]] = memref.load %row[%[[IW1]]] : memref<9xf32>
+// CHECK-NEXT:          %[[P1:.*]] = arith.mulf %[[X1]], %[[W01]] : f32
+// CHECK-COUNT-1:       memref.load %row[
+// CHECK:               %[[X3:.*]] = memref.load %row_1
+// CHECK-NEXT:          %[[P3:.*]] = arith.mulf %[[X3]], %{{.*}} : f32
+// CHECK:               %[[X4:.*]] = memref.load %row_1
+// CHECK-NEXT:          %[[P4:.*]] = arith.mulf %[[X4]], %{{.*}} : f32
+// CHECK-NEXT:          %[[S0:.*]] = arith.addf %[[A0]], %[[P4]] : f32
+// CHECK:               %[[X5:.*]] = memref.load %row_1
+// CHECK-NEXT:          %[[P5:.*]] = arith.mulf %[[X5]], %{{.*}} : f32
+// CHECK-NEXT:          %[[S1:.*]] = arith.addf %[[P1]], %[[P5]] : f32
+// CHECK-COUNT-3:       memref.load %row_2
+// CHECK:               %[[S0B:.*]] = arith.addf %[[S0]], %{{.*}} : f32
+// CHECK-NEXT:          %[[L:.*]] = arith.addf %[[S0B]], %[[S1]] : f32
+// CHECK-NEXT:          %[[R:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:          %[[SUM:.*]] = arith.addf %[[L]], %[[R]] : f32
+// CHECK-NEXT:          %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:          %[[RELU:.*]] = arith.maximumf %[[SUM]], %[[Z]] : f32
+// CHECK-NEXT:          memref.store %[[RELU]], %out0[%i0, %i1, %oh, %ow] : memref<2x4x4x4xf32>
+// CHECK-NEXT:        } {irc.vectorize}
+// CHECK-NEXT:      }
+// CHECK-NEXT:      scf.reduce
+// CHECK-NEXT:    }) {irc.kernel = "irt.conv2d (irt.conv2d + irt.relu) -> 2x4x4x4"}
+// CHECK-NEXT:    memref.dealloc %padded : memref<2x4x9x9xf32>
+
+// Strict: no padded copy (rows of %x itself); rows 1..2 and columns 1..2 are interior, row 0
+// takes kernel rows 1 and 2, column 0 taps 1 and 2, column 3 taps 0 and 1 (row 3 takes every
+// kernel row).
+// STRICT-LABEL: func.func @depthwise
+// STRICT-NOT:     memref.alloc
+// STRICT:         scf.for %oh = %c1 to %c3 step %c1 {
+// STRICT:           %row_1 = memref.reinterpret_cast %x
+// STRICT:           %row_2 = memref.reinterpret_cast %x
+// STRICT:           scf.for %ow = %c1 to %c3 step %c1 {
+// STRICT-COUNT-9:     memref.load %row
+// STRICT:             memref.store %{{.*}}, %out0[%i0, %i1, %oh, %ow] : memref<2x4x4x4xf32>
+// STRICT-NEXT:      } {irc.vectorize}
+// STRICT-COUNT-6:   memref.load %row{{.*}}[%c{{[01]}}] : memref<7xf32>
+// STRICT:           memref.store %{{.*}}, %out0[%i0, %i1, %oh, %c0] : memref<2x4x4x4xf32>
+// STRICT-COUNT-6:   memref.load %row{{.*}}[%c{{[56]}}] : memref<7xf32>
+// STRICT:           memref.store %{{.*}}, %out0[%i0, %i1, %oh, %c3] : memref<2x4x4x4xf32>
+// STRICT-NEXT:    }
+// STRICT:         %[[TOP1:.*]] = memref.reinterpret_cast %x to offset: [%{{.*}}], sizes: [7], strides: [1]
+// STRICT:         %[[TOP2:.*]] = memref.reinterpret_cast %x to offset: [%{{.*}}], sizes: [7], strides: [1]
+// STRICT-NEXT:    scf.for %{{.*}} = %c1 to %c3 step %c1 {
+// STRICT-COUNT-6:   memref.load %{{row_[0-9]+}}[%{{.*}}] : memref<7xf32>
+// STRICT:           memref.store %{{.*}}, %out0[%i0, %i1, %c0, %{{.*}}] : memref<2x4x4x4xf32>
+// STRICT-NEXT:    } {irc.vectorize}
+// STRICT-COUNT-4: memref.load %{{row_[0-9]+}}[%c{{[01]}}] : memref<7xf32>
+// STRICT-NOT:     memref.load
+// STRICT:         memref.store %{{.*}}, %out0[%i0, %i1, %c0, %c0] : memref<2x4x4x4xf32>
+// CPP-LABEL:   extern "C" void depthwise(
+// CPP-NOT:       reduction(+
+// CPP:           for (int64_t oh = 0; oh < 4; ++oh)
+// CPP:           #pragma omp simd
+// CPP-NEXT:      for (int64_t ow = 0; ow < 4; ++ow)
+
+func.func @depthwise(%x: tensor<2x4x7x7xf32>, %w: tensor<4x1x3x3xf32>, %b: tensor<4xf32>) -> tensor<2x4x4x4xf32> {
+  %y = irt.conv2d %x, %w bias(%b : tensor<4xf32>) stride [2, 2] padding [1, 1] dilation [1, 1] groups 4 : (tensor<2x4x7x7xf32>, tensor<4x1x3x3xf32>) -> tensor<2x4x4x4xf32>
+  %r = irt.relu %y : tensor<2x4x4x4xf32>
+  func.return %r : tensor<2x4x4x4xf32>
+}
+
+// -----
+
+// A channel multiplier of 2 (output channel o reads input channel o / 2, so planes share an
+// input plane: no padded copy), no bias (the sum starts at zero), no epilogue.
+// CHECK-LABEL: func.func @multiplier
+// CHECK-NOT:     memref.alloc
+// CHECK:         ^bb0(%i0: index, %i1: index):
+// CHECK-NEXT:      %[[C:.*]] = arith.divsi %i1, %c2 : index
+// CHECK:           %[[N3:.*]] = arith.muli %i0, %c3 : index
+// CHECK-NEXT:      %{{.*}} = arith.addi %[[N3]], %[[C]] : index
+// CHECK:           scf.for %ow = %c1 to %c4 step %c1 {
+// CHECK-NEXT:        %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NOT:         arith.maximumf
+// CHECK:           } {irc.vectorize}
+
+func.func @multiplier(%x: tensor<1x3x5x5xf32>, %w: tensor<6x1x3x3xf32>) -> tensor<1x6x5x5xf32> {
+  %y = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 3 : (tensor<1x3x5x5xf32>, tensor<6x1x3x3xf32>) -> tensor<1x6x5x5xf32>
+  func.return %y : tensor<1x6x5x5xf32>
+}
+
+// -----
+
+// A 7x7 kernel: 49 taps in one loop are too many registers for GCC, so each output row takes a
+// pass per kernel row (MAX_TAPS_PER_LOOP): the first starts from the bias, the next ones from
+// the partial sums stored in the row, the last applies the epilogue (ReLU6: max, min).
+// CHECK-LABEL: func.func @kernel7
+// CHECK:         scf.for %oh = %c0 to %c9 step %c1 {
+// CHECK-COUNT-7:   memref.reinterpret_cast %padded
+// CHECK-NEXT:      scf.for %ow = %c0 to %c9 step %c1 {
+// CHECK-NOT:         memref.load %out0
+// CHECK-COUNT-7:     memref.load %row
+// CHECK-NOT:         arith.maximumf
+// CHECK:             memref.store %{{.*}}, %out0[%i0, %i1, %oh, %ow] : memref<1x2x9x9xf32>
+// CHECK-NEXT:      } {irc.vectorize}
+// CHECK-COUNT-5:   memref.load %out0
+// CHECK:           scf.for %[[LAST:.*]] = %c0 to %c9 step %c1 {
+// CHECK-NEXT:        %[[PART:.*]] = memref.load %out0[%i0, %i1, %oh, %[[LAST]]] : memref<1x2x9x9xf32>
+// CHECK-COUNT-7:     memref.load %row_6
+// CHECK:             arith.maximumf
+// CHECK:             arith.minimumf
+// CHECK-NEXT:        memref.store %{{.*}}, %out0[%i0, %i1, %oh, %[[LAST]]] : memref<1x2x9x9xf32>
+// CHECK-NEXT:      } {irc.vectorize}
+// CHECK-NEXT:    }
+// CHECK-NEXT:    scf.reduce
+
+func.func @kernel7(%x: tensor<1x2x9x9xf32>, %w: tensor<2x1x7x7xf32>, %b: tensor<2xf32>) -> tensor<1x2x9x9xf32> {
+  %y = irt.conv2d %x, %w bias(%b : tensor<2xf32>) stride [1, 1] padding [3, 3] dilation [1, 1] groups 2 : (tensor<1x2x9x9xf32>, tensor<2x1x7x7xf32>) -> tensor<1x2x9x9xf32>
+  %r = irt.relu6 %y : tensor<1x2x9x9xf32>
+  func.return %r : tensor<1x2x9x9xf32>
+}

@@ -188,6 +188,34 @@ def test_fused_sigmoid_gelu_kernel_runs_at_the_targets_width(tmp_path, width):
     assert not re.search(r"call\s+(expf|erff|tanhf|logf)", asm)
 
 
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_a_standalone_batch_norm_kernel_is_vectorized(tmp_path):
+    """A batch norm no conv absorbs (pre-activation, as in DenseNet) computes sqrt per element:
+    with the default flags (-fno-math-errno) its loop is vectorized; with errno set, GCC treats
+    every sqrtf as a libm call that may write memory and keeps the loop scalar."""
+    from irc.models.cnn import randomize_batch_norms
+    from irc.runtime.build import DEFAULT_CXXFLAGS
+
+    m = randomize_batch_norms(torch.nn.Sequential(torch.nn.BatchNorm2d(24), torch.nn.ReLU())).eval()
+    x = torch.randn(1, 24, 9, 40)
+    cm = irc.compile(m, (x,))
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+    src = tmp_path / "model.cpp"
+    src.write_text(cm.cpp_source)
+    flags = [f for f in DEFAULT_CXXFLAGS if f != "-shared"]
+    assert "-fno-math-errno" in flags and "__builtin_sqrtf" in cm.cpp_source
+
+    def vectorized(extra: list[str]) -> bool:
+        cmd = ["g++", *flags, *extra, "-S", str(src), "-o", str(tmp_path / "m.s"), "-fopt-info-vec-optimized"]
+        report = subprocess.run(cmd, check=True, capture_output=True, text=True).stderr
+        lines = {int(n) for n in re.findall(r"model\.cpp:(\d+):\d+: optimized: loop vectorized", report)}
+        return bool(lines & set(_kernel_lines(cm.cpp_source, 0)))
+
+    assert vectorized([])
+    assert not vectorized(["-fmath-errno"])  # the test can fail: errno keeps it scalar
+
+
 # --- through irc.compile: specials against eager -------------------------------------------
 
 SPECIAL_INPUT = torch.tensor(

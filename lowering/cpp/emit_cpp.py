@@ -58,7 +58,7 @@ from irc.dialects.symbolic import (
 )
 from irc.lowering.cpp.gemm import emit_attention, emit_gemm
 from irc.lowering.cpp.headers import header
-from irc.lowering.loops.parallelize import run_time_condition, runs_serial
+from irc.lowering.loops.parallelize import COLLAPSE_ATTR, run_time_condition, runs_serial
 from irc.lowering.loops.vectorize import CHUNK_ATTR, SIMD_ATTR, SIMD_INNER, SIMD_SPLIT, constant_bounds, is_vectorized
 from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
@@ -412,8 +412,10 @@ class CppEmitter:
         when = f" if({condition})" if condition else ""
         simd = op.attributes.get(SIMD_ATTR)
         if simd is None:
+            collapse = op.attributes.get(COLLAPSE_ATTR)  # irc-parallelize: the innermost left out
+            depth = collapse.value.data if isinstance(collapse, IntegerAttr) else rank
             if d == 0 and threads:
-                self.line(f"#pragma omp parallel for collapse({rank}) schedule(static){when}")
+                self.line(f"#pragma omp parallel for collapse({depth}) schedule(static){when}")
             return
         if simd not in (StringAttr(SIMD_SPLIT), StringAttr(SIMD_INNER)):
             raise NotImplementedError(f"cpp emitter: {SIMD_ATTR} must be {SIMD_SPLIT!r} or {SIMD_INNER!r}, got {simd}")

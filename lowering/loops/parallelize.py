@@ -19,6 +19,13 @@ With symbolic sizes a trip count bounded by the function's size arguments is an 
 `irc.work = "<expression>"` and `irc.threshold = N`, and the emitter prints OpenMP's
 `if(work >= N)` clause, so the choice is made at every call from the actual sizes.
 
+A nest that runs with OpenMP and has no SIMD schedule (`irc.simd`, irc-vectorize's) gets
+`irc.collapse = rank - 1` when its outer dimensions have at least `COLLAPSE_MIN_OUTER` iterations
+in all: the threads share the outer dimensions and the innermost stays a plain loop. Collapsing
+the innermost too makes GCC rebuild every index from the flattened one each iteration: a
+28x28x64 transpose took 95 us instead of 8 (one thread). Without the mark, all dimensions are
+collapsed (few outer iterations: the threads need the innermost to share).
+
 The default threshold was measured on the project machine (2-core Zen 3, GCC 12 libgomp,
 see `examples/omp_threshold.py`): OpenMP pays off from about 30k-130k body ops (a wash near
 65k, which is the default; under load from other processes, the higher end).
@@ -36,9 +43,14 @@ from xdsl.passes import ModulePass
 
 from irc.dialects.symbolic import Dim, cpp_dim, dim, format_dim, parse_dim, product
 from irc.lowering.loops.constants import constant_int, size_expr
+from irc.lowering.loops.vectorize import SIMD_ATTR
 from irc.target import DEFAULT_OMP_THRESHOLD
 
 PARALLEL_ATTR = "irc.parallel"
+COLLAPSE_ATTR = "irc.collapse"
+COLLAPSE_MIN_OUTER = 16
+"""Outer iterations (all dimensions but the innermost) from which an OpenMP nest without a SIMD
+schedule leaves its innermost dimension out of `collapse`."""
 WORK_ATTR = "irc.work"
 THRESHOLD_ATTR = "irc.threshold"
 OMP, SERIAL = "omp", "serial"
@@ -105,11 +117,28 @@ def mark(loop: scf.ParallelOp, threshold: int) -> None:
         loop.attributes[WORK_ATTR] = StringAttr(format_dim(work))
         loop.attributes[THRESHOLD_ATTR] = IntegerAttr(threshold, 64)
         loop.attributes[PARALLEL_ATTR] = StringAttr(OMP)
+        mark_collapse(loop)
         return
     loop.attributes[WORK_ATTR] = IntegerAttr(work, 64)
     trips = iterations(loop)
     parallel = work >= threshold and (not isinstance(trips, int) or trips >= 2)
     loop.attributes[PARALLEL_ATTR] = StringAttr(OMP if parallel else SERIAL)
+    if parallel:
+        mark_collapse(loop)
+
+
+def mark_collapse(loop: scf.ParallelOp) -> None:
+    """`irc.collapse = rank - 1` on an OpenMP nest without a SIMD schedule whose outer dimensions
+    have enough iterations (see the module doc); unknown extents count as many."""
+    rank = len(loop.lowerBound)
+    if rank < 2 or SIMD_ATTR in loop.attributes:
+        return
+    outer = 1
+    for lb, ub, step in list(zip(loop.lowerBound, loop.upperBound, loop.step))[:-1]:
+        trips = _trips(lb, ub, step)
+        outer *= trips if isinstance(trips, int) else COLLAPSE_MIN_OUTER
+    if outer >= COLLAPSE_MIN_OUTER:
+        loop.attributes[COLLAPSE_ATTR] = IntegerAttr(rank - 1, 64)
 
 
 def run_time_condition(loop: Operation) -> str | None:

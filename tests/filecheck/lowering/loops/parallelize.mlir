@@ -4,18 +4,21 @@
 // RUN: irc-opt %s -p irc-to-loops --split-input-file -t cpp | filecheck %s --check-prefix=UNMARKED
 
 // Work = iterations x body ops (constants are free): relu on 4x16 is 64 x 3 (load, max,
-// store), far below the threshold: serial; sigmoid on 256x512 is 131072 x 6: OpenMP.
+// store), far below the threshold: serial; sigmoid on 256x512 is 131072 x 6: OpenMP. With no
+// SIMD schedule (irc-vectorize did not run) and 256 outer iterations, its threads share the
+// rows only (`irc.collapse = 1`): collapsing the columns too would rebuild both indices from the
+// flattened one at every element.
 
 // CHECK-LABEL: func.func @sizes
 // CHECK:         }) {irc.kernel = "irt.relu -> 4x16", irc.work = 192 : i64, irc.parallel = "serial"}
-// CHECK:         }) {irc.kernel = "irt.sigmoid -> 256x512", irc.work = 786432 : i64, irc.parallel = "omp"}
+// CHECK:         }) {irc.kernel = "irt.sigmoid -> 256x512", irc.work = 786432 : i64, irc.parallel = "omp", irc.collapse = 1 : i64}
 
 // CPP-LABEL:     extern "C" void sizes(
 // CPP:           // kernel 0: irt.relu -> 4x16
 // CPP-NOT:       #pragma omp parallel
 // CPP-NEXT:      for (int64_t i0 = 0; i0 < 4; ++i0)
 // CPP:           // kernel 1: irt.sigmoid -> 256x512
-// CPP-NEXT:      #pragma omp parallel for collapse(2) schedule(static)
+// CPP-NEXT:      #pragma omp parallel for collapse(1) schedule(static)
 
 // LOW-LABEL: func.func @sizes
 // LOW:         irc.work = 192 : i64, irc.parallel = "omp"
@@ -77,4 +80,22 @@ func.func @windows(%x: tensor<1x64x8x8xf32>, %y: tensor<1x2x7x7xf32>) -> (tensor
   %g = irt.adaptive_avg_pool2d %x : (tensor<1x64x8x8xf32>) -> tensor<1x64x1x1xf32>
   %h = irt.adaptive_avg_pool2d %y : (tensor<1x2x7x7xf32>) -> tensor<1x2x3x2xf32>
   func.return %g, %h : tensor<1x64x1x1xf32>, tensor<1x2x3x2xf32>
+}
+
+// -----
+
+// A transpose (not vectorizable: its innermost output dimension walks the input with a stride)
+// threads over its 1x28x28 outer iterations and keeps the 64 channels a plain loop; one with 4
+// outer iterations collapses every dimension, so both threads get work.
+
+// CHECK-LABEL: func.func @transposes
+// CHECK:         }) {irc.kernel = "irt.transpose -> 1x28x28x64", irc.work = {{[0-9]+}} : i64, irc.parallel = "omp", irc.collapse = 3 : i64}
+// CHECK:         }) {irc.kernel = "irt.transpose -> 4x40000", irc.work = {{[0-9]+}} : i64, irc.parallel = "omp"}
+// CPP-LABEL:   extern "C" void transposes(
+// CPP:           #pragma omp parallel for collapse(3) schedule(static)
+// CPP:           #pragma omp parallel for collapse(2) schedule(static)
+func.func @transposes(%x: tensor<1x64x28x28xf32>, %y: tensor<40000x4xf32>) -> (tensor<1x28x28x64xf32>, tensor<4x40000xf32>) {
+  %a = irt.transpose %x [0, 2, 3, 1] : (tensor<1x64x28x28xf32>) -> tensor<1x28x28x64xf32>
+  %b = irt.transpose %y [1, 0] : (tensor<40000x4xf32>) -> tensor<4x40000xf32>
+  func.return %a, %b : tensor<1x28x28x64xf32>, tensor<4x40000xf32>
 }

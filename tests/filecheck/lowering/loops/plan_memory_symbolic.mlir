@@ -20,8 +20,8 @@
 // The entry point takes this thread's arena grown to the call's size; OpenMP or not is decided
 // per call from the work expression (irc-parallelize).
 // CPP:         extern "C" void chain(const int64_t s0, const int64_t s1,
-// CPP:           #pragma omp parallel for collapse(2) schedule(static) if(48 * s0 >= 65536)
-// CPP:           #pragma omp parallel for collapse(2) schedule(static) if(3 * s0 * s1 >= 65536)
+// CPP:           #pragma omp parallel for collapse(1) schedule(static) if(48 * s0 >= 65536)
+// CPP:           #pragma omp parallel for collapse(1) schedule(static) if(3 * s0 * s1 >= 65536)
 // CPP:         irc_thread_arena(128 * s0 + 64 * ((4 * s0 * s1 + 189) / 64))
 func.func @chain(%x: tensor<?x16xf32, #irt.dims<"s0">>, %y: tensor<?x?xf32, #irt.dims<"s0", "s1">>) -> (tensor<?x16xf32, #irt.dims<"s0">>, tensor<?x?xf32, #irt.dims<"s0", "s1">>) {
   %a = irt.exp %x : tensor<?x16xf32, #irt.dims<"s0">>

@@ -414,6 +414,9 @@ class CppEmitter:
         if simd is None:
             collapse = op.attributes.get(COLLAPSE_ATTR)  # irc-parallelize: the innermost left out
             depth = collapse.value.data if isinstance(collapse, IntegerAttr) else rank
+            if collapse is not None and not (isinstance(collapse, IntegerAttr) and 1 <= depth <= rank):
+                raise NotImplementedError(f"cpp emitter: {COLLAPSE_ATTR} must be an integer from 1 to the nest's "
+                                          f"{rank} dimensions, got {collapse}")
             if d == 0 and threads:
                 self.line(f"#pragma omp parallel for collapse({depth}) schedule(static){when}")
             return

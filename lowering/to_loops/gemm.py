@@ -13,12 +13,14 @@ decides, per shape and written on the op:
 * whether the product runs on OpenMP threads (`PARALLEL_FLOPS`);
 * how each epilogue input is read per row and column (`strides`; 0 broadcasts).
 
-What stays on the scalar loop nests of `to_loops/core.py`/`to_loops/nn.py`: strict builds (the
-engine reassociates sums and uses FMA), depthwise-like convolutions (fewer than `gemm_rows` output
-channels per group), a packed rhs whose panel width is not this machine's, and an epilogue
-input whose broadcast is not affine in the flattened row. Attention
-(`irl.attention`) is two GEMMs per block of queries with the softmax between them; it stays on
-the scalar online-softmax nest when q, k and v broadcast their batch dimensions.
+What stays on the loop nests of `to_loops/core.py`/`to_loops/nn.py`: strict builds (the
+engine reassociates sums and uses FMA), convolutions with fewer than `gemm_rows` output channels
+per group (depthwise ones, one input channel per group, take nn.py's vectorized row-wise nest;
+other grouped ones its scalar nest), a packed rhs whose panel width is not this machine's, and an
+epilogue input whose broadcast is not affine in the flattened row. Attention (`irl.attention`)
+is, per block of queries, the scores on the engine, a row softmax, and P v (read in place for a
+value width of 1-4 vectors, else on the engine); it stays on the scalar online-softmax nest when
+q, k and v broadcast their batch dimensions.
 """
 
 from __future__ import annotations

@@ -400,8 +400,9 @@ class AttentionOp(IntArrays, StaticShapeOp):
     `rows` at a time: a block of scores (rows x Lk) is one GEMM with the scale, mask and causal
     -inf applied on the register tile, a softmax over each row in place, then P v (read from P's
     and v's rows for Ev of 1-4 vectors, else one GEMM). `causal 1` also tells the engine that a
-    block needs only the keys up to its last query. Scores never exist beyond one block per thread. `mask_strides` (batch, row, column) read
-    the optional additive mask operand (0 broadcasts). Sizes and mask strides known only at
+    block needs only the keys up to its last query. Scores never exist beyond one block per thread.
+    `mask_strides` (batch, row, column) read the optional additive mask operand (0 broadcasts).
+    Sizes and mask strides known only at
     call time are index operands (`sizes [%b, %s0, %s1, 64, 64]`), and `parallel 1 if %p`
     decides the threads at call time, as on `irl.gemm`.
     """

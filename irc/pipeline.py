@@ -8,7 +8,7 @@
     irc-pack-weights{inputs gemm_width gemm_rows}  (unless the Target is strict)
     irc-fold-params{inputs}                    (its @NAME__fold is evaluated on the weights)
     irc-to-loops{tag_ops gemm_width gemm_rows strict threads l1d l2 l3}
-    irc-vectorize, irc-plan-memory{alignment}, irc-parallelize{threshold}
+    irc-vectorize{vector_width}, irc-plan-memory{alignment}, irc-parallelize{threshold}
     -t cpp{strict gemm_width gemm_rows vector_width profile}
 
 The passes cost seconds on a big model, and their result depends only on the imported IR and
@@ -75,7 +75,7 @@ def declared(target: Target, *, inputs: int, fuse: bool = True, profile: bool = 
         FoldParamsPass(inputs=inputs),
         IrcToLoopsPass(tag_ops=profile, gemm_width=target.gemm_width, gemm_rows=target.gemm_rows, strict=target.strict,
                        threads=target.threads, l1d=target.l1d, l2=target.l2, l3=target.l3),
-        VectorizePass(),
+        VectorizePass(vector_width=target.vector_width),
         PlanMemoryPass(alignment=target.alignment),
         ParallelizePass(threshold=target.omp_threshold),
     ]

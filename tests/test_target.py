@@ -84,7 +84,9 @@ def test_the_pipeline_is_spelled_with_every_option():
     assert "irc-to-loops{tag_ops=false gemm_width=32 gemm_rows=12 strict=false threads=4 l1d=1 l2=2 l3=3}" in text
     assert "irc-parallelize{threshold=1000}" in text
     assert "-t 'cpp{strict=false gemm_width=32 gemm_rows=12 vector_width=8 profile=false}'" in text
-    assert "vector_width=16" in spelled(t.replace(isa="avx512", vector_width=16), inputs=2)
+    assert "irc-vectorize{vector_width=8}" in text
+    wide = spelled(t.replace(isa="avx512", vector_width=16), inputs=2)
+    assert "irc-vectorize{vector_width=16}" in wide and "vector_width=16 profile=false}'" in wide
     strict = [p.name for p in declared(t.replace(strict=True), inputs=1, fuse=False).passes]
     assert strict == ["irc-fold-params", "irc-to-loops", "irc-vectorize", "irc-plan-memory", "irc-parallelize"]
 
@@ -119,10 +121,11 @@ def test_no_pass_reads_the_environment(tmp_path):
 
 
 @pytest.mark.parametrize("width", [4, 8, 16])
-@pytest.mark.parametrize("name", ["transformer-block", "cnn", "eltwise-layernorm", "mlp-small"])
+@pytest.mark.parametrize("name", ["transformer-block", "cnn", "eltwise-layernorm", "mlp-small", "densenet"])
 def test_builtin_models_match_eager_at_every_vector_width(name, width):
     """The portable (4 lanes), AVX2 (8) and AVX-512 (16) vector code on the host: elementwise
-    chains, reductions, GEMM epilogues in IRC_VL pieces, attention's softmax and P v."""
+    chains, reductions, GEMM epilogues in IRC_VL pieces, attention's softmax and P v, pooling
+    windows at their narrowed `irc.lanes`."""
     from irc.models import get_model
 
     host = Target.host()

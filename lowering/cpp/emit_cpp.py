@@ -59,7 +59,15 @@ from irc.dialects.symbolic import (
 from irc.lowering.cpp.gemm import emit_attention, emit_gemm
 from irc.lowering.cpp.headers import header
 from irc.lowering.loops.parallelize import COLLAPSE_ATTR, run_time_condition, runs_serial
-from irc.lowering.loops.vectorize import CHUNK_ATTR, SIMD_ATTR, SIMD_INNER, SIMD_SPLIT, constant_bounds, is_vectorized
+from irc.lowering.loops.vectorize import (
+    CHUNK_ATTR,
+    LANES_ATTR,
+    SIMD_ATTR,
+    SIMD_INNER,
+    SIMD_SPLIT,
+    constant_bounds,
+    is_vectorized,
+)
 from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
 from irc.target import GEMM_ROWS_CHOICES
@@ -454,9 +462,9 @@ class CppEmitter:
                     self.chunked_reduction(op, kind.data, chunk)  # type: ignore[union-attr]
                     return
                 self.line(f"#pragma omp simd reduction({'+' if kind == StringAttr('add') else 'max'}:{self.n(op.results[0])})"
-                          f"{self.simdlen}")
+                          f"{self.lanes_of(op)}")
             elif not carried and is_vectorized(op):  # irc-vectorize
-                self.line(f"#pragma omp simd{self.simdlen}")
+                self.line(f"#pragma omp simd{self.lanes_of(op)}")
             self.loop_header(block.args[0], op.lb, op.ub, op.step)
             self.nested(block)
 
@@ -494,6 +502,12 @@ class CppEmitter:
             i = self.fresh(block.args[0], "i")
             self.line(f"for (int64_t {i} = {full}; {i} < {lb + trips}; ++{i})")
             self.nested(block)
+
+    def lanes_of(self, loop: Operation) -> str:
+        """The simdlen clause of an scf.for: irc-vectorize's `irc.lanes` on a short loop, else the
+        Target's width."""
+        lanes = loop.attributes.get(LANES_ATTR)
+        return f" simdlen({lanes.value.data})" if isinstance(lanes, IntegerAttr) else self.simdlen
 
     @property
     def simdlen(self) -> str:

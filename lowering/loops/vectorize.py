@@ -26,7 +26,13 @@ It also decides how the lanes are scheduled, and writes that on the loop so IR d
   `omp simd` on the innermost either way;
 * `irc.chunk = 64` on an `scf.for` carrying one "add"/"max" reduction over at least
   `CHUNKED_REDUCTION_TRIPS` constant iterations (marked or not): the emitter keeps that many
-  partial results (see `REDUCTION_CHUNK`). Strict builds (no reassociation) ignore it.
+  partial results (see `REDUCTION_CHUNK`). Strict builds (no reassociation) ignore it;
+* `irc.lanes = L` on a marked `scf.for` whose trip count is known only at run time but bounded
+  by fewer than twice the Target's vector width W (the option `vector_width`): a pooling
+  window's clamped column range, say at most 16 columns. Its `simdlen` is then L = half the
+  bound (a power of two, at least 4) rather than W: with W lanes such a loop rarely fills one
+  vector and runs its remainder scalar (a 3x3 stride-2 max pool to 16 columns: 132 us at 16
+  lanes, 64 us at 8). Other SIMD loops run at W (the emitter's `vector_width`).
 
 The scalar math the body calls (`irc_exp`, `irc_erf`, ... from `include/irc_math.h`) is
 branch-free inline code, so a marked loop becomes AVX2/FMA code.
@@ -49,6 +55,7 @@ VECTORIZE_ATTR = "irc.vectorize"
 SIMD_ATTR = "irc.simd"
 SIMD_SPLIT, SIMD_INNER = "split", "inner"
 CHUNK_ATTR = "irc.chunk"
+LANES_ATTR = "irc.lanes"
 REDUCTION_KINDS = ("add", "max")
 
 SIMD_MIN_OUTER = 16
@@ -159,15 +166,72 @@ def vectorizable(loop: Operation) -> bool:
     return False
 
 
+def _bound(v: SSAValue) -> int | None:
+    """A constant upper bound of an index value: a constant, or a min with one (`arith.minsi`, or
+    the `select(a < c, a, c)` form)."""
+    c = constant_int(v)
+    if c is not None:
+        return c
+    op = v.owner
+    if isinstance(op, arith.MinSIOp):
+        bounds = [b for b in (_bound(op.lhs), _bound(op.rhs)) if b is not None]
+        return min(bounds) if bounds else None
+    if isinstance(op, arith.SelectOp) and isinstance(op.cond.owner, arith.CmpiOp):
+        cmp = op.cond.owner
+        if {cmp.lhs, cmp.rhs} == {op.lhs, op.rhs}:  # a min or a max of the two
+            is_min = (cmp.predicate.value.data in (2, 3, 6, 7)) == (cmp.lhs is op.lhs)
+            if is_min:
+                bounds = [b for b in (_bound(op.lhs), _bound(op.rhs)) if b is not None]
+                return min(bounds) if bounds else None
+    return None
+
+
+def _non_negative(v: SSAValue) -> bool:
+    """Whether an index value is known >= 0: a constant, or a max with a constant >= 0."""
+    c = constant_int(v)
+    if c is not None:
+        return c >= 0
+    op = v.owner
+    if isinstance(op, arith.MaxSIOp):
+        return any(constant_int(x) is not None and constant_int(x) >= 0 for x in (op.lhs, op.rhs))  # type: ignore[operator]
+    if isinstance(op, arith.SelectOp) and isinstance(op.cond.owner, arith.CmpiOp):
+        cmp = op.cond.owner
+        if {cmp.lhs, cmp.rhs} == {op.lhs, op.rhs}:
+            is_max = (cmp.predicate.value.data in (4, 5, 8, 9)) == (cmp.lhs is op.lhs)
+            return is_max and any(constant_int(x) is not None and constant_int(x) >= 0 for x in (op.lhs, op.rhs))  # type: ignore[operator]
+    return False
+
+
+def short_loop_lanes(loop: scf.ForOp, vector_width: int) -> int | None:
+    """`irc.lanes` of a marked loop (see the module doc), or None to run it at the full width."""
+    if constant_bounds(loop) is not None or constant_int(loop.step) != 1 or not _non_negative(loop.lb):
+        return None
+    bound = _bound(loop.ub)
+    if bound is None or bound >= 2 * vector_width:
+        return None
+    lanes = 4
+    while lanes * 4 <= bound:
+        lanes *= 2
+    return lanes if lanes < vector_width else None
+
+
 @dataclass(frozen=True)
 class VectorizePass(ModulePass):
+    """Options: vector_width, the Target's float32 lanes (16, 8 or 4), which `irc.lanes` narrows
+    for short loops (see the module doc)."""
+
     name = "irc-vectorize"
+    vector_width: int = 8
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.vector_width not in (4, 8, 16):
+            raise ValueError(f"irc-vectorize: vector_width must be 4, 8 or 16, got {self.vector_width}")
         for loop in op.walk():
             if isinstance(loop, (scf.ParallelOp, scf.ForOp)) and vectorizable(loop):
                 loop.attributes[VECTORIZE_ATTR] = UnitAttr()
                 if isinstance(loop, scf.ParallelOp):
                     loop.attributes[SIMD_ATTR] = StringAttr(simd_schedule(loop))
+                elif (lanes := short_loop_lanes(loop, self.vector_width)) is not None:
+                    loop.attributes[LANES_ATTR] = IntegerAttr(lanes, 64)
             if isinstance(loop, scf.ForOp) and chunked(loop):
                 loop.attributes[CHUNK_ATTR] = IntegerAttr(REDUCTION_CHUNK, 64)

@@ -68,7 +68,7 @@ class Target:
     l2: int = 0
     l3: int = 0
     gemm_rows: int = GEMM_ROWS
-    vector_width: int = 8
+    vector_width: int = 0  # 0: the ISA's width (resolved in __post_init__)
 
     def __post_init__(self) -> None:
         if self.isa not in ISAS:
@@ -78,6 +78,8 @@ class Target:
         if self.gemm_rows not in GEMM_ROWS_CHOICES:
             raise ValueError(f"Target.gemm_rows must be one of {GEMM_ROWS_CHOICES} (the C++ register tile's rows), "
                              f"got {self.gemm_rows!r}")
+        if self.vector_width == 0:  # frozen: set once, here
+            object.__setattr__(self, "vector_width", ISAS[self.isa])
         if self.vector_width not in VECTOR_WIDTHS or self.vector_width > ISAS[self.isa]:
             widths = " or ".join(str(w) for w in VECTOR_WIDTHS if w <= ISAS[self.isa])
             raise ValueError(f"Target.vector_width must be {widths} on {self.isa} (float32 lanes per vector), "

@@ -70,6 +70,8 @@ def test_invalid_targets_are_refused():
         Target(isa="neon")
     with pytest.raises(ValueError, match="threads >= 1"):
         Target(threads=0)
+    assert (Target().vector_width, Target(isa="portable").vector_width, Target(isa="avx512").vector_width) == (8, 4, 16)
+    assert Target(isa="avx512").replace(isa="avx2", vector_width=8).vector_width == 8
     with pytest.raises(ValueError, match="vector_width must be 4 or 8 on avx2"):
         Target(isa="avx2", vector_width=16)  # wider than the ISA: emulated in halves, slower, never asked for
     with pytest.raises(ValueError, match="vector_width must be 4 or 8 or 16 on avx512"):

@@ -251,7 +251,7 @@ def test_sdpa_on_the_engine_at_every_vector_width(name, causal, width):
     fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=causal)  # noqa: E731
     cm = irc.compile(fn, (q, k, v), target=host.replace(vector_width=width))
     assert "irl.attention" in cm.ir("loops")
-    torch.testing.assert_close(cm(q, k, v), fn(q, k, v), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(cm(q, k, v), fn(q, k, v))  # measured: max abs error <= 9.6e-7 over all cases
 
 
 @FUSE

@@ -24,7 +24,12 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
   padding pHxpW, dilation dHxdW, groups G>`); the product then runs per image and group: A is the group's
   [O/groups, C/groups*kH*kW] weights, C the group's [O/groups, OH*OW] output;
 * `im2col_panels`: as `im2col`, with `a` the weights already in the engine's 6-row panels,
-  [ceil(O/6), C/groups*kH*kW, 6] (`irt.pack "rows" 6`, at compile time).
+  [ceil(O/6), C/groups*kH*kW, 6] (`irt.pack "rows" 6`, at compile time);
+* `direct` / `direct_panels`: as `im2col` / `im2col_panels` for a convolution with stride 1: B
+  is read in place from the image (a padded one copied with its zeros first), each row
+  (c, kh, kw) of it the image plane shifted by kh*dH*Wp + kw*dW, so nothing is packed; the
+  product runs on the virtual columns oh*Wp + ow, Wp = W + 2*pW, and keeps those with ow < OW
+  (`irc_conv_direct` in `include/irc_gemm.h`).
 
 `batch [count, sa, sb, sc]` (optional, not with im2col) makes it `count` products, the n-th reading
 A, B and C `sa`, `sb`, `sc` elements further on (0: shared, a broadcast batch dim) and its
@@ -97,9 +102,13 @@ class GemmLayout(StrEnum):
     KN = "kn"
     IM2COL = "im2col"
     IM2COL_PANELS = "im2col_panels"
+    DIRECT = "direct"
+    DIRECT_PANELS = "direct_panels"
 
 
-CONV_LAYOUTS = (GemmLayout.IM2COL, GemmLayout.IM2COL_PANELS)
+CONV_LAYOUTS = (GemmLayout.IM2COL, GemmLayout.IM2COL_PANELS, GemmLayout.DIRECT, GemmLayout.DIRECT_PANELS)
+DIRECT_LAYOUTS = (GemmLayout.DIRECT, GemmLayout.DIRECT_PANELS)
+PACKED_CONV_LAYOUTS = (GemmLayout.IM2COL_PANELS, GemmLayout.DIRECT_PANELS)
 
 
 @irdl_attr_definition
@@ -368,7 +377,10 @@ class GemmOp(IntArrays, StaticShapeOp):
                 raise VerifyException("irl.gemm: the batch count must be >= 1 (or a run-time size), got 0")
         self.verify_parallel()
         if (self.layout.data in CONV_LAYOUTS) != (self.conv is not None):
-            raise VerifyException("irl.gemm: the im2col layouts (and only they) take the convolution geometry (`conv <...>`)")
+            raise VerifyException(
+                "irl.gemm: the convolution layouts (im2col, direct and their _panels, and only they) take the "
+                "convolution geometry (`conv <...>`)"
+            )
         if self.conv is not None:
             if self.dynamic_sizes or self.dynamic_tiles or self.dynamic_strides or self.parallel_if is not None:
                 raise VerifyException("irl.gemm: a convolution's sizes, tiles and strides are static")
@@ -380,6 +392,11 @@ class GemmOp(IntArrays, StaticShapeOp):
                 raise VerifyException(
                     f"irl.gemm: sizes {list(self.ints('sizes'))} are not the per-group product of the conv geometry, "
                     f"[O/groups, OH*OW, C/groups*kH*kW] = {list(implied)}"
+                )
+            if self.layout.data in DIRECT_LAYOUTS and (g.stride_h, g.stride_w) != (1, 1):
+                raise VerifyException(
+                    f"irl.gemm: the direct layouts read the image in place, so they take stride 1x1 (im2col "
+                    f"takes others), got stride {g.stride_h}x{g.stride_w}"
                 )
         block = self.body.block
         if len(block.args) != 1 + len(self.epilogue) or not isinstance(block.last_op, YieldOp):

@@ -1,10 +1,12 @@
 """The GEMM engine (lowering/to_loops/gemm.py, lowering/cpp/gemm.py) against eager: ragged tile
 edges, K in several KC steps, every B layout, epilogue operands read per row, column or both,
-convolutions through im2col and attention through two GEMMs per block of queries."""
+convolutions through im2col or read in place (stride 1) and attention through two GEMMs per block of queries."""
 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 
 import pytest
 import torch
@@ -13,6 +15,7 @@ from irc_testing import check
 from torch import nn
 
 import irc
+from irc.lowering.cpp.headers import INCLUDE_DIR
 from irc.lowering.to_loops.gemm import A_BLOCK_BYTES, KC_MAX, NC_MAX, blocking, choose_tiles
 
 torch.manual_seed(0)
@@ -20,7 +23,7 @@ torch.manual_seed(0)
 
 def _gemm_kernels(cm) -> int:
     """Calls of the engine in the generated functions (not its definition)."""
-    return len(re.findall(r"^\s+irc_gemm\(\d", cm.cpp_source, re.M))
+    return len(re.findall(r"^\s+(irc_gemm|irc_conv_direct<\d+>)\(\d", cm.cpp_source, re.M))
 
 
 # M: one row, a ragged 6-row tile, several tiles; N: ragged 16-column panels; K: one KC step or more.
@@ -84,6 +87,14 @@ CONVS = {
     "deep-K": dict(cin=64, cout=7, k=3, stride=1, pad=0, dil=1, groups=1, hw=(6, 9)),  # K = 576: two KC steps
     # K = 333 in two steps of 167: the second starts at channel 18, tap 5 (im2col is walked tap-major)
     "K-mid-channel": dict(cin=37, cout=6, k=3, stride=2, pad=1, dil=1, groups=1, hw=(7, 9)),
+    # stride 1 reads the image in place (irc_conv_direct): virtual columns oh*W + ow, the last
+    # tile ragged and packed; rows of 41 columns that tiles of 16/32 straddle; a 2x3 plane
+    # smaller than one tile; a rectangular kernel with its own paddings; padding on one axis
+    "1x1-ragged": dict(cin=16, cout=24, k=1, stride=1, pad=0, dil=1, groups=1, hw=(7, 5)),
+    "wide": dict(cin=5, cout=13, k=3, stride=1, pad=1, dil=1, groups=1, hw=(23, 41)),
+    "tiny-plane": dict(cin=32, cout=8, k=3, stride=1, pad=1, dil=1, groups=1, hw=(2, 3)),
+    "3x5": dict(cin=8, cout=12, k=(3, 5), stride=1, pad=(1, 2), dil=1, groups=1, hw=(10, 17)),
+    "pad-h-only": dict(cin=6, cout=7, k=3, stride=1, pad=(1, 0), dil=(1, 2), groups=1, hw=(9, 12)),
 }
 
 
@@ -114,7 +125,8 @@ def test_conv_bn_relu_residual_through_im2col(name, batch):
     with torch.no_grad():
         res = torch.randn_like(m.conv(x))
     cm = check(m, x, res)
-    assert "irc_im2col" in cm.cpp_source and _gemm_kernels(cm) == 1
+    direct = g["stride"] == 1
+    assert ("irc_conv_direct<" if direct else "irc_gemm(") in cm.cpp_source and _gemm_kernels(cm) == 1
     assert ("irc_prepacked<IRC_MR> irc_a" in cm.cpp_source) == _packed_conv(g)
 
 
@@ -172,14 +184,15 @@ def test_same_results_at_any_thread_count(threads, monkeypatch):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_conv_split_by_rows_for_the_targets_thread_count(threads, monkeypatch):
     """48 output channels on a 4x4 image: tasks split the rows (channels), as many as the
-    Target's threads (IRC_NUM_THREADS when compiling): one task of 48 rows for one thread (one
-    im2col packing), two of 24 for two. Either runs right at the other thread count."""
+    Target's threads (IRC_NUM_THREADS when compiling): one task of 48 rows for one thread, two
+    of 24 for two (each reading the padded image in place). Either runs right at the other
+    thread count."""
     monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
     model = nn.Sequential(nn.Conv2d(40, 48, 3, padding=1), nn.ReLU()).eval()
     x = torch.randn(1, 40, 4, 4)
     cm = check(model, x)
     rows = 48 // threads
-    assert re.search(rf"irc_gemm\(48, 16, 360, irc_a, irc_b, irc_c, 16, irc_epi, \d+, \d+, \d+, {rows}, true\);", cm.cpp_source)
+    assert re.search(rf"irc_conv_direct<9>\(48, irc_a, irc_b, irc_c, irc_epi, \d+, \d+, {rows}, true\);", cm.cpp_source)
     monkeypatch.setenv("IRC_NUM_THREADS", str(3 - threads))  # called at the other count
     with torch.no_grad():
         torch.testing.assert_close(cm(x), model(x))
@@ -245,3 +258,58 @@ def test_blocking_from_the_cache_sizes():
     # K = 4096 in 4 steps of 1024; MC: 128 rows of 4 KiB in 512 KiB, a multiple of the tile's rows
     assert choose_tiles(256, 4096, 4096, 32, 1, rows=12, caches=(32768, 1 << 20, 32 << 20)) == (120, 1024, 1024, 256)
     assert choose_tiles(256, 4096, 4096, 32, 1, rows=14, caches=(32768, 1 << 20, 32 << 20))[0] == 126
+
+
+_GUARDED_DIRECT = r"""
+#include "irc_prelude.h"
+#define IRC_NR __NR__
+#include "irc_gemm.h"
+#include <sys/mman.h>
+#include <unistd.h>
+// The image ends exactly where a PROT_NONE page starts: a load past its last float faults.
+int main() {
+  const int64_t shapes[][5] = {{3, 7, 5, 1, 1}, {4, 9, 13, 1, 1}, {2, 6, 7, 3, 3}, {5, 5, 37, 3, 3}, {1, 1, 17, 1, 1},
+                               {3, 4, 4, 3, 3}, {2, 8, 40, 1, 3}, {6, 3, 3, 3, 3}};
+  const long page = sysconf(_SC_PAGESIZE);
+  for (const auto& s : shapes) {
+    const int64_t C = s[0], H = s[1], W = s[2], KH = s[3], KW = s[4], M = 7, OH = H - KH + 1, OW = W - KW + 1;
+    const int64_t bytes = C * H * W * 4, span = (bytes + page - 1) / page * page;
+    char* mem = (char*)mmap(nullptr, span + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    mprotect(mem + span, page, PROT_NONE);
+    float* x = (float*)(mem + span - bytes);
+    for (int64_t i = 0; i < C * H * W; ++i) x[i] = (float)((i * 7919) % 23) - 11.0f;
+    float w[7 * 6 * 9], out[7 * 9 * 40];
+    for (int64_t i = 0; i < M * C * KH * KW; ++i) w[i] = (float)((i * 104729) % 17) - 8.0f;
+    const irc_dense<IRC_MR, false> a{w, C * KH * KW, M};
+    const irc_direct d{x, C, H, W, KH, KW, 0, 0, 1, 1, OH, OW};
+    const auto same = [](auto acc, int64_t, int64_t) { return acc; };
+    irc_conv_direct<0>(M, a, d, out, same, 6, 64, M, false);
+    for (int64_t o = 0; o < M; ++o)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          float ref = 0.0f;  // small integers: exact in any order
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw)
+                ref += w[((o * C + c) * KH + kh) * KW + kw] * x[(c * H + oh + kh) * W + ow + kw];
+          if (out[(o * OH + oh) * OW + ow] != ref) return 1;
+        }
+    munmap(mem, span + page);
+  }
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+@pytest.mark.parametrize("width", [16, 32])
+def test_direct_conv_reads_nothing_past_the_image(tmp_path, width):
+    """irc_conv_direct reads the caller's image in place (an unpadded 1x1 conv's input is the
+    user's tensor): the ragged last tile, whose two vector loads would run past the image's end,
+    is packed with bounds checks. Its image here ends at a page the process may not read."""
+    src = tmp_path / "guard.cpp"
+    src.write_text(_GUARDED_DIRECT.replace("__NR__", str(width)))
+    exe = tmp_path / "guard"
+    subprocess.run(["g++", "-std=c++17", "-O2", "-fopenmp", "-march=native", f"-I{INCLUDE_DIR}", str(src), "-o", str(exe)],
+                   check=True)
+    assert subprocess.run([str(exe)]).returncode == 0

@@ -14,6 +14,10 @@ C[M, N] = epilogue(A[M, K] x B[K, N]), the BLIS way:
 
 Packers: `irc_prepacked` (panels made at compile time), `irc_dense` (a row-major matrix, either
 orientation), `irc_im2col` (the im2col matrix of an NCHW image, built panel by panel, never whole).
+A stride-1 convolution (layouts `direct`, `direct_panels`) packs no B at all: `irc_conv_direct`
+copies a padded image with its zeros once, then reads each tile's two vectors per k straight
+from the image, its K loop per input channel over the taps, and stores each tile's real
+columns (see the header).
 Per-thread scratch for packed blocks is allocated once per thread and reused.
 Vectors are GCC vector extensions; FMA comes from `__builtin_ia32_vfmaddps512_mask` /
 `vfmaddps256` when the target has it (`-march=native`), else a multiply and an add (a 32-wide
@@ -70,10 +74,14 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         em.line(f"for (int64_t irc_n = 0; irc_n < {g.batch}; ++irc_n)")
         em.line(f"for (int64_t irc_g = 0; irc_g < {g.groups}; ++irc_g) {{")
         em.depth += 1
-        em.line(f"const irc_im2col irc_b{{{b} + (irc_n*{g.channels} + irc_g*{cg})*{g.height * g.width}, {cg}, "
-                f"{g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, {g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, "
-                f"{g.dilation_h}, {g.dilation_w}, {g.out_width}}};")
-        if layout == irl.GemmLayout.IM2COL_PANELS:  # panels never straddle groups (m % rows == 0 when groups > 1)
+        image = f"{b} + (irc_n*{g.channels} + irc_g*{cg})*{g.height * g.width}"
+        if layout in irl.DIRECT_LAYOUTS:
+            em.line(f"const irc_direct irc_b{{{image}, {cg}, {g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, "
+                    f"{g.pad_h}, {g.pad_w}, {g.dilation_h}, {g.dilation_w}, {g.out_height}, {g.out_width}}};")
+        else:
+            em.line(f"const irc_im2col irc_b{{{image}, {cg}, {g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, "
+                    f"{g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, {g.dilation_h}, {g.dilation_w}, {g.out_width}}};")
+        if layout in irl.PACKED_CONV_LAYOUTS:  # panels never straddle groups (m % rows == 0 when groups > 1)
             rows = op.a.type.get_shape()[-1]
             if rows != em.gemm_rows:
                 raise NotImplementedError(
@@ -105,8 +113,12 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
     batch = [_ix(em, v) for v in op.mixed("batch")]  # [count, sa, sb, sc]: the n-th product is irc_n
     _emit_epilogue(em, op, strides, row, "irc_n" if g is not None or batch else None, per_batch=bool(batch))
     mc, nc, kc, ms = (_ix(em, v) for v in op.mixed("tiles"))
-    rest = f"{m}, {n}, {k}, irc_a, irc_b, irc_c, {n}, irc_epi, {mc}, {nc}, {kc}, {ms}, {_parallel(em, op)}"
-    em.line(f"irc_gemm_batched({', '.join(batch)}, {rest});" if batch else f"irc_gemm({rest});")
+    if layout in irl.DIRECT_LAYOUTS:  # the taps per channel are a template argument: the K loop's inner trip count
+        em.line(f"irc_conv_direct<{g.kernel_h * g.kernel_w}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, "
+                f"{_parallel(em, op)});")
+    else:
+        rest = f"{m}, {n}, {k}, irc_a, irc_b, irc_c, {n}, irc_epi, {mc}, {nc}, {kc}, {ms}, {_parallel(em, op)}"
+        em.line(f"irc_gemm_batched({', '.join(batch)}, {rest});" if batch else f"irc_gemm({rest});")
     if g is not None:
         em.depth -= 1
         em.line("}")

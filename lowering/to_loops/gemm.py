@@ -281,17 +281,21 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     if fl.strict or mg < fl.gemm_rows or not engine_runs(batch, p, kg) or any(s is None for s in strides):
         lower_conv2d(fl, op)
         return
+    (sh, sw), (ph, pw), (dh, dw) = op.strides, op.paddings, op.dilations
+    direct = (sh, sw) == (1, 1)  # B read in place (the engine pads a copy of a padded image first)
+    columns = (oh - 1) * (w + 2 * pw) + ow if direct else p  # direct: the virtual columns oh*Wp + ow (irl.py)
     out = fl.result_buffer(op.result)
     body, kept = epilogue_region(op.build_epilogue, inputs, bias=op.bias is not None)
-    (sh, sw), (ph, pw), (dh, dw) = op.strides, op.paddings, op.dilations
     # weights packed at compile time (irc-pack-weights) when their panels suit this engine
     rows = fl.gemm_rows
     packed = op.packed is not None and shape_of(op.packed)[2] == rows and (groups == 1 or mg % rows == 0)
+    layout = {(False, False): irl.GemmLayout.IM2COL, (False, True): irl.GemmLayout.IM2COL_PANELS,
+              (True, False): irl.GemmLayout.DIRECT, (True, True): irl.GemmLayout.DIRECT_PANELS}[direct, packed]
     gemm = irl.GemmOp(
-        irl.GemmLayout.IM2COL_PANELS if packed else irl.GemmLayout.IM2COL,
+        layout,
         fl.buffers[op.packed if packed else op.weight],  # type: ignore[index]
         fl.buffers[op.input], out, [fl.buffers[v] for v in kept],
-        sizes=(mg, p, kg), tiles=choose_tiles(mg, p, kg, fl.gemm_width, fl.threads, rows=rows, caches=fl.caches),
+        sizes=(mg, p, kg), tiles=choose_tiles(mg, columns, kg, fl.gemm_width, fl.threads, rows=rows, caches=fl.caches),
         strides=[x for s in strides for x in s],  # type: ignore[union-attr]
         conv=irl.ConvGeometry(batch=batch, channels=c_in, height=h, width=w, out_channels=o, out_height=oh,
                               out_width=ow, kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw, pad_h=ph, pad_w=pw,

@@ -43,11 +43,11 @@ template <> inline irc_vec irc_gather<irc_vec>(const float* p, int64_t s) {
 
 struct irc_panels { const float* p; int64_t stride; };  // panel q starts at p + q*stride
 
-static float* irc_scratch(int slot, int64_t n) {  // slots: 0 packed A, 1 packed B, 2 attention scores
+static float* irc_scratch(int slot, int64_t n) {  // slots: 0 packed A, 1 packed B, 2 attention scores, 3 a padded image
   static thread_local struct Slots {
-    float* p[3] = {nullptr, nullptr, nullptr};
-    int64_t n[3] = {0, 0, 0};
-    ~Slots() { std::free(p[0]); std::free(p[1]); std::free(p[2]); }
+    float* p[4] = {nullptr, nullptr, nullptr, nullptr};
+    int64_t n[4] = {0, 0, 0, 0};
+    ~Slots() { for (float* q : p) std::free(q); }
   } s;
   if (s.n[slot] < n) {
     std::free(s.p[slot]);
@@ -305,6 +305,157 @@ static void irc_gemm_batched(int64_t batch, int64_t sa, int64_t sb, int64_t sc, 
         irc_gemm_task(K, pa.at(n * sa), pb.at(n * sb), c + n * sc, ldc, en, i0, M - i0 < MS ? M - i0 : MS, j0,
                       N - j0 < NC ? N - j0 : NC, MC, KC);
       }
+}
+
+// ---- a stride-1 convolution read in place ("direct"): B is never packed ------------------
+// x: one image's group of C channels of H x W; the conv has stride 1, so output (oh, ow) reads
+// x[c][oh - PH + kh*DH][ow - PW + kw*DW]. A padded image is first copied with its zeros into a
+// scratch plane of Hp x Wp = (H + 2PH) x (W + 2PW) (irc_conv_direct); on that, output (oh, ow)
+// reads [c][oh + kh*DH][ow + kw*DW]. On the "virtual" columns v = oh*Wp + ow (ow in [0, Wp); the
+// real ones are ow < OW), row k = (c, kh, kw) of B is the plane itself from offset
+// c*Hp*Wp + kh*DH*Wp + kw*DW: a tile of IRC_NR virtual columns is two vector loads per k,
+// straight from the image. Virtual columns past OW in a row are computed and dropped. The
+// columns run to V = (OH - 1)*Wp + OW, the last real one; exactly the full tiles
+// [v0, v0 + IRC_NR) with v0 + IRC_NR <= V read inside the image, so only a ragged last tile is
+// packed (bounds checked) and goes through irc_accumulate. K is never split: a tile sums all of
+// it before its one store.
+struct irc_direct { const float* x; int64_t C, H, W, KH, KW, PH, PW, DH, DW, OH, OW; };
+
+// The register tile over all K = C x taps for virtual columns starting at x (TAPS: the taps per
+// channel when fixed at compile time, 0 when only `taps` says).
+template <int ROWS, int TAPS>
+__attribute__((noinline)) static void irc_accumulate_direct(int64_t C, int64_t taps, const int64_t* __restrict__ toff,
+                                                             int64_t plane, const float* __restrict__ a,
+                                                             const float* __restrict__ x, irc_vf (*acc)[2]) {
+  irc_vf part[ROWS][2];
+  for (int r = 0; r < ROWS; ++r) part[r][0] = part[r][1] = irc_vf{};
+  const int64_t nt = TAPS > 0 ? TAPS : taps;
+  for (int64_t c = 0; c < C; ++c, x += plane)
+#pragma GCC unroll 9
+    for (int64_t t = 0; t < nt; ++t, a += IRC_MR) {
+      const float* b = x + toff[t];
+      const irc_vf b0 = irc_loadv(b), b1 = irc_loadv(b + IRC_L);
+      for (int r = 0; r < ROWS; ++r) {
+        const irc_vf ar = irc_bcastv(a[r]);
+        part[r][0] = irc_fmav(ar, b0, part[r][0]);
+        part[r][1] = irc_fmav(ar, b1, part[r][1]);
+      }
+    }
+  for (int r = 0; r < ROWS; ++r) { acc[r][0] = part[r][0]; acc[r][1] = part[r][1]; }
+}
+
+template <int R, int TAPS>
+static inline void irc_accumulate_direct_rows(int64_t rows, int64_t C, int64_t taps, const int64_t* toff, int64_t plane,
+                                              const float* a, const float* x, irc_vf (*acc)[2]) {
+  if constexpr (R > 1)
+    if (rows < R) return irc_accumulate_direct_rows<R - 1, TAPS>(rows, C, taps, toff, plane, a, x, acc);
+  irc_accumulate_direct<R, TAPS>(C, taps, toff, plane, a, x, acc);
+}
+
+// The epilogue and store of a tile of `cols` virtual columns from v0: each run of real columns
+// on one output row goes to C at its real column oh*OW + ow, IRC_VL floats at a time.
+template <class Epi>
+static inline void irc_direct_store(int64_t rows, irc_vf (*acc)[2], float* __restrict__ c, int64_t ldc, const Epi& epi,
+                                    int64_t i0, int64_t v0, int64_t cols, int64_t W, int64_t OW) {
+  int64_t run_s[IRC_NR], run_j[IRC_NR], run_n[IRC_NR], runs = 0;
+  for (int64_t s = 0; s < cols;) {
+    const int64_t v = v0 + s, oh = v / W, ow = v - oh * W, left = W - ow < cols - s ? W - ow : cols - s;
+    if (ow < OW) {
+      run_s[runs] = s; run_j[runs] = oh * OW + ow; run_n[runs] = OW - ow < left ? OW - ow : left; ++runs;
+    }
+    s += left;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float t[IRC_NR];
+    irc_storev(t, acc[r][0]);
+    irc_storev(t + IRC_L, acc[r][1]);
+    float* cr = c + (i0 + r) * ldc;
+    for (int64_t u = 0; u < runs; ++u) {
+      const float* tu = t + run_s[u];
+      const int64_t j = run_j[u], n = run_n[u];
+      int64_t e = 0;
+      for (; e + IRC_VL <= n; e += IRC_VL) irc_vstore(cr + j + e, epi(irc_vload(tu + e), i0 + r, j + e));
+      for (; e < n; ++e) cr[j + e] = epi(tu[e], i0 + r, j + e);
+    }
+  }
+}
+
+// One task: C rows [i0, i0 + ms) x virtual columns [v0, v0 + nv).
+template <int TAPS, class PA, class Epi>
+static void irc_direct_task(const irc_direct& d, const int64_t* toff, const PA& pa, float* c, const Epi& epi,
+                            int64_t i0, int64_t ms, int64_t v0, int64_t nv, int64_t MC) {
+  const int64_t taps = d.KH * d.KW, K = d.C * taps, plane = d.H * d.W, V = (d.OH - 1) * d.W + d.OW;
+  const int64_t ldc = d.OH * d.OW;
+  for (int64_t ic = i0; ic < i0 + ms; ic += MC) {
+    const int64_t mc = i0 + ms - ic < MC ? i0 + ms - ic : MC;
+    const irc_panels A = pa.get(0, ic, mc, 0, K);
+    for (int64_t jr = v0; jr < v0 + nv; jr += IRC_NR) {
+      const int64_t cols = v0 + nv - jr < IRC_NR ? v0 + nv - jr : IRC_NR;
+      const float* panel = nullptr;
+      if (jr + IRC_NR > V) {  // the ragged last tile: packed, zeros past the image
+        float* buf = irc_scratch(1, K * IRC_NR);
+        for (int64_t cc = 0; cc < d.C; ++cc)
+          for (int64_t t = 0; t < taps; ++t) {
+            const float* src = d.x + cc * plane + toff[t] + jr;
+            float* dst = buf + (cc * taps + t) * IRC_NR;
+            for (int64_t e = 0; e < IRC_NR; ++e) dst[e] = e < cols ? src[e] : 0.0f;
+          }
+        panel = buf;
+      }
+      for (int64_t ir = 0; ir < mc; ir += IRC_MR) {
+        const int64_t rows = mc - ir < IRC_MR ? mc - ir : IRC_MR;
+        const float* a = A.p + (ir / IRC_MR) * A.stride;
+        irc_vf acc[IRC_MR][2];
+        if (panel) irc_accumulate_rows<IRC_MR>(rows, K, a, panel, acc);
+        else irc_accumulate_direct_rows<IRC_MR, TAPS>(rows, d.C, taps, toff, plane, a, d.x + jr, acc);
+        irc_direct_store(rows, acc, c, ldc, epi, ic + ir, jr, cols, d.W, d.OW);
+      }
+    }
+  }
+}
+
+// C[M, OH*OW] = epilogue(A x B) for the direct B of `d`: tasks of MS rows x NC virtual columns
+// shared among OpenMP threads when `parallel`, as irc_gemm's.
+template <int TAPS, class PA, class Epi>
+static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& image, float* c, const Epi& epi, int64_t MC,
+                            int64_t NC, int64_t MS, bool parallel) {
+  irc_direct d = image;
+  if (d.PH || d.PW) {  // the padded copy, [C][Hp][Wp], read by every task
+    const int64_t hp = d.H + 2 * d.PH, wp = d.W + 2 * d.PW;
+    float* padded = irc_scratch(3, d.C * hp * wp);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t ch = 0; ch < d.C; ++ch) {
+      float* dst = padded + ch * hp * wp;
+      const float* src = d.x + ch * d.H * d.W;
+      for (int64_t e = 0; e < d.PH * wp; ++e) dst[e] = 0.0f;
+      for (int64_t r = 0; r < d.H; ++r) {
+        float* row = dst + (d.PH + r) * wp;
+        for (int64_t e = 0; e < d.PW; ++e) row[e] = 0.0f;
+        for (int64_t e = 0; e < d.W; ++e) row[d.PW + e] = src[r * d.W + e];
+        for (int64_t e = d.PW + d.W; e < wp; ++e) row[e] = 0.0f;
+      }
+      for (int64_t e = (d.PH + d.H) * wp; e < hp * wp; ++e) dst[e] = 0.0f;
+    }
+    d = irc_direct{padded, d.C, hp, wp, d.KH, d.KW, 0, 0, d.DH, d.DW, d.OH, d.OW};
+  }
+  const int64_t taps = d.KH * d.KW, V = (d.OH - 1) * d.W + d.OW;
+  int64_t toff[64];
+  int64_t* offs = taps <= 64 ? toff : static_cast<int64_t*>(std::malloc(taps * sizeof(int64_t)));
+  for (int64_t kh = 0; kh < d.KH; ++kh)
+    for (int64_t kw = 0; kw < d.KW; ++kw) offs[kh * d.KW + kw] = kh * d.DH * d.W + kw * d.DW;
+#ifdef _OPENMP
+  if (!parallel || omp_get_max_threads() == 1) MS = M;
+#else
+  MS = M;
+#endif
+  const int64_t mb = (M + MS - 1) / MS, nb = (V + NC - 1) / NC;
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+  for (int64_t bj = 0; bj < nb; ++bj)
+    for (int64_t bi = 0; bi < mb; ++bi) {
+      const int64_t i0 = bi * MS, v0 = bj * NC;
+      irc_direct_task<TAPS>(d, offs, pa, c, epi, i0, M - i0 < MS ? M - i0 : MS, v0, V - v0 < NC ? V - v0 : NC, MC);
+    }
+  if (offs != toff) std::free(offs);
 }
 
 // ---- attention on the engine: per (head, block of queries) two GEMMs around a row softmax ----

@@ -1,7 +1,7 @@
 // RUN: irc-opt %s --verify-diagnostics --split-input-file
 
 func.func @layout(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) {
-  // expected-error @+1 {{irl.gemm: layout must be one of panels, nk, kn, im2col, im2col_panels, got 'tn'}}
+  // expected-error @+1 {{irl.gemm: layout must be one of panels, nk, kn, im2col, im2col_panels, direct, direct_panels, got 'tn'}}
   irl.gemm "tn" %x, %w -> %y sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
@@ -23,7 +23,7 @@ func.func @strides(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %b: memref<4xf32>, 
 // -----
 
 func.func @conv(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) {
-  // expected-error @+1 {{irl.gemm: the im2col layouts (and only they) take the convolution geometry (`conv <...>`)}}
+  // expected-error @+1 {{irl.gemm: the convolution layouts (im2col, direct and their _panels, and only they) take the convolution geometry (`conv <...>`)}}
   irl.gemm im2col %x, %w -> %y sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
@@ -44,6 +44,17 @@ func.func @attention(%q: memref<4x16x8xf32>, %o: memref<4x16x8xf32>) {
 func.func @conv_sizes(%w: memref<12x27xf32>, %x: memref<1x6x8x8xf32>, %y: memref<1x12x8x8xf32>) {
   // expected-error @+1 {{irl.gemm: sizes [12, 64, 27] are not the per-group product of the conv geometry, [O/groups, OH*OW, C/groups*kH*kW] = [6, 64, 27]}}
   irl.gemm im2col %w, %x -> %y sizes [12, 64, 27] tiles [6, 32, 27, 6] strides [] conv <input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 2> parallel 0 : memref<12x27xf32>, memref<1x6x8x8xf32>, memref<1x12x8x8xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @direct_strided(%w: memref<12x54xf32>, %x: memref<1x6x9x9xf32>, %y: memref<1x12x4x4xf32>) {
+  // expected-error @+1 {{irl.gemm: the direct layouts read the image in place, so they take stride 1x1 (im2col takes others), got stride 2x2}}
+  irl.gemm direct %w, %x -> %y sizes [12, 16, 54] tiles [6, 32, 54, 12] strides [] conv <input 1x6x9x9, output 12x4x4, kernel 3x3, stride 2x2, padding 0x0, dilation 1x1, groups 1> parallel 0 : memref<12x54xf32>, memref<1x6x9x9xf32>, memref<1x12x4x4xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
   }

@@ -27,7 +27,7 @@ func.func @linear(%x: tensor<256x4096xf32>, %w: tensor<4096x4096xf32>) -> tensor
 // wrongly: the emitter refuses, naming both heights.
 // CHECK-LABEL: func.func @conv
 // CHECK:         %w_packed = memref.alloc() {alignment = 64 : i64} : memref<2x27x12xf32>
-// CHECK:         irl.gemm im2col_panels %w_packed, %x -> %out0 sizes [12, 64, 27] tiles [12, 32, 27, 12]
+// CHECK:         irl.gemm direct_panels %w_packed, %x -> %out0 sizes [12, 64, 27] tiles [12, 64, 27, 12]
 // CPP-LABEL:     extern "C" void conv(
 // CPP:           const irc_prepacked<IRC_MR> irc_a{{{.*}} + irc_g*324, 27};
 // MISMATCH:      irc-opt: error: NotImplementedError: cpp emitter: irl.gemm reads conv weights packed in 12-row panels, but this target's GEMM tile has 6 rows

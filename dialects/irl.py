@@ -25,11 +25,13 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
   [O/groups, C/groups*kH*kW] weights, C the group's [O/groups, OH*OW] output;
 * `im2col_panels`: as `im2col`, with `a` the weights already in the engine's 6-row panels,
   [ceil(O/6), C/groups*kH*kW, 6] (`irt.pack "rows" 6`, at compile time);
-* `direct` / `direct_panels`: as `im2col` / `im2col_panels` for a convolution with stride 1: B
-  is read in place from the image (a padded one copied with its zeros first), each row
-  (c, kh, kw) of it the image plane shifted by kh*dH*Wp + kw*dW, so nothing is packed; the
-  product runs on the virtual columns oh*Wp + ow, Wp = W + 2*pW, and keeps those with ow < OW
-  (`irc_conv_direct` in `include/irc_gemm.h`).
+* `direct` / `direct_panels`: as `im2col` / `im2col_panels`, but B is read in place from the
+  image, nothing packed: with stride 1 and no padding each row (c, kh, kw) of B is the image
+  plane shifted by kh*dH*W + kw*dW; otherwise the image is first copied once, zeros for the
+  padding included, into sH x sW phase planes per channel (at most `DIRECT_MAX_PHASES`), in
+  which every tap is again a shifted plane. The product runs on virtual columns oh*Wq + ow
+  (Wq = ceil((W + 2*pW) / sW)) and keeps those with ow < OW (`irc_conv_direct` in
+  `include/irc_gemm.h`).
 
 `batch [count, sa, sb, sc]` (optional, not with im2col) makes it `count` products, the n-th reading
 A, B and C `sa`, `sb`, `sc` elements further on (0: shared, a broadcast batch dim) and its
@@ -108,6 +110,8 @@ class GemmLayout(StrEnum):
 
 CONV_LAYOUTS = (GemmLayout.IM2COL, GemmLayout.IM2COL_PANELS, GemmLayout.DIRECT, GemmLayout.DIRECT_PANELS)
 DIRECT_LAYOUTS = (GemmLayout.DIRECT, GemmLayout.DIRECT_PANELS)
+DIRECT_MAX_PHASES = 64
+"""The most phase planes (stride_h x stride_w) a direct convolution copies its image into."""
 PACKED_CONV_LAYOUTS = (GemmLayout.IM2COL_PANELS, GemmLayout.DIRECT_PANELS)
 
 
@@ -393,10 +397,10 @@ class GemmOp(IntArrays, StaticShapeOp):
                     f"irl.gemm: sizes {list(self.ints('sizes'))} are not the per-group product of the conv geometry, "
                     f"[O/groups, OH*OW, C/groups*kH*kW] = {list(implied)}"
                 )
-            if self.layout.data in DIRECT_LAYOUTS and (g.stride_h, g.stride_w) != (1, 1):
+            if self.layout.data in DIRECT_LAYOUTS and g.stride_h * g.stride_w > DIRECT_MAX_PHASES:
                 raise VerifyException(
-                    f"irl.gemm: the direct layouts read the image in place, so they take stride 1x1 (im2col "
-                    f"takes others), got stride {g.stride_h}x{g.stride_w}"
+                    f"irl.gemm: the direct layouts copy a strided image into stride_h x stride_w phase planes, at most "
+                    f"{DIRECT_MAX_PHASES} (im2col takes any stride), got stride {g.stride_h}x{g.stride_w}"
                 )
         block = self.body.block
         if len(block.args) != 1 + len(self.epilogue) or not isinstance(block.last_op, YieldOp):

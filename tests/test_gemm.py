@@ -95,7 +95,24 @@ CONVS = {
     "tiny-plane": dict(cin=32, cout=8, k=3, stride=1, pad=1, dil=1, groups=1, hw=(2, 3)),
     "3x5": dict(cin=8, cout=12, k=(3, 5), stride=1, pad=(1, 2), dil=1, groups=1, hw=(10, 17)),
     "pad-h-only": dict(cin=6, cout=7, k=3, stride=1, pad=(1, 0), dil=(1, 2), groups=1, hw=(9, 12)),
+    # strided, overlapping windows: read in place from phase planes (a 2x1 stride: two of them;
+    # a dilated 3x3 with stride 3, whose taps 0, 2, 4 fall in phases 0, 2, 1)
+    "5x5-s2": dict(cin=5, cout=8, k=5, stride=2, pad=2, dil=1, groups=1, hw=(13, 17)),
+    "s2x1": dict(cin=4, cout=9, k=3, stride=(2, 1), pad=1, dil=1, groups=1, hw=(11, 14)),
+    "s3-dilated": dict(cin=3, cout=6, k=3, stride=3, pad=2, dil=2, groups=1, hw=(16, 19)),
+    "s2-dilated": dict(cin=4, cout=7, k=3, stride=2, pad=2, dil=2, groups=1, hw=(12, 13)),  # taps in phase 0 only
+    # strided windows that do not overlap keep im2col: ResNet's downsample, a patchify stem
+    "1x1-s2": dict(cin=16, cout=12, k=1, stride=2, pad=0, dil=1, groups=1, hw=(9, 11)),
+    "patchify": dict(cin=3, cout=12, k=4, stride=4, pad=0, dil=1, groups=1, hw=(16, 20)),
 }
+
+
+def _direct_conv(g: dict) -> bool:
+    """Whether the engine reads the conv's image in place (lowering/to_loops/gemm.py): stride 1,
+    or strided windows that overlap."""
+    pair = lambda v: v if isinstance(v, tuple) else (v, v)  # noqa: E731
+    (kh, kw), (sh, sw), (dh, dw) = pair(g["k"]), pair(g["stride"]), pair(g["dil"])
+    return (sh, sw) == (1, 1) or (kh - 1) * dh >= sh or (kw - 1) * dw >= sw
 
 
 def _packed_conv(g: dict) -> bool:
@@ -125,8 +142,7 @@ def test_conv_bn_relu_residual_through_im2col(name, batch):
     with torch.no_grad():
         res = torch.randn_like(m.conv(x))
     cm = check(m, x, res)
-    direct = g["stride"] == 1
-    assert ("irc_conv_direct<" if direct else "irc_gemm(") in cm.cpp_source and _gemm_kernels(cm) == 1
+    assert ("irc_conv_direct<" if _direct_conv(g) else "irc_gemm(") in cm.cpp_source and _gemm_kernels(cm) == 1
     assert ("irc_prepacked<IRC_MR> irc_a" in cm.cpp_source) == _packed_conv(g)
 
 
@@ -281,7 +297,7 @@ int main() {
     float w[7 * 6 * 9], out[7 * 9 * 40];
     for (int64_t i = 0; i < M * C * KH * KW; ++i) w[i] = (float)((i * 104729) % 17) - 8.0f;
     const irc_dense<IRC_MR, false> a{w, C * KH * KW, M};
-    const irc_direct d{x, C, H, W, KH, KW, 0, 0, 1, 1, OH, OW};
+    const irc_direct d{x, C, H, W, KH, KW, 1, 1, 0, 0, 1, 1, OH, OW};
     const auto same = [](auto acc, int64_t, int64_t) { return acc; };
     irc_conv_direct<0>(M, a, d, out, same, 6, 64, M, false);
     for (int64_t o = 0; o < M; ++o)

@@ -14,10 +14,10 @@ C[M, N] = epilogue(A[M, K] x B[K, N]), the BLIS way:
 
 Packers: `irc_prepacked` (panels made at compile time), `irc_dense` (a row-major matrix, either
 orientation), `irc_im2col` (the im2col matrix of an NCHW image, built panel by panel, never whole).
-A stride-1 convolution (layouts `direct`, `direct_panels`) packs no B at all: `irc_conv_direct`
-copies a padded image with its zeros once, then reads each tile's two vectors per k straight
-from the image, its K loop per input channel over the taps, and stores each tile's real
-columns (see the header).
+A convolution in the `direct` / `direct_panels` layouts packs no B at all: `irc_conv_direct`
+copies a padded or strided image once (zeros included, in stride_h x stride_w phase planes),
+then reads each tile's two vectors per k straight from the image, its K loop per input channel
+over the taps, and stores each tile's real columns (see the header).
 Per-thread scratch for packed blocks is allocated once per thread and reused.
 Vectors are GCC vector extensions; FMA comes from `__builtin_ia32_vfmaddps512_mask` /
 `vfmaddps256` when the target has it (`-march=native`), else a multiply and an add (a 32-wide
@@ -77,7 +77,8 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         image = f"{b} + (irc_n*{g.channels} + irc_g*{cg})*{g.height * g.width}"
         if layout in irl.DIRECT_LAYOUTS:
             em.line(f"const irc_direct irc_b{{{image}, {cg}, {g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, "
-                    f"{g.pad_h}, {g.pad_w}, {g.dilation_h}, {g.dilation_w}, {g.out_height}, {g.out_width}}};")
+                    f"{g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, {g.dilation_h}, {g.dilation_w}, "
+                    f"{g.out_height}, {g.out_width}}};")
         else:
             em.line(f"const irc_im2col irc_b{{{image}, {cg}, {g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, "
                     f"{g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, {g.dilation_h}, {g.dilation_w}, {g.out_width}}};")

@@ -282,8 +282,12 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
         lower_conv2d(fl, op)
         return
     (sh, sw), (ph, pw), (dh, dw) = op.strides, op.paddings, op.dilations
-    direct = (sh, sw) == (1, 1)  # B read in place (the engine pads a copy of a padded image first)
-    columns = (oh - 1) * (w + 2 * pw) + ow if direct else p  # direct: the virtual columns oh*Wp + ow (irl.py)
+    # B read in place (irc_conv_direct; a padded or strided image copied once into phase planes)
+    # where im2col would repeat input elements: stride 1, or windows that overlap. Where they do
+    # not (1x1 or 2x2 with stride 2, a 4x4 patchify with stride 4), im2col is no larger than
+    # the image and packing it panel by panel measured faster than the copy.
+    direct = (sh, sw) == (1, 1) or (sh * sw <= irl.DIRECT_MAX_PHASES and ((kh - 1) * dh >= sh or (kw - 1) * dw >= sw))
+    columns = (oh - 1) * -(-(w + 2 * pw) // sw) + ow if direct else p  # direct: virtual columns oh*Wq + ow (irl.py)
     out = fl.result_buffer(op.result)
     body, kept = epilogue_region(op.build_epilogue, inputs, bias=op.bias is not None)
     # weights packed at compile time (irc-pack-weights) when their panels suit this engine

@@ -307,19 +307,25 @@ static void irc_gemm_batched(int64_t batch, int64_t sa, int64_t sb, int64_t sc, 
       }
 }
 
-// ---- a stride-1 convolution read in place ("direct"): B is never packed ------------------
-// x: one image's group of C channels of H x W; the conv has stride 1, so output (oh, ow) reads
-// x[c][oh - PH + kh*DH][ow - PW + kw*DW]. A padded image is first copied with its zeros into a
-// scratch plane of Hp x Wp = (H + 2PH) x (W + 2PW) (irc_conv_direct); on that, output (oh, ow)
-// reads [c][oh + kh*DH][ow + kw*DW]. On the "virtual" columns v = oh*Wp + ow (ow in [0, Wp); the
-// real ones are ow < OW), row k = (c, kh, kw) of B is the plane itself from offset
-// c*Hp*Wp + kh*DH*Wp + kw*DW: a tile of IRC_NR virtual columns is two vector loads per k,
-// straight from the image. Virtual columns past OW in a row are computed and dropped. The
-// columns run to V = (OH - 1)*Wp + OW, the last real one; exactly the full tiles
-// [v0, v0 + IRC_NR) with v0 + IRC_NR <= V read inside the image, so only a ragged last tile is
-// packed (bounds checked) and goes through irc_accumulate. K is never split: a tile sums all of
-// it before its one store.
-struct irc_direct { const float* x; int64_t C, H, W, KH, KW, PH, PW, DH, DW, OH, OW; };
+// ---- a convolution read in place ("direct"): B is never packed ---------------------------
+// x: one image's group of C channels of H x W. Output (oh, ow) reads input row
+// oh*SH - PH + kh*DH and column ow*SW - PW + kw*DW. The image is used as it is when the conv
+// has stride 1 and no padding; otherwise it is first copied once (irc_conv_direct), zeros for
+// the padding included, into SH x SW phase planes of Hq x Wq = ceil(Hp/SH) x ceil(Wp/SW) per
+// channel (Hp = H + 2PH, Wp = W + 2PW): phase (a, b) holds padded [i*SH + a][j*SW + b] at [i][j].
+// Then tap (kh, kw) of output (oh, ow) is phase ((kh*DH) % SH, (kw*DW) % SW) at
+// [oh + kh*DH/SH][ow + kw*DW/SW]: on the "virtual" columns v = oh*Wq + ow (ow in [0, Wq); the
+// real ones are ow < OW), row k = (c, kh, kw) of B is channel c's planes from a fixed offset
+// toff[kh*KW + kw]. A tile of IRC_NR virtual columns is two vector loads per k, straight from
+// the image; the virtual columns past OW in a row are computed and dropped. The columns run to
+// V = (OH - 1)*Wq + OW, the last real one, and no column v < V reads past the last real
+// column's taps: exactly the full tiles [v0, v0 + IRC_NR) with v0 + IRC_NR <= V read inside the
+// image, so only a ragged last tile is packed (bounds checked) and goes through irc_accumulate.
+// K is never split: a tile sums all of it before its one store.
+struct irc_direct { const float* x; int64_t C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OH, OW; };
+
+// What the tiles read: channel c's planes at x + c*cstride, tap t at toff[t], virtual rows of ld.
+struct irc_direct_b { const float* x; int64_t C, taps, cstride, ld, OH, OW, V; const int64_t* toff; };
 
 // The register tile over all K = C x taps for virtual columns starting at x (TAPS: the taps per
 // channel when fixed at compile time, 0 when only `taps` says).
@@ -382,22 +388,21 @@ static inline void irc_direct_store(int64_t rows, irc_vf (*acc)[2], float* __res
 
 // One task: C rows [i0, i0 + ms) x virtual columns [v0, v0 + nv).
 template <int TAPS, class PA, class Epi>
-static void irc_direct_task(const irc_direct& d, const int64_t* toff, const PA& pa, float* c, const Epi& epi,
-                            int64_t i0, int64_t ms, int64_t v0, int64_t nv, int64_t MC) {
-  const int64_t taps = d.KH * d.KW, K = d.C * taps, plane = d.H * d.W, V = (d.OH - 1) * d.W + d.OW;
-  const int64_t ldc = d.OH * d.OW;
+static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const Epi& epi, int64_t i0, int64_t ms,
+                            int64_t v0, int64_t nv, int64_t MC) {
+  const int64_t K = d.C * d.taps, ldc = d.OH * d.OW;
   for (int64_t ic = i0; ic < i0 + ms; ic += MC) {
     const int64_t mc = i0 + ms - ic < MC ? i0 + ms - ic : MC;
     const irc_panels A = pa.get(0, ic, mc, 0, K);
     for (int64_t jr = v0; jr < v0 + nv; jr += IRC_NR) {
       const int64_t cols = v0 + nv - jr < IRC_NR ? v0 + nv - jr : IRC_NR;
       const float* panel = nullptr;
-      if (jr + IRC_NR > V) {  // the ragged last tile: packed, zeros past the image
+      if (jr + IRC_NR > d.V) {  // the ragged last tile: packed, zeros past the last column
         float* buf = irc_scratch(1, K * IRC_NR);
         for (int64_t cc = 0; cc < d.C; ++cc)
-          for (int64_t t = 0; t < taps; ++t) {
-            const float* src = d.x + cc * plane + toff[t] + jr;
-            float* dst = buf + (cc * taps + t) * IRC_NR;
+          for (int64_t t = 0; t < d.taps; ++t) {
+            const float* src = d.x + cc * d.cstride + d.toff[t] + jr;
+            float* dst = buf + (cc * d.taps + t) * IRC_NR;
             for (int64_t e = 0; e < IRC_NR; ++e) dst[e] = e < cols ? src[e] : 0.0f;
           }
         panel = buf;
@@ -407,53 +412,79 @@ static void irc_direct_task(const irc_direct& d, const int64_t* toff, const PA& 
         const float* a = A.p + (ir / IRC_MR) * A.stride;
         irc_vf acc[IRC_MR][2];
         if (panel) irc_accumulate_rows<IRC_MR>(rows, K, a, panel, acc);
-        else irc_accumulate_direct_rows<IRC_MR, TAPS>(rows, d.C, taps, toff, plane, a, d.x + jr, acc);
-        irc_direct_store(rows, acc, c, ldc, epi, ic + ir, jr, cols, d.W, d.OW);
+        else irc_accumulate_direct_rows<IRC_MR, TAPS>(rows, d.C, d.taps, d.toff, d.cstride, a, d.x + jr, acc);
+        irc_direct_store(rows, acc, c, ldc, epi, ic + ir, jr, cols, d.ld, d.OW);
       }
     }
   }
 }
 
-// C[M, OH*OW] = epilogue(A x B) for the direct B of `d`: tasks of MS rows x NC virtual columns
-// shared among OpenMP threads when `parallel`, as irc_gemm's.
+// C[M, OH*OW] = epilogue(A x B) for the direct B of `image`: tasks of MS rows x NC virtual
+// columns shared among OpenMP threads when `parallel`, as irc_gemm's.
 template <int TAPS, class PA, class Epi>
-static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& image, float* c, const Epi& epi, int64_t MC,
+static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& g, float* c, const Epi& epi, int64_t MC,
                             int64_t NC, int64_t MS, bool parallel) {
-  irc_direct d = image;
-  if (d.PH || d.PW) {  // the padded copy, [C][Hp][Wp], read by every task
-    const int64_t hp = d.H + 2 * d.PH, wp = d.W + 2 * d.PW;
-    float* padded = irc_scratch(3, d.C * hp * wp);
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t ch = 0; ch < d.C; ++ch) {
-      float* dst = padded + ch * hp * wp;
-      const float* src = d.x + ch * d.H * d.W;
-      for (int64_t e = 0; e < d.PH * wp; ++e) dst[e] = 0.0f;
-      for (int64_t r = 0; r < d.H; ++r) {
-        float* row = dst + (d.PH + r) * wp;
-        for (int64_t e = 0; e < d.PW; ++e) row[e] = 0.0f;
-        for (int64_t e = 0; e < d.W; ++e) row[d.PW + e] = src[r * d.W + e];
-        for (int64_t e = d.PW + d.W; e < wp; ++e) row[e] = 0.0f;
-      }
-      for (int64_t e = (d.PH + d.H) * wp; e < hp * wp; ++e) dst[e] = 0.0f;
-    }
-    d = irc_direct{padded, d.C, hp, wp, d.KH, d.KW, 0, 0, d.DH, d.DW, d.OH, d.OW};
-  }
-  const int64_t taps = d.KH * d.KW, V = (d.OH - 1) * d.W + d.OW;
+  const int64_t taps = g.KH * g.KW;
   int64_t toff[64];
   int64_t* offs = taps <= 64 ? toff : static_cast<int64_t*>(std::malloc(taps * sizeof(int64_t)));
-  for (int64_t kh = 0; kh < d.KH; ++kh)
-    for (int64_t kw = 0; kw < d.KW; ++kw) offs[kh * d.KW + kw] = kh * d.DH * d.W + kw * d.DW;
+  irc_direct_b d{g.x, g.C, taps, g.H * g.W, g.W, g.OH, g.OW, 0, offs};
+  if (g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0) {
+    for (int64_t kh = 0; kh < g.KH; ++kh)
+      for (int64_t kw = 0; kw < g.KW; ++kw) offs[kh * g.KW + kw] = kh * g.DH * g.W + kw * g.DW;
+  } else {  // the padded image in phase planes, [C][SH][SW][Hq][Wq], read by every task
+    const int64_t hp = g.H + 2 * g.PH, wp = g.W + 2 * g.PW;
+    const int64_t hq = (hp + g.SH - 1) / g.SH, wq = (wp + g.SW - 1) / g.SW, pq = hq * wq;
+    float* planes = irc_scratch(3, g.C * g.SH * g.SW * pq);
+    bool used[64] = {};  // the phases some tap reads (SH*SW <= 64: irl's DIRECT_MAX_PHASES)
+    for (int64_t kh = 0; kh < g.KH; ++kh)
+      for (int64_t kw = 0; kw < g.KW; ++kw) used[((kh * g.DH) % g.SH) * g.SW + (kw * g.DW) % g.SW] = true;
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+    for (int64_t ch = 0; ch < g.C; ++ch)
+      for (int64_t ph = 0; ph < g.SH * g.SW; ++ph) {
+        if (!used[ph]) continue;
+        const int64_t a = ph / g.SW, b = ph % g.SW;
+        float* dst = planes + (ch * g.SH * g.SW + ph) * pq;
+        const float* src = g.x + ch * g.H * g.W;
+        for (int64_t i = 0; i < hq; ++i) {
+          const int64_t r = i * g.SH + a - g.PH;  // the input row, outside [0, H): padding
+          float* row = dst + i * wq;
+          if (r < 0 || r >= g.H) {
+            for (int64_t j = 0; j < wq; ++j) row[j] = 0.0f;
+            continue;
+          }
+          const float* in = src + r * g.W;
+          if (g.SW == 1) {
+            for (int64_t j = 0; j < g.PW; ++j) row[j] = 0.0f;
+            for (int64_t j = 0; j < g.W; ++j) row[g.PW + j] = in[j];
+            for (int64_t j = g.PW + g.W; j < wq; ++j) row[j] = 0.0f;
+          } else {  // columns j*SW + b - PW in [0, W): j in [lo, hi)
+            const int64_t off = b - g.PW, lo = off >= 0 ? 0 : (-off + g.SW - 1) / g.SW;
+            const int64_t hi = g.W - off <= 0 ? 0 : (g.W - off + g.SW - 1) / g.SW < wq ? (g.W - off + g.SW - 1) / g.SW : wq;
+            for (int64_t j = 0; j < lo && j < wq; ++j) row[j] = 0.0f;
+            for (int64_t j = lo; j < hi; ++j) row[j] = in[j * g.SW + off];
+            for (int64_t j = hi > lo ? hi : lo; j < wq; ++j) row[j] = 0.0f;
+          }
+        }
+      }
+    for (int64_t kh = 0; kh < g.KH; ++kh)
+      for (int64_t kw = 0; kw < g.KW; ++kw) {
+        const int64_t dy = kh * g.DH, dx = kw * g.DW;
+        offs[kh * g.KW + kw] = ((dy % g.SH) * g.SW + dx % g.SW) * pq + (dy / g.SH) * wq + dx / g.SW;
+      }
+    d.x = planes; d.cstride = g.SH * g.SW * pq; d.ld = wq;
+  }
+  d.V = (d.OH - 1) * d.ld + d.OW;
 #ifdef _OPENMP
   if (!parallel || omp_get_max_threads() == 1) MS = M;
 #else
   MS = M;
 #endif
-  const int64_t mb = (M + MS - 1) / MS, nb = (V + NC - 1) / NC;
+  const int64_t mb = (M + MS - 1) / MS, nb = (d.V + NC - 1) / NC;
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t bj = 0; bj < nb; ++bj)
     for (int64_t bi = 0; bi < mb; ++bi) {
       const int64_t i0 = bi * MS, v0 = bj * NC;
-      irc_direct_task<TAPS>(d, offs, pa, c, epi, i0, M - i0 < MS ? M - i0 : MS, v0, V - v0 < NC ? V - v0 : NC, MC);
+      irc_direct_task<TAPS>(d, pa, c, epi, i0, M - i0 < MS ? M - i0 : MS, v0, d.V - v0 < NC ? d.V - v0 : NC, MC);
     }
   if (offs != toff) std::free(offs);
 }

@@ -52,9 +52,9 @@ func.func @conv_sizes(%w: memref<12x27xf32>, %x: memref<1x6x8x8xf32>, %y: memref
 
 // -----
 
-func.func @direct_strided(%w: memref<12x54xf32>, %x: memref<1x6x9x9xf32>, %y: memref<1x12x4x4xf32>) {
-  // expected-error @+1 {{irl.gemm: the direct layouts read the image in place, so they take stride 1x1 (im2col takes others), got stride 2x2}}
-  irl.gemm direct %w, %x -> %y sizes [12, 16, 54] tiles [6, 32, 54, 12] strides [] conv <input 1x6x9x9, output 12x4x4, kernel 3x3, stride 2x2, padding 0x0, dilation 1x1, groups 1> parallel 0 : memref<12x54xf32>, memref<1x6x9x9xf32>, memref<1x12x4x4xf32> {
+func.func @direct_strided(%w: memref<12x54xf32>, %x: memref<1x6x27x27xf32>, %y: memref<1x12x3x3xf32>) {
+  // expected-error @+1 {{irl.gemm: the direct layouts copy a strided image into stride_h x stride_w phase planes, at most 64 (im2col takes any stride), got stride 9x9}}
+  irl.gemm direct %w, %x -> %y sizes [12, 9, 54] tiles [6, 32, 54, 12] strides [] conv <input 1x6x27x27, output 12x3x3, kernel 3x3, stride 9x9, padding 0x0, dilation 1x1, groups 1> parallel 0 : memref<12x54xf32>, memref<1x6x27x27xf32>, memref<1x12x3x3xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
   }

@@ -70,7 +70,7 @@ func.func @not_affine(%x: tensor<2x3x6xf32>, %m: tensor<6x5xf32>, %r: tensor<3x5
 // CHECK-NOT:     memref.alloc
 // CHECK:         irl.gemm direct %w, %x -> %out0 epilogue(%b : memref<12xf32>) sizes [6, 64, 27] tiles [6, 48, 27, 6] strides [0, 1, 0] conv <input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 2> parallel 0
 // CPP-LABEL:   extern "C" void conv(
-// CPP:           const irc_direct irc_b{x + (irc_n*6 + irc_g*3)*64, 3, 8, 8, 3, 3, 1, 1, 1, 1, 8, 8};
+// CPP:           const irc_direct irc_b{x + (irc_n*6 + irc_g*3)*64, 3, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 8, 8};
 // CPP:           irc_conv_direct<9>(6, irc_a, irc_b, irc_c, irc_epi, 6, 48, 6, false);
 // CHECK-NEXT:    ^bb0(%acc: f32, %{{.*}}: f32):
 // CHECK-NEXT:      %[[B:.*]] = arith.addf %acc, %{{.*}} : f32
@@ -100,22 +100,27 @@ func.func @conv_packed(%x: tensor<1x6x8x8xf32>, %w: tensor<12x3x3x3xf32>, %wp: t
 
 // -----
 
-// Stride 2 keeps the im2col matrix, packed panel by panel (padding read as 0); an unpadded
-// stride-1 1x1 conv reads its input in place.
+// Strided windows that do not overlap (2x2 with stride 2) keep the im2col matrix, packed
+// panel by panel: it is no larger than the image. Overlapping ones (3x3 with stride 2) are
+// read in place from four phase planes (virtual columns oh*5 + ow: 3*5 + 4 = 19), an
+// unpadded stride-1 1x1 conv from its input itself.
 // CHECK-LABEL: func.func @conv_strided
 // CHECK-NOT:     memref.alloc
-// CHECK:         irl.gemm im2col %w, %x -> %out0 sizes [6, 16, 27] tiles [6, 16, 27, 6] strides [] conv <input 1x3x8x8, output 6x4x4, kernel 3x3, stride 2x2, padding 1x1, dilation 1x1, groups 1> parallel 0
-// CHECK-NOT:     memref.alloc
-// CHECK:         irl.gemm direct %w1, %x -> %out1 sizes [6, 64, 3] tiles [6, 32, 3, 6] strides [] conv <input 1x3x8x8, output 6x8x8, kernel 1x1, stride 1x1, padding 0x0, dilation 1x1, groups 1> parallel 0
+// CHECK:         irl.gemm im2col %w2, %x -> %out0 sizes [6, 16, 12] tiles [6, 16, 12, 6] strides [] conv <input 1x3x8x8, output 6x4x4, kernel 2x2, stride 2x2, padding 0x0, dilation 1x1, groups 1> parallel 0
+// CHECK:         irl.gemm direct %w, %x -> %out1 sizes [6, 16, 27] tiles [6, 16, 27, 6] strides [] conv <input 1x3x8x8, output 6x4x4, kernel 3x3, stride 2x2, padding 1x1, dilation 1x1, groups 1> parallel 0
+// CHECK:         irl.gemm direct %w1, %x -> %out2 sizes [6, 64, 3] tiles [6, 32, 3, 6] strides [] conv <input 1x3x8x8, output 6x8x8, kernel 1x1, stride 1x1, padding 0x0, dilation 1x1, groups 1> parallel 0
 // CPP-LABEL:   extern "C" void conv_strided(
-// CPP:           const irc_im2col irc_b{x + (irc_n*3 + irc_g*3)*64, 3, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 4};
-// CPP:           irc_gemm(6, 16, 27, irc_a, irc_b, irc_c, 16, irc_epi, 6, 16, 27, 6, false);
-// CPP:           const irc_direct irc_b{x + (irc_n*3 + irc_g*3)*64, 3, 8, 8, 1, 1, 0, 0, 1, 1, 8, 8};
+// CPP:           const irc_im2col irc_b{x + (irc_n*3 + irc_g*3)*64, 3, 8, 8, 2, 2, 2, 2, 0, 0, 1, 1, 4};
+// CPP:           irc_gemm(6, 16, 12, irc_a, irc_b, irc_c, 16, irc_epi, 6, 16, 12, 6, false);
+// CPP:           const irc_direct irc_b{x + (irc_n*3 + irc_g*3)*64, 3, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1, 4, 4};
+// CPP:           irc_conv_direct<9>(6, irc_a, irc_b, irc_c, irc_epi, 6, 16, 6, false);
+// CPP:           const irc_direct irc_b{x + (irc_n*3 + irc_g*3)*64, 3, 8, 8, 1, 1, 1, 1, 0, 0, 1, 1, 8, 8};
 // CPP:           irc_conv_direct<1>(6, irc_a, irc_b, irc_c, irc_epi, 6, 32, 6, false);
-func.func @conv_strided(%x: tensor<1x3x8x8xf32>, %w: tensor<6x3x3x3xf32>, %w1: tensor<6x3x1x1xf32>) -> (tensor<1x6x4x4xf32>, tensor<1x6x8x8xf32>) {
+func.func @conv_strided(%x: tensor<1x3x8x8xf32>, %w: tensor<6x3x3x3xf32>, %w1: tensor<6x3x1x1xf32>, %w2: tensor<6x3x2x2xf32>) -> (tensor<1x6x4x4xf32>, tensor<1x6x4x4xf32>, tensor<1x6x8x8xf32>) {
+  %v = irt.conv2d %x, %w2 stride [2, 2] padding [0, 0] dilation [1, 1] groups 1 : (tensor<1x3x8x8xf32>, tensor<6x3x2x2xf32>) -> tensor<1x6x4x4xf32>
   %y = irt.conv2d %x, %w stride [2, 2] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x3x8x8xf32>, tensor<6x3x3x3xf32>) -> tensor<1x6x4x4xf32>
   %z = irt.conv2d %x, %w1 stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : (tensor<1x3x8x8xf32>, tensor<6x3x1x1xf32>) -> tensor<1x6x8x8xf32>
-  func.return %y, %z : tensor<1x6x4x4xf32>, tensor<1x6x8x8xf32>
+  func.return %v, %y, %z : tensor<1x6x4x4xf32>, tensor<1x6x4x4xf32>, tensor<1x6x8x8xf32>
 }
 
 // -----

@@ -359,17 +359,35 @@ static inline void irc_accumulate_direct_rows(int64_t rows, int64_t C, int64_t t
 }
 
 // The epilogue and store of a tile of `cols` virtual columns from v0: each run of real columns
-// on one output row goes to C at its real column oh*OW + ow, IRC_VL floats at a time.
+// goes to C at its real column oh*OW + ow, IRC_VL floats at a time (the epilogue's vector loads
+// must not pass the run: a run's last < IRC_VL floats are stored one by one). Runs on
+// consecutive output rows that are adjacent in C too (every virtual column real: W == OW, an
+// unpadded 1x1 conv) are one run.
 template <class Epi>
 static inline void irc_direct_store(int64_t rows, irc_vf (*acc)[2], float* __restrict__ c, int64_t ldc, const Epi& epi,
                                     int64_t i0, int64_t v0, int64_t cols, int64_t W, int64_t OW) {
   int64_t run_s[IRC_NR], run_j[IRC_NR], run_n[IRC_NR], runs = 0;
-  for (int64_t s = 0; s < cols;) {
-    const int64_t v = v0 + s, oh = v / W, ow = v - oh * W, left = W - ow < cols - s ? W - ow : cols - s;
-    if (ow < OW) {
-      run_s[runs] = s; run_j[runs] = oh * OW + ow; run_n[runs] = OW - ow < left ? OW - ow : left; ++runs;
+  if (W == OW) {  // no dropped columns: the tile is one run, v = j
+    run_s[0] = 0; run_j[0] = v0; run_n[0] = cols; runs = 1;
+  } else {
+    for (int64_t s = 0; s < cols;) {
+      const int64_t v = v0 + s, oh = v / W, ow = v - oh * W, left = W - ow < cols - s ? W - ow : cols - s;
+      if (ow < OW) {
+        const int64_t j = oh * OW + ow, n = OW - ow < left ? OW - ow : left;
+        if (runs && run_s[runs - 1] + run_n[runs - 1] == s && run_j[runs - 1] + run_n[runs - 1] == j) run_n[runs - 1] += n;
+        else { run_s[runs] = s; run_j[runs] = j; run_n[runs] = n; ++runs; }
+      }
+      s += left;
     }
-    s += left;
+  }
+  if (runs == 1 && run_n[0] == IRC_NR) {  // a whole tile: the epilogue on the accumulators, as irc_tile's
+    for (int64_t r = 0; r < rows; ++r) {
+      float* cr = c + (i0 + r) * ldc + run_j[0];
+      irc_vec h[IRC_NR / IRC_VL];
+      __builtin_memcpy(h, acc[r], sizeof h);
+      for (int q = 0; q < IRC_NR / IRC_VL; ++q) irc_vstore(cr + IRC_VL * q, epi(h[q], i0 + r, run_j[0] + IRC_VL * q));
+    }
+    return;
   }
   for (int64_t r = 0; r < rows; ++r) {
     float t[IRC_NR];

@@ -387,9 +387,10 @@ def lower_max_pool2d(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:
 def _max_pool_rows(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:
     """One output row per parallel iteration, its columns innermost: the row starts at -inf and
     every window tap (kh, kw) folds its valid column range [lo, hi) into it,
-    out[ow] = max(out[ow], x[ih, ow*sw - pw + kw*dw]). The column loop has no carried value, so
-    `irc-vectorize` runs it in SIMD lanes (the per-output form chained nine dependent maxes).
-    Each output takes its taps in (kh, kw) order."""
+    out[ow] = maximumf(x[ih, ow*sw - pw + kw*dw], out[ow]). The column loop has no carried
+    value, so `irc-vectorize` runs it in SIMD lanes (the per-output form chained nine dependent
+    maxes). Each output takes its taps in (kh, kw) order and, as eager, keeps the first of equal
+    values (-0 or +0) and the last NaN: maximumf(a, b) is (a is NaN or a > b) ? a : b."""
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
     x = fl.buffers[op.input]
@@ -418,7 +419,8 @@ def _max_pool_rows(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:
 
                 def fold(ib: Builder, ow: SSAValue, _: list) -> list:
                     iw = _i(ib, arith.AddiOp, _mul(fl, ib, ow, aw.stride), offset)
-                    m = ib.insert(arith.MaximumfOp(load_at(ib, out, [n, c, oh, ow]), load_at(ib, x, [n, c, ih, iw]))).result
+                    old = load_at(ib, out, [n, c, oh, ow])
+                    m = ib.insert(arith.MaximumfOp(load_at(ib, x, [n, c, ih, iw]), old)).result  # a tie keeps `old`
                     store_at(ib, m, out, [n, c, oh, ow])
                     return []
 

@@ -506,8 +506,9 @@ def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool
     wins a max; NaN still propagates, and 0 adds nothing to a sum). An average divides by
     PyTorch's divisor, a compile-time constant per output (`_window_count`): one column loop per
     run of columns with the same divisor. The old nests visited each tap's clamped column range
-    in its own loop (1 us per 3x3 stride-2 row of 56 outputs, mostly loop overhead and scalar
-    remainders) or summed each output's window alone; this one reorders a max's taps (ties of
+    in its own loop (nine short loops per output row with scalar remainders: 1.04 ms for
+    ResNet-18's 3x3 stride-2 pool at one thread, now 0.29) or summed each output's window alone
+    (2.4x eager's time); this one reorders a max's taps (ties of
     -0 and +0 can differ) and a sum's terms, so strict builds keep the old nests."""
     is_max = isinstance(op, irt_nn.MaxPool2dOp)
     out, x, shape = fl.result_buffer(op.result), fl.buffers[op.input], shape_of(op.result)

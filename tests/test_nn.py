@@ -257,6 +257,86 @@ def test_max_pool_propagates_nan_and_ignores_padding():
     check(nn.MaxPool2d(3, 1, 1), x, equal_nan=True)
 
 
+POOLS = [  # (pool, input N x C x H x W): odd sizes, ragged vector tails, every border kind
+    (nn.MaxPool2d(3, 2, 1), (1, 5, 13, 17)),
+    (nn.MaxPool2d(3, 2, 1), (1, 3, 32, 32)),  # DenseNet's stem pool, fewer channels
+    (nn.MaxPool2d(3, 1, 1), (2, 3, 9, 33)),  # stride 1, 33 columns: a one-column tail at 16 lanes
+    (nn.MaxPool2d(2), (1, 4, 7, 9)),  # floor: the last input row and column unused
+    (nn.MaxPool2d(2, 2, 0, ceil_mode=True), (1, 3, 7, 9)),
+    (nn.MaxPool2d(5, 2, 2, ceil_mode=True), (1, 3, 12, 18)),
+    (nn.MaxPool2d(3, 2, 0, ceil_mode=True), (1, 3, 10, 21)),
+    (nn.MaxPool2d(3, 2, 1, dilation=2), (1, 3, 11, 19)),
+    (nn.MaxPool2d((2, 5), (3, 1), (1, 2)), (1, 2, 8, 23)),  # non-square kernel, stride, padding
+    (nn.MaxPool2d(5, 1, 2), (1, 2, 4, 4)),  # kernel larger than the input: no interior row
+    (nn.MaxPool2d(4, 4, 1, ceil_mode=True), (1, 2, 17, 35)),  # stride 4, the widest vectorized read
+    (nn.MaxPool2d(2, 5), (1, 2, 11, 26)),  # stride 5: the horizontal pass stays scalar
+    (nn.AvgPool2d(2), (1, 7, 16, 16)),  # DenseNet's transition pool, fewer channels
+    (nn.AvgPool2d(3, 2, 1), (2, 3, 13, 17)),
+    (nn.AvgPool2d(3, 1, 1, count_include_pad=False), (1, 3, 9, 33)),
+    (nn.AvgPool2d(3, 2, 1, ceil_mode=True), (1, 3, 10, 20)),
+    (nn.AvgPool2d(3, 2, 1, ceil_mode=True, count_include_pad=False), (1, 3, 10, 20)),
+    (nn.AvgPool2d(5, 2, 2, count_include_pad=False), (1, 2, 11, 19)),
+    (nn.AvgPool2d((2, 3), (1, 2), (1, 1), ceil_mode=True), (1, 2, 6, 15)),
+    (nn.AvgPool2d(2, 2, 0, ceil_mode=True), (1, 3, 7, 9)),
+]
+WIDTHS = pytest.mark.parametrize("width", [4, 8, 16])
+
+
+def _at_width(width: int):
+    """The host's Target at `width` float lanes (skips the test if the host has fewer)."""
+    from irc.target import Target
+
+    host = Target.host()
+    if width > host.vector_width:
+        pytest.skip(f"the host's vectors hold {host.vector_width} floats")
+    return host.replace(vector_width=width)
+
+
+def _pool_id(v):
+    return repr(v).replace(" ", "") if isinstance(v, nn.Module) else "x".join(map(str, v))
+
+
+@WIDTHS
+@pytest.mark.parametrize("pool,shape", POOLS, ids=_pool_id)
+def test_pooling_at_every_vector_width(pool, shape, width):
+    """The separable pooling nest (rows of the window, then its columns, from a padded row) at
+    16, 8 and 4 lanes: its loops have constant bounds and no loop carries an accumulator."""
+    x = torch.randn(shape)
+    model = nn.Sequential(pool).eval()
+    cm = irc.compile(model, (x,), fallback=False, target=_at_width(width))
+    torch.testing.assert_close(cm(x), model(x))
+    loops = cm.ir("loops")
+    assert "iter_args" not in loops and "window_rows" in loops
+
+
+@WIDTHS
+@pytest.mark.parametrize("pool", [nn.MaxPool2d(3, 2, 1), nn.MaxPool2d(2, 2, 0, ceil_mode=True), nn.AvgPool2d(3, 2, 1)],
+                         ids=_pool_id)
+def test_pooling_nan_and_inf_at_every_vector_width(pool, width):
+    """NaN propagates from any tap (corners, borders, vector tails, interior); a window of -inf
+    (a whole plane) is -inf, not a padding value; inf - inf in an average is NaN, as eager."""
+    x = torch.randn(1, 3, 11, 19)
+    for r, c in [(0, 0), (0, 18), (10, 0), (10, 18), (5, 9), (4, 16), (7, 17)]:
+        x[0, 0, r, c] = float("nan")
+    x[0, 1] = float("-inf")
+    x[0, 2, 3, 4], x[0, 2, 3, 5], x[0, 2, 8, 12] = float("inf"), float("-inf"), float("inf")
+    model = nn.Sequential(pool).eval()
+    cm = irc.compile(model, (x,), fallback=False, target=_at_width(width))
+    torch.testing.assert_close(cm(x), model(x), equal_nan=True)
+
+
+def test_strict_max_pool_keeps_eager_s_first_of_equal_values(monkeypatch):
+    """Strict builds take each window's taps in (kh, kw) order and keep the first of equal values
+    as eager does, so -0 and +0 come out with eager's signs (bit for bit)."""
+    monkeypatch.setenv("IRC_STRICT", "1")
+    signs = torch.rand(1, 3, 7, 9, generator=torch.Generator().manual_seed(0)) < 0.5
+    x = torch.where(signs, -0.0, 0.0)  # windows of +0 and -0 in every order
+    assert 0 < int(torch.signbit(x).sum()) < x.numel()
+    model = nn.Sequential(nn.MaxPool2d(3, 2, 1, ceil_mode=True)).eval()
+    cm = irc.compile(model, (x,), fallback=False)
+    assert torch.equal(torch.signbit(cm(x)), torch.signbit(model(x)))
+
+
 def test_pooling_options_irc_lacks_are_refused():
     with pytest.raises(irc.UnsupportedOpError, match="return_indices"):
         irc.compile(nn.Sequential(nn.MaxPool2d(2, return_indices=True)), (torch.randn(1, 1, 4, 4),), fallback=False)

@@ -2,6 +2,8 @@
 // RUN: irc-opt %s -p irc-fuse,irc-to-loops,irc-vectorize -t cpp | filecheck %s --check-prefix=CPP
 // RUN: irc-opt %s -p irc-fuse,irc-to-loops,irc-vectorize -t cpp -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
 // RUN: irc-opt %s -p 'irc-fuse,irc-to-loops,irc-vectorize{vector_width=4}' | filecheck %s --check-prefix=W4
+// RUN: irc-opt %s -p 'irc-fuse,irc-to-loops{strict=true},irc-vectorize' | filecheck %s --check-prefix=STRICT
+// RUN: irc-opt %s -p 'irc-fuse,irc-to-loops{strict=true},irc-vectorize{vector_width=4}' | filecheck %s --check-prefix=STRICT-W4
 
 // irc-vectorize marks a loop `irc.vectorize` when its innermost dimension walks every buffer
 // contiguously (the last index) or not at all, and its body is straight-line arith/math/memref.
@@ -93,32 +95,49 @@ func.func @softmax_dim0(%x: tensor<4x9xf32>) -> tensor<4x9xf32> {
   func.return %p : tensor<4x9xf32>
 }
 
-// Max pool's column loop reads its input at a stride of 2 (ow*2 + kw - 1) and writes the
-// output row at ow: marked. A stride of 8 would be gathered element by element: not marked.
-// Its clamped column range is known only at run time but bounded by the 8 output columns, fewer
-// than twice the default 8 lanes: `irc.lanes = 4`, so a window of 7 or 8 columns still fills a
-// vector (with 8 lanes it would rarely fill one and run its remainder scalar).
+// Max pool's horizontal pass reads its row of window maxima at a stride of 2 (ow*2, ow*2 + 1,
+// ow*2 + 2) and writes the output row at ow: marked. A stride of 8 would be gathered element by
+// element: not marked.
 
 // CHECK-LABEL: func.func @max_pool
-// CHECK:           scf.for %ow_1 = %{{.*}} to %{{.*}} step %c1 {
-// CHECK-NEXT:        arith.muli %ow_1, %c2 : index
-// CHECK:           } {irc.vectorize, irc.lanes = 4 : i64}
-// At 4 lanes (`irc-vectorize{vector_width=4}`) 8 columns are two vectors already: no mark.
+// CHECK:           scf.for %ow = %c0 to %c8 step %c1 {
+// CHECK-NEXT:        arith.muli %ow, %c2 : index
+// CHECK:           } {irc.vectorize}
+// At 4 lanes too, with no lanes mark (constant bounds).
 // W4-LABEL:    func.func @max_pool
+// W4:              scf.for %ow = %c0 to %c8 step %c1 {
 // W4:              } {irc.vectorize}
-// W4-LABEL:    func.func @max_pool_stride8
 // CHECK-LABEL: func.func @max_pool_stride8
-// CHECK:           scf.for %ow_1 = %{{.*}} to %{{.*}} step %c1 {
-// CHECK-NEXT:        arith.muli %ow_1, %c8 : index
+// CHECK:           scf.for %ow = %c0 to %c2 step %c1 {
+// CHECK-NEXT:        arith.muli %ow, %c8 : index
 // CHECK:           }
 // CHECK-NOT:       irc.vectorize
 // CHECK:         func.return
+
+// A strict build's max pool folds each tap's clamped column range into the row: known only at
+// run time but bounded by the 8 output columns, fewer than twice the default 8 lanes:
+// `irc.lanes = 4`, so a window of 7 or 8 columns still fills a vector (with 8 lanes it would
+// rarely fill one and run its remainder scalar). At 4 lanes (`irc-vectorize{vector_width=4}`)
+// 8 columns are two vectors already: no lanes mark.
+
+// STRICT-LABEL: func.func @max_pool
+// STRICT:           scf.for %ow_1 = %{{.*}} to %{{.*}} step %c1 {
+// STRICT-NEXT:        arith.muli %ow_1, %c2 : index
+// STRICT:           } {irc.vectorize, irc.lanes = 4 : i64}
+// STRICT-W4-LABEL:  func.func @max_pool
+// STRICT-W4:            scf.for %ow_1 = %{{.*}} to %{{.*}} step %c1 {
+// STRICT-W4:            } {irc.vectorize}
+// STRICT-LABEL: func.func @max_pool_stride8
+// STRICT:           scf.for %ow_1 = %{{.*}} to %{{.*}} step %c1 {
+// STRICT-NEXT:        arith.muli %ow_1, %c8 : index
+// STRICT:           }
+// STRICT-NOT:       irc.vectorize
+// STRICT:         func.return
 // CPP-LABEL:   extern "C" void max_pool(
-// CPP:             #pragma omp simd
-// CPP-NEXT:        for (int64_t ow = 0; ow < 8; ++ow)
-// CPP:                 #pragma omp simd simdlen(4)
-// CPP-NEXT:            for (int64_t [[OW:ow_[0-9]+]] = {{v[0-9]+}}; [[OW]] < {{v[0-9]+}}; ++[[OW]])
-// CPP:               irc_maxf(
+// CPP:               for (int64_t iw = 1; iw < 17; ++iw)
+// CPP:               #pragma omp simd simdlen(8)
+// CPP-NEXT:          for (int64_t ow = 0; ow < 8; ++ow)
+// CPP:                 irc_maxf(
 func.func @max_pool(%x: tensor<1x4x16x16xf32>) -> tensor<1x4x8x8xf32> {
   %m = irt.max_pool2d %x kernel [3, 3] stride [2, 2] padding [1, 1] dilation [1, 1] : (tensor<1x4x16x16xf32>) -> tensor<1x4x8x8xf32>
   func.return %m : tensor<1x4x8x8xf32>

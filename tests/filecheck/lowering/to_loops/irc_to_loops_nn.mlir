@@ -64,10 +64,12 @@ func.func @conv1x1(%x: tensor<1x4x6x6xf32>, %w: tensor<8x4x1x1xf32>) -> tensor<1
 
 // -----
 
-// Max pool works a row at a time: the output row starts at -inf, then every tap (kh in the
-// clamped window, kw) folds its valid column range into it, columns innermost (a loop
-// irc-vectorize can mark: no carried value, a stride-2 read); avg pool (count_include_pad off)
-// divides by the clipped window's size; adaptive pool uses floor(o*H/OH) .. ceil((o+1)*H/OH).
+// The strict nests (the others are in irc_to_loops_pool.mlir). Max pool works a row at a time:
+// the output row starts at -inf, then every tap (kh in the clamped window, kw) folds its valid
+// column range into it, columns innermost (a loop irc-vectorize can mark: no carried value, a
+// stride-2 read), as maximumf(tap, row) so a tie keeps the earlier tap, as eager; avg pool
+// (count_include_pad off) divides by the clipped window's size; adaptive pool uses
+// floor(o*H/OH) .. ceil((o+1)*H/OH).
 // CHECK-LABEL: func.func @pools
 // CHECK:           ^bb0(%i0: index, %i1: index, %i2: index):
 // CHECK:           scf.for %ow = %c0 to %c4 step %c1 {
@@ -82,7 +84,7 @@ func.func @conv1x1(%x: tensor<1x4x6x6xf32>, %w: tensor<8x4x1x1xf32>) -> tensor<1
 // CHECK-NEXT:            %[[IW:.*]] = arith.addi %[[IW0]], %{{.*}} : index
 // CHECK-NEXT:            %[[OLD:.*]] = memref.load %out0[%i0, %i1, %i2, %ow_1]
 // CHECK-NEXT:            %[[NEW:.*]] = memref.load %x[%i0, %i1, %{{.*}}, %[[IW]]]
-// CHECK-NEXT:            %[[M:.*]] = arith.maximumf %[[OLD]], %[[NEW]] : f32
+// CHECK-NEXT:            %[[M:.*]] = arith.maximumf %[[NEW]], %[[OLD]] : f32
 // CHECK-NEXT:            memref.store %[[M]], %out0[%i0, %i1, %i2, %ow_1]
 // CHECK:         }) {irc.kernel = "irt.max_pool2d -> 1x2x4x4"}
 // CHECK:           %[[H0:.*]] = arith.maxsi %{{.*}}, %c0 : index

@@ -124,10 +124,12 @@ of the output by 64 columns, reading 64 input rows x 16 columns (64 cache lines,
 NHWC -> NCHW on 1x28x28x64, one thread: 33 us untiled, 16 us in 16 x 56 tiles (64 x 16: 27,
 32 x 64: 16; the other direction, untiled, 8.7)."""
 
-TRANSPOSE_UNTILED_COLUMNS = 256
+TRANSPOSE_UNTILED_COLUMNS = 128
 """The widest output row a transpose writes untiled: each of its elements reads another input
-row (cache line), and the next output row reads the same lines at the next element, so 256
-lines (16 KiB) stay in L1 between rows; wider rows tile (NHWC -> NCHW on 28x28x64: 784)."""
+row (cache line), and the next output row reads the same lines at the next element; 128 lines
+(8 KiB) stay in L1 between rows, wider rows tile. NHWC -> NCHW, one thread: 1x28x28x64 (784
+columns) 33 -> 16 us, 1x14x14x128 (196) 15.3 -> 8.1 us; NCHW -> NHWC on 1x28x28x64 (64
+columns) is 8.7 us either way."""
 
 
 def _tile(size: int, most: int) -> int:

@@ -235,6 +235,7 @@ def test_shape_op_matches_eager(name, fuse):
     ((1, 128, 14, 14), (0, 2, 3, 1), False),  # and back: 128 columns, untiled
     ((1, 64, 28, 28), (0, 2, 3, 1), False),  # NCHW -> NHWC: untiled, [64, 784] -> [784, 64]
     ((4, 3, 5, 6), (2, 0, 3, 1), False),  # nothing to merge
+    ((1, 20, 15, 0), (0, 3, 1, 2), False),  # no channels: an empty result
 ], ids=str)
 def test_transpose_merged_and_tiled(shape, perm, tiled):
     """Transposes whose adjacent dimensions merge (through views) and whose wide output rows (over

@@ -104,7 +104,7 @@ def lower_transpose(fl: FunctionLowering, op: irt.TransposeOp) -> None:
         out_shape = [merged[p] for p in merged_perm]
     k = len(perm) - 2
     if (k >= 0 and list(perm) == [*range(k), k + 1, k] and all(isinstance(d, int) for d in out_shape[k:])
-            and out_shape[-1] > TRANSPOSE_UNTILED_COLUMNS):
+            and out_shape[-2] > 0 and out_shape[-1] > TRANSPOSE_UNTILED_COLUMNS):
         _tiled_transpose(fl, op, src, out, out_shape)
         return
 

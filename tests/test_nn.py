@@ -14,6 +14,7 @@ from torch import nn
 
 import irc
 from irc.dialects.irt import nn as irt_nn
+from irc.lowering.to_loops import nn as irt_nn_lowering
 from irc.models import get_model
 from irc.models.cnn import randomize_batch_norms
 
@@ -104,6 +105,13 @@ DEPTHWISE = [
     (33, 1, 3, 2, 0, True, 1, (16, 17), nn.ReLU6()),  # no padding, 17 columns (a 16-lane tail)
     (4, 2, 3, 1, 1, True, 2, (6, 9), nn.ReLU()),  # channel multiplier 2 (below the GEMM's 6 rows)
     (1, 3, 3, 2, 1, True, 1, (8, 8), None),  # one input channel, groups 1
+    # the row blocks (stride 1, every tap in bounds after padding: `_depthwise_blocked`)
+    (9, 1, 7, 1, 3, True, 1, (17, 29), None),  # 7x7 pad 3: rows 7 + 7 + 3, columns [0, 16) + [13, 29)
+    (5, 1, 7, 1, 3, False, 2, (28, 28), nn.ReLU6()),  # ConvNeXt's stage-1 plane, batch 2
+    (3, 1, 5, 1, 2, True, 1, (9, 14), nn.SiLU()),  # 14 columns: [0, 8) + [6, 14)
+    (4, 2, 3, 1, 0, True, 1, (9, 13), nn.ReLU6()),  # multiplier 2, no padding: 11 columns
+    (6, 1, 3, 1, 1, True, 1, (4, 3), nn.ReLU()),  # 3 columns: [0, 2) + [1, 3); one block of 4 rows
+    (2, 1, 7, 1, 3, True, 1, (1, 1), None),  # one pixel: every tap but the centre is padding
 ]
 
 
@@ -134,6 +142,50 @@ def test_depthwise_conv_columns_run_in_simd_lanes():
     assert "omp simd" in code
     assert "reduction(+" not in code
     assert 'irc.reduction = "add"' not in cm.ir("loops")
+
+
+@pytest.mark.parametrize("width", [4, 8, 16])
+def test_depthwise_row_blocks_at_every_vector_width(width):
+    """ConvNeXt's 7x7 depthwise conv (padding 3) takes the row blocks: 7 output rows per column
+    loop, the columns as [0, 16) and [13, 29) (whole vectors at 16, 8 and 4 lanes, the second
+    overlapping the first), a residual add fused; it matches eager at every vector width."""
+    from irc.target import Target
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dw = nn.Conv2d(6, 6, 7, padding=3, groups=6)
+
+        def forward(self, x):
+            return self.dw(x) + x
+
+    model, x = Block().eval(), torch.randn(1, 6, 17, 29)
+    cm = irc.compile(model, (x,), fallback=False, target=Target.host().replace(vector_width=width))
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x))
+    assert kernels(cm) == ["irt.conv2d (irt.conv2d + irt.add) -> 1x6x17x29"]
+    loops = cm.ir("loops")
+    assert re.search(r"scf.for %ow\S* = %c13 to %c29 step %c1", loops)
+    assert re.search(r"scf.for %ow\S* = %c0 to %c16 step %c1", loops)
+    assert "iter_args" not in loops
+    assert f"simdlen({width})" in kernel_code(cm)
+
+
+def test_depthwise_column_chunks():
+    """Whole vectors at 16, 8 and 4 lanes: a prefix of C-column vectors and one overlapping tail
+    of a power of two columns, together exactly [0, width)."""
+    assert irt_nn_lowering.column_chunks(28) == [(0, 16), (12, 28)]
+    assert irt_nn_lowering.column_chunks(14) == [(0, 8), (6, 14)]
+    assert irt_nn_lowering.column_chunks(56) == [(0, 48), (48, 56)]
+    assert irt_nn_lowering.column_chunks(9) == [(0, 8), (5, 9)]  # a tail of one column takes 4 lanes
+    assert irt_nn_lowering.column_chunks(64) == [(0, 64)]
+    for width in range(1, 80):
+        ranges = irt_nn_lowering.column_chunks(width)
+        covered = set().union(*(range(lo, hi) for lo, hi in ranges))
+        assert covered == set(range(width)), width
+        for lo, hi in ranges:
+            n = hi - lo
+            assert n % 16 == 0 or n & (n - 1) == 0, (width, ranges)  # whole vectors at 4, 8 and 16 lanes when n >= 4
 
 
 def test_depthwise_conv_residual_epilogue():
@@ -169,13 +221,15 @@ def _sequential_depthwise(x, w, b, stride, pad):
     return acc
 
 
-@pytest.mark.parametrize("k,stride,pad", [(3, 1, 1), (5, 2, 2), (7, 1, 3)])
-def test_depthwise_conv_strict_is_sequential_and_bit_exact(monkeypatch, k, stride, pad):
-    """Strict builds run the same nest; every output sums bias then its taps in order, bit for bit."""
+@pytest.mark.parametrize("k,stride,pad,hw", [(3, 1, 1, (11, 13)), (5, 2, 2, (11, 13)), (7, 1, 3, (11, 13)),
+                                             (7, 1, 3, (17, 29))])
+def test_depthwise_conv_strict_is_sequential_and_bit_exact(monkeypatch, k, stride, pad, hw):
+    """Strict builds run the same nest; every output sums bias then its taps in order, bit for bit
+    (a 7x7 on 17x29, which other builds give the row blocks, included)."""
     monkeypatch.setenv("IRC_STRICT", "1")
     torch.manual_seed(1)
     conv = nn.Conv2d(5, 5, k, stride=stride, padding=pad, groups=5).eval()
-    x = torch.randn(2, 5, 11, 13)
+    x = torch.randn(2, 5, *hw)
     cm = irc.compile(nn.Sequential(conv), (x,), fallback=False)
     expected = _sequential_depthwise(x.numpy(), conv.weight.detach().numpy(), conv.bias.detach().numpy(), stride, pad)
     with torch.no_grad():

@@ -85,14 +85,16 @@ func.func @windows(%x: tensor<1x64x8x8xf32>, %y: tensor<1x2x7x7xf32>) -> (tensor
 // -----
 
 // A transpose (not vectorizable: its innermost output dimension walks the input with a stride)
-// threads over its 1x28x28 outer iterations and keeps the 64 channels a plain loop; one with 4
-// outer iterations collapses every dimension, so both threads get work.
+// threads over its outer iterations (NCHW -> NHWC merges H and W: 1x784) and keeps the 64
+// channels a plain loop; the 4x40000 one walks 1x625 tiles of 4 x 64 (its output rows are too
+// wide to stay untiled), collapsing both tile dimensions, so both threads get work.
 
 // CHECK-LABEL: func.func @transposes
-// CHECK:         }) {irc.kernel = "irt.transpose -> 1x28x28x64", irc.work = {{[0-9]+}} : i64, irc.parallel = "omp", irc.collapse = 3 : i64}
+// CHECK:         }) {irc.kernel = "irt.transpose -> 1x28x28x64", irc.work = {{[0-9]+}} : i64, irc.parallel = "omp", irc.collapse = 2 : i64}
+// CHECK:         "scf.parallel"(%c0, %c0, %c1, %c625, %c1, %c1)
 // CHECK:         }) {irc.kernel = "irt.transpose -> 4x40000", irc.work = {{[0-9]+}} : i64, irc.parallel = "omp"}
 // CPP-LABEL:   extern "C" void transposes(
-// CPP:           #pragma omp parallel for collapse(3) schedule(static)
+// CPP:           #pragma omp parallel for collapse(2) schedule(static)
 // CPP:           #pragma omp parallel for collapse(2) schedule(static)
 func.func @transposes(%x: tensor<1x64x28x28xf32>, %y: tensor<40000x4xf32>) -> (tensor<1x28x28x64xf32>, tensor<4x40000xf32>) {
   %a = irt.transpose %x [0, 2, 3, 1] : (tensor<1x64x28x28xf32>) -> tensor<1x28x28x64xf32>

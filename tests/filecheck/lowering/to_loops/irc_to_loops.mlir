@@ -84,3 +84,30 @@ func.func @views(%x: tensor<2x6xf32>) -> (tensor<12xf32>, tensor<6x2xf32>, tenso
   %t = irt.transpose %x [1, 0] : (tensor<2x6xf32>) -> tensor<6x2xf32>
   func.return %f, %t, %x : tensor<12xf32>, tensor<6x2xf32>, tensor<2x6xf32>
 }
+
+// -----
+
+// NHWC -> NCHW: H and W stay adjacent, so the transpose is [1, 300, 3] -> [1, 3, 300] through
+// views; its output rows (300 columns) are too wide to walk untiled, so each parallel iteration
+// copies a tile of 3 rows x 60 columns (the largest tiles up to 16 x 64 that divide 3 and 300).
+// CHECK-LABEL: func.func @nhwc_to_nchw
+// CHECK:         %[[IN:.*]] = memref.reinterpret_cast %x to offset: [0], sizes: [1, 300, 3], strides: [900, 3, 1] : memref<1x20x15x3xf32> to memref<1x300x3xf32>
+// CHECK-NEXT:    %[[OUT:.*]] = memref.reinterpret_cast %out0 to offset: [0], sizes: [1, 3, 300], strides: [900, 300, 1] : memref<1x3x20x15xf32> to memref<1x3x300xf32>
+// CHECK-NEXT:    "scf.parallel"(%c0, %c0, %c0, %c1, %c1, %c5, %c1, %c1, %c1)
+// CHECK-NEXT:    ^bb0(%i0: index, %i1: index, %i2: index):
+// CHECK-NEXT:      %[[B0:.*]] = arith.muli %i1, %c3 : index
+// CHECK-NEXT:      %[[B1:.*]] = arith.addi %[[B0]], %c3 : index
+// CHECK-NEXT:      %[[A0:.*]] = arith.muli %i2, %c60 : index
+// CHECK-NEXT:      %[[A1:.*]] = arith.addi %[[A0]], %c60 : index
+// CHECK-NEXT:      scf.for %b = %[[B0]] to %[[B1]] step %c1 {
+// CHECK-NEXT:        scf.for %a = %[[A0]] to %[[A1]] step %c1 {
+// CHECK-NEXT:          %[[V:.*]] = memref.load %[[IN]][%i0, %a, %b] : memref<1x300x3xf32>
+// CHECK-NEXT:          memref.store %[[V]], %[[OUT]][%i0, %b, %a] : memref<1x3x300xf32>
+// CHECK-NEXT:        }
+// CHECK-NEXT:      }
+// CHECK-NEXT:      scf.reduce
+// CHECK-NEXT:    }) {irc.kernel = "irt.transpose -> 1x3x20x15"}
+func.func @nhwc_to_nchw(%x: tensor<1x20x15x3xf32>) -> tensor<1x3x20x15xf32> {
+  %t = irt.transpose %x [0, 3, 1, 2] : (tensor<1x20x15x3xf32>) -> tensor<1x3x20x15xf32>
+  func.return %t : tensor<1x3x20x15xf32>
+}

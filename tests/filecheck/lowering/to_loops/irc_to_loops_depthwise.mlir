@@ -10,6 +10,8 @@
 // round robin over 4 partial sums, added pairwise), and the epilogue runs before the one store. A padded conv first writes its plane with the zero padding into a buffer
 // of its own (then every column is interior); strict builds keep the input as it is and give the
 // border rows and columns straight-line code over their in-bounds taps (compile-time ranges).
+// A stride-1 conv with a kernel above 25 taps or a row width not a multiple of 8 takes the row
+// blocks instead (7 output rows per column loop, columns in whole vectors: @kernel7).
 
 // 7 columns in, stride 2, padding 1.
 // CHECK-LABEL: func.func @depthwise(%x: memref<2x4x7x7xf32>, %w: memref<4x1x3x3xf32>, %b: memref<4xf32>, %out0: memref<2x4x4x4xf32>)
@@ -134,28 +136,89 @@ func.func @multiplier(%x: tensor<1x3x5x5xf32>, %w: tensor<6x1x3x3xf32>) -> tenso
 
 // -----
 
-// A 7x7 kernel: 49 taps in one loop are too many registers for GCC, so each output row takes a
-// pass per kernel row (MAX_TAPS_PER_LOOP): the first starts from the bias, the next ones from
-// the partial sums stored in the row, the last applies the epilogue (ReLU6: max, min).
-// CHECK-LABEL: func.func @kernel7
-// CHECK:         scf.for %oh = %c0 to %c9 step %c1 {
+// A 7x7 kernel at stride 2 (no row blocks): 49 taps in one loop are too many registers for
+// GCC, so each output row takes a pass per kernel row (MAX_TAPS_PER_LOOP): the first starts
+// from the bias, the next ones from the partial sums stored in the row, the last applies the
+// epilogue (ReLU6: max, min).
+// CHECK-LABEL: func.func @kernel7_stride2
+// CHECK:         scf.for %oh = %c0 to %c5 step %c1 {
 // CHECK-COUNT-7:   memref.reinterpret_cast %padded
-// CHECK-NEXT:      scf.for %ow = %c0 to %c9 step %c1 {
+// CHECK-NEXT:      scf.for %ow = %c0 to %c5 step %c1 {
 // CHECK-NOT:         memref.load %out0
 // CHECK-COUNT-7:     memref.load %row
 // CHECK-NOT:         arith.maximumf
-// CHECK:             memref.store %{{.*}}, %out0[%i0, %i1, %oh, %ow] : memref<1x2x9x9xf32>
+// CHECK:             memref.store %{{.*}}, %out0[%i0, %i1, %oh, %ow] : memref<1x2x5x5xf32>
 // CHECK-NEXT:      } {irc.vectorize}
 // CHECK-COUNT-5:   memref.load %out0
-// CHECK:           scf.for %[[LAST:.*]] = %c0 to %c9 step %c1 {
-// CHECK-NEXT:        %[[PART:.*]] = memref.load %out0[%i0, %i1, %oh, %[[LAST]]] : memref<1x2x9x9xf32>
+// CHECK:           scf.for %[[LAST:.*]] = %c0 to %c5 step %c1 {
+// CHECK-NEXT:        %[[PART:.*]] = memref.load %out0[%i0, %i1, %oh, %[[LAST]]] : memref<1x2x5x5xf32>
 // CHECK-COUNT-7:     memref.load %row_6
 // CHECK:             arith.maximumf
 // CHECK:             arith.minimumf
-// CHECK-NEXT:        memref.store %{{.*}}, %out0[%i0, %i1, %oh, %[[LAST]]] : memref<1x2x9x9xf32>
+// CHECK-NEXT:        memref.store %{{.*}}, %out0[%i0, %i1, %oh, %[[LAST]]] : memref<1x2x5x5xf32>
 // CHECK-NEXT:      } {irc.vectorize}
 // CHECK-NEXT:    }
 // CHECK-NEXT:    scf.reduce
+
+func.func @kernel7_stride2(%x: tensor<1x2x9x9xf32>, %w: tensor<2x1x7x7xf32>, %b: tensor<2xf32>) -> tensor<1x2x5x5xf32> {
+  %y = irt.conv2d %x, %w bias(%b : tensor<2xf32>) stride [2, 2] padding [3, 3] dilation [1, 1] groups 2 : (tensor<1x2x9x9xf32>, tensor<2x1x7x7xf32>) -> tensor<1x2x5x5xf32>
+  %r = irt.relu6 %y : tensor<1x2x5x5xf32>
+  func.return %r : tensor<1x2x5x5xf32>
+}
+
+// -----
+
+// A 7x7 kernel at stride 1 (ConvNeXt's): the row blocks (`_depthwise_blocked`). Rows 0..6 in
+// one block (13 input rows through one view of the padded plane, 195 = 13 x 15 elements), rows
+// 7..8 in a second (8 input rows, 120 elements). Each block's columns run as [0, 8) and [5, 9)
+// (whole vectors; the second overlaps the first). Each input element is loaded once per column
+// loop (13 rows x 7 columns = 91 loads) and feeds every output row that reads it; output row r
+// is complete after input row r + 6, and its ReLU6 and store follow at once. No partial sums
+// pass through %out0.
+// CHECK-LABEL: func.func @kernel7
+// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<1x2x15x15xf32>
+// CHECK:         %[[BIAS:.*]] = memref.load %b[%i1] : memref<2xf32>
+// CHECK-NOT:     scf.for %oh
+// CHECK:         %row = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [195], strides: [1] : memref<1x2x15x15xf32> to memref<195xf32>
+// CHECK-NEXT:    scf.for %ow = %c0 to %c8 step %c1 {
+// CHECK-NEXT:      %[[X0:.*]] = memref.load %row[%ow] : memref<195xf32>
+// CHECK-NEXT:      %[[P0:.*]] = arith.mulf %[[X0]], %{{.*}} : f32
+// CHECK-NEXT:      %{{.*}} = arith.addf %[[BIAS]], %[[P0]] : f32
+// CHECK-NEXT:      %[[I1:.*]] = arith.addi %ow, %c1 : index
+// CHECK-NEXT:      %{{.*}} = memref.load %row[%[[I1]]] : memref<195xf32>
+// CHECK-NOT:       memref.load %out0
+// CHECK:           %[[I7:.*]] = arith.addi %ow, %c15 : index
+// CHECK-NEXT:      %[[X7:.*]] = memref.load %row[%[[I7]]] : memref<195xf32>
+// CHECK-NEXT:      %{{.*}} = arith.mulf %[[X7]], %{{.*}} : f32
+// CHECK-NEXT:      %{{.*}} = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:      %{{.*}} = arith.mulf %[[X7]], %{{.*}} : f32
+// CHECK-NEXT:      %{{.*}} = arith.addf %[[BIAS]], %{{.*}} : f32
+// CHECK:           arith.maximumf
+// CHECK:           arith.minimumf
+// CHECK-NEXT:      memref.store %{{.*}}, %out0[%i0, %i1, %c0, %ow] : memref<1x2x9x9xf32>
+// CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c1, %ow] : memref<1x2x9x9xf32>
+// CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c6, %ow] : memref<1x2x9x9xf32>
+// CHECK-NEXT:    } {irc.vectorize}
+// CHECK-NEXT:    scf.for %ow_1 = %c5 to %c9 step %c1 {
+// CHECK-COUNT-91:  memref.load %row[
+// CHECK-NOT:       memref.load %row[
+// CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c6, %ow_1] : memref<1x2x9x9xf32>
+// CHECK-NEXT:    } {irc.vectorize}
+// CHECK:         %row_1 = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [120], strides: [1] : memref<1x2x15x15xf32> to memref<120xf32>
+// CHECK-NEXT:    scf.for %ow_2 = %c0 to %c8 step %c1 {
+// CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c7, %ow_2] : memref<1x2x9x9xf32>
+// CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c8, %ow_2] : memref<1x2x9x9xf32>
+// CHECK-NEXT:    } {irc.vectorize}
+// CHECK-NEXT:    scf.for %ow_3 = %c5 to %c9 step %c1 {
+// CHECK:         } {irc.vectorize}
+// CHECK-NEXT:    scf.reduce
+// STRICT-LABEL: func.func @kernel7
+// STRICT-NOT:     memref.alloc
+// STRICT:         scf.for %oh = %c3 to %c6 step %c1 {
+// CPP-LABEL:   extern "C" void kernel7(
+// CPP:           for (int64_t ow = 0; ow < 8; ++ow)
+// CPP:           #pragma omp simd simdlen(8)
+// CPP-NEXT:      for (int64_t [[OW1:ow_[0-9]+]] = 5; [[OW1]] < 9; ++[[OW1]])
 
 func.func @kernel7(%x: tensor<1x2x9x9xf32>, %w: tensor<2x1x7x7xf32>, %b: tensor<2xf32>) -> tensor<1x2x9x9xf32> {
   %y = irt.conv2d %x, %w bias(%b : tensor<2xf32>) stride [1, 1] padding [3, 3] dilation [1, 1] groups 2 : (tensor<1x2x9x9xf32>, tensor<2x1x7x7xf32>) -> tensor<1x2x9x9xf32>

@@ -68,25 +68,52 @@ template <class F> static inline F irc_copysign(F x, F s) {  // |x| with the sig
 }
 
 #ifndef IRC_LIBM
-// exp: x = n ln2 + r, |r| <= ln2/2; exp(r) by Cephes' degree-6 polynomial; times 2^n in two
-// steps so results in the subnormal range round once. Inputs are clamped to [-104, 88.8], where
-// the formula itself gives 0 and inf. The clamps are written `c < x ? c : x`, a single min/max
-// instruction that returns x when x is NaN; NaN then flows through the arithmetic to the result.
+// exp: x = n ln2 + r, |r| <= ln2/2; exp(r) by Cephes' degree-6 polynomial (its inner part
+// evaluated Estrin-style: three independent pairs, so the chain is 3 FMAs deep, not 5); times 2^n
+// in two steps so results in the subnormal range round once. Above 88.8 the result is inf and
+// below -104 it is 0 (where the formula itself gives inf and 0): those selects come last and
+// only n is clamped (integer min/max, so the shifts stay defined), off the critical path of
+// the polynomial. A NaN compares false, flows through the arithmetic and comes out NaN.
 template <class F> static inline F irc_exp(F x) {
-  F xc = 88.8f < x ? irc_k<F>(88.8f) : x;
-  xc = -104.0f > xc ? irc_k<F>(-104.0f) : xc;
   const F shifter = irc_k<F>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
-  F kf = irc_fma(xc, irc_k<F>(1.44269504088896341f), shifter);
-  const auto n = irc_bits(kf) - 0x4b400000;
+  F kf = irc_fma(x, irc_k<F>(1.44269504088896341f), shifter);
+  auto n = irc_bits(kf) - 0x4b400000;
+  n = n > 128 ? decltype(n){} + 128 : n;
+  n = n < -150 ? decltype(n){} - 150 : n;
   kf = kf - shifter;
-  F r = irc_fma(kf, irc_k<F>(-0.693359375f), xc);
+  F r = irc_fma(kf, irc_k<F>(-0.693359375f), x);
   r = irc_fma(kf, irc_k<F>(2.12194440e-4f), r);
-  F q = irc_poly(r, 5.0000001201e-1f, 1.6666665459e-1f, 4.1665795894e-2f, 8.3334519073e-3f,
-                 1.3981999507e-3f, 1.9875691500e-4f);
-  F p = irc_fma(q, r * r, r) + 1.0f;
+  const F r2 = r * r;
+  const F a = irc_fma(irc_k<F>(1.6666665459e-1f), r, irc_k<F>(5.0000001201e-1f));
+  const F b = irc_fma(irc_k<F>(8.3334519073e-3f), r, irc_k<F>(4.1665795894e-2f));
+  const F c = irc_fma(irc_k<F>(1.9875691500e-4f), r, irc_k<F>(1.3981999507e-3f));
+  const F q = irc_fma(irc_fma(c, r2, b), r2, a);
+  const F p = irc_fma(q, r2, r) + 1.0f;
   const auto n1 = n >> 1;
   const auto n2 = n - n1;
-  return p * irc_float((n1 + 127) << 23) * irc_float((n2 + 127) << 23);
+  F y = p * irc_float((n1 + 127) << 23) * irc_float((n2 + 127) << 23);
+  y = x > 88.8f ? irc_k<F>(__builtin_inff()) : y;
+  return x < -104.0f ? irc_k<F>(0.0f) : y;
+}
+
+// exp where the result is a normal float and n <= 127 (x in [-87.3, 88.3]): irc_exp's
+// polynomial times 2^n in one step, without the inf/0 selects (bit for bit irc_exp there). Elsewhere it returns
+// some finite value or NaN that the caller must not use (n is clamped so the shift is defined).
+template <class F> static inline F irc_exp_normal(F x) {
+  const F shifter = irc_k<F>(12582912.0f);
+  F kf = irc_fma(x, irc_k<F>(1.44269504088896341f), shifter);
+  auto n = irc_bits(kf) - 0x4b400000;
+  n = n > 127 ? decltype(n){} + 127 : n;
+  n = n < -126 ? decltype(n){} - 126 : n;
+  kf = kf - shifter;
+  F r = irc_fma(kf, irc_k<F>(-0.693359375f), x);
+  r = irc_fma(kf, irc_k<F>(2.12194440e-4f), r);
+  const F r2 = r * r;
+  const F a = irc_fma(irc_k<F>(1.6666665459e-1f), r, irc_k<F>(5.0000001201e-1f));
+  const F b = irc_fma(irc_k<F>(8.3334519073e-3f), r, irc_k<F>(4.1665795894e-2f));
+  const F c = irc_fma(irc_k<F>(1.9875691500e-4f), r, irc_k<F>(1.3981999507e-3f));
+  const F q = irc_fma(irc_fma(c, r2, b), r2, a);
+  return (irc_fma(q, r2, r) + 1.0f) * irc_float((n + 127) << 23);
 }
 
 // log: x = m 2^e with m in [sqrt(1/2), sqrt(2)); log(m) by Cephes' degree-9 polynomial in m - 1.
@@ -122,22 +149,26 @@ template <class F> static inline F irc_tanh(F x) {
   return irc_copysign(a < 0.625f ? small : large, x);  // odd; and tanh(-0) = -0
 }
 
-// erf: |x| < 0.9277: x + x P(x^2); else 1 - exp(t Q(t) - t), t = |x| (clamped at 4, where
-// erf rounds to 1), with x's sign.
+// erf: |x| < 0.9277: x + x P(x^2); else 1 - exp(t Q(t) - t), t = |x|, with x's sign; erf is
+// 1 from t = 4 on (where it rounds to 1). Q's degree-7 polynomial is split in two halves that
+// run in parallel, and t is not clamped before it (the select for t >= 4 comes last), so the
+// chain before the exp is 4 FMAs deep. Below t = 4, t Q(t) - t is in [-17, -0.9], where
+// irc_exp_normal is irc_exp bit for bit, one multiply and two selects shorter.
 template <class F> static inline F irc_erf(F x) {
   const F s = x * x;
   const F small = irc_fma(irc_poly(s, 1.28379166e-1f, -3.76125336e-1f, 1.12819925e-1f,
                                    -2.67681349e-2f, 4.99119423e-3f, -5.96761703e-4f), x, x);
-  F t = irc_absf(x);
-  t = t < 4.0f ? t : 4.0f;
-  F q = irc_fma(irc_fma(irc_k<F>(-1.72853470e-5f), t, irc_k<F>(3.83197126e-4f)), t * t,
+  const F t = irc_absf(x);
+  const F t2 = t * t;
+  F q = irc_fma(irc_fma(irc_k<F>(-1.72853470e-5f), t, irc_k<F>(3.83197126e-4f)), t2,
                 irc_fma(irc_k<F>(-3.88396438e-3f), t, irc_k<F>(2.42546219e-2f)));
-  q = irc_fma(q, t, irc_k<F>(-1.06777877e-1f));
-  q = irc_fma(q, t, irc_k<F>(-6.34846687e-1f));
-  q = irc_fma(q, t, irc_k<F>(-1.28717512e-1f));
+  const F lo = irc_fma(irc_fma(irc_k<F>(-1.06777877e-1f), t, irc_k<F>(-6.34846687e-1f)), t,
+                       irc_k<F>(-1.28717512e-1f));
+  q = irc_fma(q, t2 * t, lo);
   q = irc_fma(q, t, -t);
-  const F large = irc_copysign(1.0f - irc_exp(q), x);
-  return irc_absf(x) > 0.927734375f ? large : small;  // NaN: small, which is NaN
+  F large = 1.0f - irc_exp_normal(q);
+  large = t < 4.0f ? large : irc_k<F>(1.0f);
+  return t > 0.927734375f ? irc_copysign(large, x) : small;  // NaN: small, which is NaN
 }
 #else
 static inline float irc_exp(float x) { return __builtin_expf(x); }

@@ -96,10 +96,11 @@ func.func @residual(%x: tensor<4x16xf32>, %w: tensor<16x16xf32>, %b: tensor<16xf
 
 // A chain of elementwise ops (with a broadcast operand and a scalar) becomes one irt.elementwise.
 // CHECK-LABEL: func.func @elementwise_chain
-// CHECK:         %t = irt.elementwise ins(%x, %y, %c : tensor<4x16xf32>, tensor<16xf32>, tensor<f32>) -> tensor<4x16xf32> attributes {irc.fused = ["irt.mul", "irt.sigmoid", "irt.mul", "irt.tanh"]} {
+// CHECK:         %t = irt.elementwise ins(%x, %y, %c : tensor<4x16xf32>, tensor<16xf32>, tensor<f32>) -> tensor<4x16xf32> attributes {irc.fused = ["irt.mul", "irt.sigmoid", "irt.mul", "irt.relu"]} {
 // CHECK-NEXT:    ^bb0(%x0: f32, %x1: f32, %x2: f32):
 // CHECK-NEXT:      arith.mulf %x0, %x1 : f32
-// CHECK:           math.tanh
+// CHECK:           math.exp
+// CHECK:           arith.maximumf
 // CHECK-NEXT:      irt.yield
 // NOCHAIN-LABEL: func.func @elementwise_chain
 // NOCHAIN:         irt.mul
@@ -110,8 +111,43 @@ func.func @elementwise_chain(%x: tensor<4x16xf32>, %y: tensor<16xf32>) -> tensor
   %m = irt.mul %x, %y : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
   %s = irt.sigmoid %m : tensor<4x16xf32>
   %h = irt.mul %s, %c : (tensor<4x16xf32>, tensor<f32>) -> tensor<4x16xf32>
-  %t = irt.tanh %h : tensor<4x16xf32>
+  %t = irt.relu %h : tensor<4x16xf32>
   func.return %t : tensor<4x16xf32>
+}
+
+// -----
+
+// Not fused: a transcendental (gelu's erf) of a transcendental's result (x * sigmoid(x), an exp)
+// in one body would be one dependency chain longer than the out-of-order window holds
+// (`no_transcendental_chain`): x * sigmoid(x) is one kernel, gelu another.
+// CHECK-LABEL: func.func @transcendental_chain
+// CHECK:         %m = irt.elementwise ins(%x, %x : tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32> attributes {irc.fused = ["irt.sigmoid", "irt.mul"]} {
+// CHECK:           math.exp
+// CHECK:         %g = irt.gelu %m : tensor<64x64xf32>
+// CHECK-NEXT:    func.return %g
+
+func.func @transcendental_chain(%x: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %s = irt.sigmoid %x : tensor<64x64xf32>
+  %m = irt.mul %x, %s : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %g = irt.gelu %m : tensor<64x64xf32>
+  func.return %g : tensor<64x64xf32>
+}
+
+// -----
+
+// Fused: two transcendentals on independent inputs (exp(x) + tanh(y)) are two short chains the
+// core overlaps, not one long one.
+// CHECK-LABEL: func.func @parallel_transcendentals
+// CHECK:         %s = irt.elementwise ins(%y, %x : tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32> attributes {irc.fused = ["irt.tanh", "irt.exp", "irt.add"]} {
+// CHECK-DAG:       math.exp
+// CHECK-DAG:       math.tanh
+// CHECK:         func.return %s
+
+func.func @parallel_transcendentals(%x: tensor<64x64xf32>, %y: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %e = irt.exp %x : tensor<64x64xf32>
+  %t = irt.tanh %y : tensor<64x64xf32>
+  %s = irt.add %e, %t : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  func.return %s : tensor<64x64xf32>
 }
 
 // -----

@@ -31,7 +31,8 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
   padding included, into sH x sW phase planes per channel (at most `DIRECT_MAX_PHASES`), in
   which every tap is again a shifted plane. The product runs on virtual columns oh*Wq + ow
   (Wq = ceil((W + 2*pW) / sW)) and keeps those with ow < OW (`irc_conv_direct` in
-  `include/irc_gemm.h`).
+  `include/irc_gemm.h`); its `tiles` NC counts virtual columns, and K is never split (KC is
+  unused).
 
 `batch [count, sa, sb, sc]` (optional, not with im2col) makes it `count` products, the n-th reading
 A, B and C `sa`, `sb`, `sc` elements further on (0: shared, a broadcast batch dim) and its

@@ -10,8 +10,9 @@
   written out (linear, reshape, transpose, q @ k^T / sqrt(d), softmax, @ v) -> residual ->
   LayerNorm -> GELU MLP -> residual; d_model 256, 4 heads, seq 128, batch 1. irc's `attention`
   fusion rule turns the written-out attention into one `irt.attention`.
-* `eltwise-layernorm`: x * sigmoid(x) -> gelu -> layer_norm on 64x4096: one fused elementwise
-  kernel and one layer_norm kernel.
+* `eltwise-layernorm`: x * sigmoid(x) -> gelu -> layer_norm on 64x4096: three kernels, x *
+  sigmoid(x), gelu and layer_norm (`no_transcendental_chain` keeps erf after exp out of one
+  loop: the fused loop was latency-bound).
 """
 
 from __future__ import annotations

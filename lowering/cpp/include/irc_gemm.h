@@ -565,11 +565,18 @@ static inline void irc_pv_tile(int64_t n, const float* __restrict__ p, int64_t l
 template <int NV>
 static void irc_pv(int64_t m, int64_t n, int64_t q0, bool causal, const float* p, int64_t ldp, const float* v,
                    int64_t ldv, float* o, int64_t ldo, const float* inv) {
-  constexpr int R = 12 / NV > 8 ? 8 : 12 / NV;
+  // R x NV accumulators, NV loads of v and a broadcast per key: 24 of AVX-512's 32 registers
+  // (12 of AVX2's 16), at most 8 rows.
+  constexpr int ACC = IRC_VL == 16 ? 24 : 12, R = ACC / NV > 8 ? 8 : ACC / NV;
   int64_t i = 0;
   for (; i + R <= m; i += R) {
     const int64_t keys = causal && q0 + i + R < n ? q0 + i + R : n;
     irc_pv_tile<NV, R>(keys, p + i * ldp, ldp, v, ldv, o + i * ldo, ldo, inv + i);
+  }
+  constexpr int R2 = R / 2 > 1 ? R / 2 : 1;  // the rest: half tiles, then single rows
+  for (; R2 > 1 && i + R2 <= m; i += R2) {
+    const int64_t keys = causal && q0 + i + R2 < n ? q0 + i + R2 : n;
+    irc_pv_tile<NV, R2>(keys, p + i * ldp, ldp, v, ldv, o + i * ldo, ldo, inv + i);
   }
   for (; i < m; ++i) {
     const int64_t keys = causal && q0 + i + 1 < n ? q0 + i + 1 : n;

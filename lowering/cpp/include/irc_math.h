@@ -68,18 +68,13 @@ template <class F> static inline F irc_copysign(F x, F s) {  // |x| with the sig
 }
 
 #ifndef IRC_LIBM
-// exp: x = n ln2 + r, |r| <= ln2/2; exp(r) by Cephes' degree-6 polynomial (its inner part
-// evaluated Estrin-style: three independent pairs, so the chain is 3 FMAs deep, not 5); times 2^n
-// in two steps so results in the subnormal range round once. Above 88.8 the result is inf and
-// below -104 it is 0 (where the formula itself gives inf and 0): those selects come last and
-// only n is clamped (integer min/max, so the shifts stay defined), off the critical path of
-// the polynomial. A NaN compares false, flows through the arithmetic and comes out NaN.
-template <class F> static inline F irc_exp(F x) {
+// exp's core, shared by irc_exp and irc_exp_normal: x = n ln2 + r, |r| <= ln2/2 (n, unclamped,
+// into `n`); returns exp(r) by Cephes' degree-6 polynomial, its inner part evaluated
+// Estrin-style (three independent pairs, so the chain is 3 FMAs deep, not 5).
+template <class F, class I> static inline F irc_exp_core(F x, I& n) {
   const F shifter = irc_k<F>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
   F kf = irc_fma(x, irc_k<F>(1.44269504088896341f), shifter);
-  auto n = irc_bits(kf) - 0x4b400000;
-  n = n > 128 ? decltype(n){} + 128 : n;
-  n = n < -150 ? decltype(n){} - 150 : n;
+  n = irc_bits(kf) - 0x4b400000;
   kf = kf - shifter;
   F r = irc_fma(kf, irc_k<F>(-0.693359375f), x);
   r = irc_fma(kf, irc_k<F>(2.12194440e-4f), r);
@@ -88,7 +83,19 @@ template <class F> static inline F irc_exp(F x) {
   const F b = irc_fma(irc_k<F>(8.3334519073e-3f), r, irc_k<F>(4.1665795894e-2f));
   const F c = irc_fma(irc_k<F>(1.9875691500e-4f), r, irc_k<F>(1.3981999507e-3f));
   const F q = irc_fma(irc_fma(c, r2, b), r2, a);
-  const F p = irc_fma(q, r2, r) + 1.0f;
+  return irc_fma(q, r2, r) + 1.0f;
+}
+
+// exp: irc_exp_core times 2^n in two steps so results in the subnormal range round once. Above
+// 88.8 the result is inf and below -104 it is 0 (where the formula itself gives inf and 0):
+// those selects come last and only n is clamped (integer min/max, so the shifts stay defined),
+// off the critical path of the polynomial. A NaN compares false, flows through the arithmetic
+// and comes out NaN.
+template <class F> static inline F irc_exp(F x) {
+  decltype(irc_bits(x)) n;
+  const F p = irc_exp_core(x, n);
+  n = n > 128 ? decltype(n){} + 128 : n;
+  n = n < -150 ? decltype(n){} - 150 : n;
   const auto n1 = n >> 1;
   const auto n2 = n - n1;
   F y = p * irc_float((n1 + 127) << 23) * irc_float((n2 + 127) << 23);
@@ -96,24 +103,15 @@ template <class F> static inline F irc_exp(F x) {
   return x < -104.0f ? irc_k<F>(0.0f) : y;
 }
 
-// exp where the result is a normal float and n <= 127 (x in [-87.3, 88.3]): irc_exp's
-// polynomial times 2^n in one step, without the inf/0 selects (bit for bit irc_exp there). Elsewhere it returns
+// exp where the result is a normal float and n <= 127 (x in [-87.3, 88.3]): irc_exp_core times
+// 2^n in one step, without the inf/0 selects (bit for bit irc_exp there). Elsewhere it returns
 // some finite value or NaN that the caller must not use (n is clamped so the shift is defined).
 template <class F> static inline F irc_exp_normal(F x) {
-  const F shifter = irc_k<F>(12582912.0f);
-  F kf = irc_fma(x, irc_k<F>(1.44269504088896341f), shifter);
-  auto n = irc_bits(kf) - 0x4b400000;
+  decltype(irc_bits(x)) n;
+  const F p = irc_exp_core(x, n);
   n = n > 127 ? decltype(n){} + 127 : n;
   n = n < -126 ? decltype(n){} - 126 : n;
-  kf = kf - shifter;
-  F r = irc_fma(kf, irc_k<F>(-0.693359375f), x);
-  r = irc_fma(kf, irc_k<F>(2.12194440e-4f), r);
-  const F r2 = r * r;
-  const F a = irc_fma(irc_k<F>(1.6666665459e-1f), r, irc_k<F>(5.0000001201e-1f));
-  const F b = irc_fma(irc_k<F>(8.3334519073e-3f), r, irc_k<F>(4.1665795894e-2f));
-  const F c = irc_fma(irc_k<F>(1.9875691500e-4f), r, irc_k<F>(1.3981999507e-3f));
-  const F q = irc_fma(irc_fma(c, r2, b), r2, a);
-  return (irc_fma(q, r2, r) + 1.0f) * irc_float((n + 127) << 23);
+  return p * irc_float((n + 127) << 23);
 }
 
 // log: x = m 2^e with m in [sqrt(1/2), sqrt(2)); log(m) by Cephes' degree-9 polynomial in m - 1.

@@ -59,6 +59,7 @@ static float* irc_scratch(int slot, int64_t n) {  // slots: 0 packed A, 1 packed
 
 // Panels packed at compile time (irt.pack): [panels][K][R].
 template <int R> struct irc_prepacked {
+  static constexpr bool rows_in_place = false;
   const float* p; int64_t K;
   irc_prepacked at(int64_t offset) const { return {p + offset, K}; }  // a batched product's n-th operand
   irc_panels get(int, int64_t i0, int64_t, int64_t p0, int64_t) const { return {p + (i0 / R) * K * R + p0 * R, K * R}; }
@@ -69,6 +70,11 @@ template <int R> struct irc_prepacked {
 template <int R, bool cols> struct irc_dense {
   const float* x; int64_t ld; int64_t extent;
   irc_dense at(int64_t offset) const { return {x + offset, ld, extent}; }  // a batched product's n-th operand
+  // As the lhs (R = IRC_MR, !cols), the register tile reads the rows where they are (one
+  // broadcast per row and k, a cache line per row serving 16 k): packing them is a transpose
+  // that cost 5-6% of a 128 x 256 x 256 product.
+  static constexpr bool rows_in_place = !cols;
+  irc_panels rows(int64_t i0, int64_t p0) const { return {x + i0 * ld + p0, R * ld}; }
   irc_panels get(int slot, int64_t i0, int64_t n, int64_t p0, int64_t kc) const {
     float* buf = irc_scratch(slot, (n + R - 1) / R * R * kc);
     for (int64_t q = 0; q * R < n; ++q) {
@@ -150,15 +156,17 @@ struct irc_im2col {
   }
 };
 
-// The register tile, K loop: ROWS (<= IRC_MR) x IRC_NR accumulated over kc in 2*ROWS vectors. It
-// does not depend on the epilogue, so a translation unit compiles it once per row count, not
-// once per GEMM (noinline: compile time).
-template <int ROWS>
-__attribute__((noinline)) static void irc_accumulate(int64_t kc, const float* __restrict__ a,
+// The register tile, K loop: ROWS (<= IRC_MR) x IRC_NR accumulated over kc in 2*ROWS vectors.
+// A's element (k, r) is a[k*IRC_MR + r] in a packed panel, a[r*lda + k] read in place (lda > 0:
+// rows of a row-major A). It does not depend on the epilogue, so a translation unit compiles it
+// once per row count and A layout, not once per GEMM (noinline: compile time).
+template <int ROWS, bool ROWMAJOR>
+__attribute__((noinline)) static void irc_accumulate(int64_t kc, const float* __restrict__ a, int64_t lda,
                                                       const float* __restrict__ b, irc_vf (*acc)[2]) {
   // U independent partial sums per accumulator, so that even one row keeps 8 FMA chains in
   // flight (FMA latency 4 x 2 ports); summed at the end.
   constexpr int U = ROWS >= 4 ? 1 : ROWS == 3 ? 2 : 4 / ROWS;
+  const auto at = [&](int64_t k, int r) { return ROWMAJOR ? a[r * lda + k] : a[k * IRC_MR + r]; };
   irc_vf part[U][ROWS][2];
   for (int u = 0; u < U; ++u)
     for (int r = 0; r < ROWS; ++r) part[u][r][0] = part[u][r][1] = irc_vf{};
@@ -168,7 +176,7 @@ __attribute__((noinline)) static void irc_accumulate(int64_t kc, const float* __
     for (int u = 0; u < U; ++u) {
       const irc_vf b0 = irc_loadv(b + (k + u) * IRC_NR), b1 = irc_loadv(b + (k + u) * IRC_NR + IRC_L);
       for (int r = 0; r < ROWS; ++r) {
-        const irc_vf ar = irc_bcastv(a[(k + u) * IRC_MR + r]);
+        const irc_vf ar = irc_bcastv(at(k + u, r));
         part[u][r][0] = irc_fmav(ar, b0, part[u][r][0]);
         part[u][r][1] = irc_fmav(ar, b1, part[u][r][1]);
       }
@@ -176,7 +184,7 @@ __attribute__((noinline)) static void irc_accumulate(int64_t kc, const float* __
   for (; k < kc; ++k) {
     const irc_vf b0 = irc_loadv(b + k * IRC_NR), b1 = irc_loadv(b + k * IRC_NR + IRC_L);
     for (int r = 0; r < ROWS; ++r) {
-      const irc_vf ar = irc_bcastv(a[k * IRC_MR + r]);
+      const irc_vf ar = irc_bcastv(at(k, r));
       part[0][r][0] = irc_fmav(ar, b0, part[0][r][0]);
       part[0][r][1] = irc_fmav(ar, b1, part[0][r][1]);
     }
@@ -189,23 +197,23 @@ __attribute__((noinline)) static void irc_accumulate(int64_t kc, const float* __
 }
 
 // irc_accumulate<rows> for a run-time `rows` in [1, R] (rows < IRC_MR only on a ragged bottom edge).
-template <int R>
-static inline void irc_accumulate_rows(int64_t rows, int64_t kc, const float* __restrict__ a,
+template <int R, bool ROWMAJOR = false>
+static inline void irc_accumulate_rows(int64_t rows, int64_t kc, const float* __restrict__ a, int64_t lda,
                                        const float* __restrict__ b, irc_vf (*acc)[2]) {
   if constexpr (R > 1)
-    if (rows < R) return irc_accumulate_rows<R - 1>(rows, kc, a, b, acc);
-  irc_accumulate<R>(kc, a, b, acc);
+    if (rows < R) return irc_accumulate_rows<R - 1, ROWMAJOR>(rows, kc, a, lda, b, acc);
+  irc_accumulate<R, ROWMAJOR>(kc, a, lda, b, acc);
 }
 
 // One register tile of `rows` x `cols`: the K loop, then (on the last K step) the epilogue on
 // the accumulators before the tile's one store.
-template <class Epi>
-static inline void irc_tile(int64_t rows, int64_t kc, const float* __restrict__ a, const float* __restrict__ b,
+template <bool ROWMAJOR, class Epi>
+static inline void irc_tile(int64_t rows, int64_t kc, const float* __restrict__ a, int64_t lda, const float* __restrict__ b,
                             float* __restrict__ c, int64_t ldc, int64_t cols, bool first, bool last,
                             const Epi& epi, int64_t i0, int64_t j0) {
   irc_vf acc[IRC_MR][2];
   for (int64_t r = 0; r < rows; ++r) __builtin_prefetch(c + r * ldc, 1);
-  irc_accumulate_rows<IRC_MR>(rows, kc, a, b, acc);
+  irc_accumulate_rows<IRC_MR, ROWMAJOR>(rows, kc, a, lda, b, acc);
   if (cols == IRC_NR) {
     for (int64_t r = 0; r < rows; ++r) {
       float* cr = c + r * ldc;
@@ -249,10 +257,14 @@ static inline void irc_gemm_task(int64_t K, const PA& pa, const PB& pb, float* c
     const irc_panels B = pb.get(1, j0, nc, p0, kc);
     for (int64_t ic = i0; ic < i0 + ms; ic += MC) {
       const int64_t mc = i0 + ms - ic < MC ? i0 + ms - ic : MC;
-      const irc_panels A = pa.get(0, ic, mc, p0, kc);
+      constexpr bool in_place = PA::rows_in_place;
+      irc_panels A;
+      int64_t lda = 0;
+      if constexpr (in_place) A = pa.rows(ic, p0), lda = pa.ld;
+      else A = pa.get(0, ic, mc, p0, kc);
       for (int64_t jr = 0; jr < nc; jr += IRC_NR)
         for (int64_t ir = 0; ir < mc; ir += IRC_MR)
-          irc_tile(mc - ir < IRC_MR ? mc - ir : IRC_MR, kc, A.p + (ir / IRC_MR) * A.stride,
+          irc_tile<in_place>(mc - ir < IRC_MR ? mc - ir : IRC_MR, kc, A.p + (ir / IRC_MR) * A.stride, lda,
                         B.p + (jr / IRC_NR) * B.stride, c + (ic + ir) * ldc + j0 + jr, ldc,
                         nc - jr < IRC_NR ? nc - jr : IRC_NR, p0 == 0, p0 + kc >= K, epi, ic + ir, j0 + jr);
     }
@@ -429,7 +441,7 @@ static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const
         const int64_t rows = mc - ir < IRC_MR ? mc - ir : IRC_MR;
         const float* a = A.p + (ir / IRC_MR) * A.stride;
         irc_vf acc[IRC_MR][2];
-        if (panel) irc_accumulate_rows<IRC_MR>(rows, K, a, panel, acc);
+        if (panel) irc_accumulate_rows<IRC_MR>(rows, K, a, 0, panel, acc);
         else irc_accumulate_direct_rows<IRC_MR, TAPS>(rows, d.C, d.taps, d.toff, d.cstride, a, d.x + jr, acc);
         irc_direct_store(rows, acc, c, ldc, epi, ic + ir, jr, cols, d.ld, d.OW);
       }

@@ -165,11 +165,17 @@ ATTENTION = {
     "causal-ragged": dict(lq=70, lk=70, e=12, mask=None, causal=True),  # two blocks of queries
     "mask-LxL": dict(lq=9, lk=20, e=8, mask=(9, 20), causal=False),
     "mask-per-head": dict(lq=17, lk=17, e=16, mask=(2, 3, 17, 17), causal=False),
+    # a thread's blocks of one head share the packed keys: causal blocks append panels (64,
+    # 128, 192, then a ragged 200), non-causal ones pack a ragged 77 keys once for 3 blocks
+    "causal-4-blocks": dict(lq=200, lk=200, e=16, mask=None, causal=True),
+    "3-blocks-ragged-keys": dict(lq=150, lk=77, e=20, mask=None, causal=False),
 }
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("name", ATTENTION)
-def test_attention_blocks(name):
+def test_attention_blocks(name, threads, monkeypatch):
+    monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
     a = ATTENTION[name]
     q = torch.randn(2, 3, a["lq"], a["e"])
     k, v = torch.randn(2, 3, a["lk"], a["e"]), torch.randn(2, 3, a["lk"], a["e"] + 3)

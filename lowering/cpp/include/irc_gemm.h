@@ -43,10 +43,11 @@ template <> inline irc_vec irc_gather<irc_vec>(const float* p, int64_t s) {
 
 struct irc_panels { const float* p; int64_t stride; };  // panel q starts at p + q*stride
 
-static float* irc_scratch(int slot, int64_t n) {  // slots: 0 packed A, 1 packed B, 2 attention scores, 3 a padded image
+// slots: 0 packed A, 1 packed B, 2 attention scores, 3 a padded image, 4 attention keys
+static float* irc_scratch(int slot, int64_t n) {
   static thread_local struct Slots {
-    float* p[4] = {nullptr, nullptr, nullptr, nullptr};
-    int64_t n[4] = {0, 0, 0, 0};
+    float* p[5] = {nullptr, nullptr, nullptr, nullptr, nullptr};
+    int64_t n[5] = {0, 0, 0, 0, 0};
     ~Slots() { for (float* q : p) std::free(q); }
   } s;
   if (s.n[slot] < n) {
@@ -77,6 +78,11 @@ template <int R, bool cols> struct irc_dense {
   irc_panels rows(int64_t i0, int64_t p0) const { return {x + i0 * ld + p0, R * ld}; }
   irc_panels get(int slot, int64_t i0, int64_t n, int64_t p0, int64_t kc) const {
     float* buf = irc_scratch(slot, (n + R - 1) / R * R * kc);
+    pack(buf, i0, n, p0, kc);
+    return {buf, kc * R};
+  }
+  // Rows or columns [i0, i0 + n) x [p0, p0 + kc) as ceil(n / R) panels of kc x R at buf.
+  void pack(float* buf, int64_t i0, int64_t n, int64_t p0, int64_t kc) const {
     for (int64_t q = 0; q * R < n; ++q) {
       float* dst = buf + q * kc * R;
       const int64_t w = n - q * R < R ? n - q * R : R;
@@ -94,7 +100,6 @@ template <int R, bool cols> struct irc_dense {
         }
       }
     }
-    return {buf, kc * R};
   }
 };
 
@@ -534,11 +539,15 @@ template <> inline irc_vec irc_causal<irc_vec>(irc_vec x, int64_t row, int64_t j
 static inline float irc_softmax_row(float* s, int64_t n, int64_t valid) {
   for (int64_t j = valid; j < n; ++j) s[j] = 0.0f;
   n = valid;
-  irc_vec mv = irc_vsplat(-__builtin_inff());
+  irc_vec mv = irc_vsplat(-__builtin_inff()), mw = mv;  // two chains: a max is ~7 cycles deep
   int64_t j = 0;
+  for (; j + 2 * IRC_VL <= n; j += 2 * IRC_VL) {
+    mv = irc_maxf(irc_vload(s + j), mv);
+    mw = irc_maxf(irc_vload(s + j + IRC_VL), mw);
+  }
+  mv = irc_maxf(mv, mw);
   for (; j + IRC_VL <= n; j += IRC_VL) mv = irc_maxf(irc_vload(s + j), mv);
-  float mx = -__builtin_inff();
-  for (int q = 0; q < IRC_VL; ++q) mx = irc_maxf(mv[q], mx);
+  float mx = irc_fold(mv, [](auto a, auto b) { return ((a != a) | (a > b)) ? a : b; });  // irc_maxf
   for (; j < n; ++j) mx = irc_maxf(s[j], mx);
   irc_vec sv = irc_vec{};
   const irc_vec mm = irc_vsplat(mx);
@@ -547,8 +556,7 @@ static inline float irc_softmax_row(float* s, int64_t n, int64_t valid) {
     irc_vstore(s + j, p);
     sv += p;
   }
-  float sum = 0.0f;
-  for (int q = 0; q < IRC_VL; ++q) sum += sv[q];
+  float sum = irc_fold(sv, [](auto a, auto b) { return a + b; });
   for (; j < n; ++j) { s[j] = irc_exp(s[j] - mx); sum += s[j]; }
   return n > 0 ? 1.0f / sum : 0.0f;  // no keys at all (a run-time Lk of 0): zeros, not 0 * inf
 }
@@ -612,7 +620,14 @@ static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int6
                           const float* v, float* o, const Score& score, int64_t rows, bool causal, bool parallel) {
   const int64_t blocks = (lq + rows - 1) / rows;
   const int nv = NV >= 0 ? NV : irc_pv_vectors(ev);  // 0: P v on the engine
-#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+#pragma omp parallel if (parallel)
+  {
+  // The keys of head `kfor` packed so far, [0, kn): a thread's consecutive blocks of one head
+  // share them (a causal block appends the panels its longer rows reach), not one pack per block.
+  const float* kfor = nullptr;
+  int64_t kn = 0;
+  float* kp = irc_scratch(4, (lk + IRC_NR - 1) / IRC_NR * IRC_NR * e);
+#pragma omp for collapse(2) schedule(static)
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t blk = 0; blk < blocks; ++blk) {
       const int64_t q0 = blk * rows, m = lq - q0 < rows ? lq - q0 : rows;
@@ -620,9 +635,16 @@ static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int6
       float* s = irc_scratch(2, rows * lk + rows);
       float* inv = s + rows * lk;
       const irc_dense<IRC_MR, false> qa{q + (b * lq + q0) * e, e, m};
-      const irc_dense<IRC_NR, false> kb{k + b * lk * e, e, n};
+      const irc_dense<IRC_NR, false> kb{k + b * lk * e, e, lk};
+      if (kb.x != kfor) kfor = kb.x, kn = 0;
+      if (n > kn) {  // from the panel holding key kn (a ragged one is packed again, whole)
+        const int64_t p = kn / IRC_NR * IRC_NR;
+        kb.pack(kp + p * e, p, n - p, 0, e);
+        kn = n;
+      }
+      const irc_prepacked<IRC_NR> kpanels{kp, e};
       const auto epi = [&](auto acc, int64_t i, int64_t j) { return score(acc, b, q0 + i, j); };
-      irc_gemm_task(e, qa, kb, s, n, epi, 0, m, 0, n, rows, irc_k_step(e));
+      irc_gemm_task(e, qa, kpanels, s, n, epi, 0, m, 0, n, rows, irc_k_step(e));
       for (int64_t i = 0; i < m; ++i) inv[i] = irc_softmax_row(s + i * n, n, causal && q0 + i + 1 < n ? q0 + i + 1 : n);
       const float* vb = v + b * lk * ev;
       float* ob = o + (b * lq + q0) * ev;
@@ -641,5 +663,6 @@ static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int6
         }
       }
     }
+  }
 }
 // ---- end of the GEMM engine ----------------------------------------------------------------

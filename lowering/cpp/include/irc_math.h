@@ -57,6 +57,21 @@ static inline irc_vec irc_vsplat(float x) { return irc_vec{} + x; }
 static inline irc_vec irc_vload(const float* p) { irc_vec v; __builtin_memcpy(&v, p, sizeof v); return v; }
 static inline void irc_vstore(float* p, irc_vec v) { __builtin_memcpy(p, &v, sizeof v); }
 template <class F> static inline F irc_k(float c) { return F{} + c; }  // c in every lane
+// op over a vector's lanes, folded in halves: log2(IRC_VL) dependent steps, not IRC_VL - 1
+// (a softmax row of 128 spent as long folding its max and sum lane by lane as on its exps).
+// op takes two floats or two narrower vectors of floats (a generic lambda).
+template <class Op> static inline float irc_fold(irc_vec v, const Op& op) {
+#if IRC_VL == 16
+  const auto w8 = op(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7),
+                     __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
+  const auto w = op(__builtin_shufflevector(w8, w8, 0, 1, 2, 3), __builtin_shufflevector(w8, w8, 4, 5, 6, 7));
+#elif IRC_VL == 8
+  const auto w = op(__builtin_shufflevector(v, v, 0, 1, 2, 3), __builtin_shufflevector(v, v, 4, 5, 6, 7));
+#else
+  const auto w = v;
+#endif
+  return op(op(w[0], w[2]), op(w[1], w[3]));
+}
 // c0 + x * (c1 + x * (c2 + ...)), Horner with FMAs
 template <class F> static inline F irc_poly(F, float c) { return irc_k<F>(c); }
 template <class F, class... R> static inline F irc_poly(F x, float c, R... rest) {

@@ -230,18 +230,24 @@ def test_shape_op_matches_eager(name, fuse):
     ((2, 17, 19, 5), (0, 3, 1, 2), True),  # 323 columns (tiles of 5 x 19), batch 2
     ((1, 257, 1, 3), (0, 3, 1, 2), True),  # 257 columns (prime): 64-column tiles, the last one clamped
     ((2, 300, 7), (0, 2, 1), True),  # a 3-D transpose: 7 x 60 tiles
-    ((3, 5, 7, 9), (0, 3, 1, 2), False),  # 35 columns: untiled, H and W merged
+    ((3, 5, 7, 9), (0, 3, 1, 2), True),  # 35 columns, H and W merged
     ((1, 14, 14, 128), (0, 3, 1, 2), True),  # ConvNeXt's stage-2 NHWC -> NCHW: 196 columns, 16 x 49 tiles
-    ((1, 128, 14, 14), (0, 2, 3, 1), False),  # and back: 128 columns, untiled
-    ((1, 64, 28, 28), (0, 2, 3, 1), False),  # NCHW -> NHWC: untiled, [64, 784] -> [784, 64]
+    ((1, 128, 14, 14), (0, 2, 3, 1), True),  # and back: 128 columns
+    ((1, 64, 28, 28), (0, 2, 3, 1), True),  # NCHW -> NHWC: [64, 784] -> [784, 64]
+    ((1, 37, 41, 19), (0, 3, 1, 2), True),  # 16 x 41 tiles (the last 3 rows): full blocks, ragged edges
+    ((2, 33, 70), (0, 2, 1), True),  # 33 columns: 2 blocks of 16 and one ragged column
+    ((16, 40), (1, 0), False),  # 16 output columns: one vector, untiled
+    ((17, 40), (1, 0), True),
     ((4, 3, 5, 6), (2, 0, 3, 1), False),  # nothing to merge
     ((1, 20, 15, 0), (0, 3, 1, 2), False),  # no channels: an empty result
 ], ids=str)
 def test_transpose_merged_and_tiled(shape, perm, tiled):
-    """Transposes whose adjacent dimensions merge (through views) and whose wide output rows (over
-    128 columns) are copied in tiles, with ragged and clamped tiles, match eager."""
+    """Transposes whose adjacent dimensions merge (through views) and whose output rows (over 16
+    columns) are copied in tiles, each one irc_transpose call (blocks in registers), with ragged
+    and clamped tiles, match eager."""
     cm = check(lambda x: x.permute(*perm) * 2.0, torch.randn(*shape))
     assert ("scf.for %a" in cm.ir("loops")) == tiled
+    assert ("irc_transpose(&" in cm.cpp_source) == tiled
 
 
 @FUSE

@@ -69,6 +69,7 @@ from irc.lowering.loops.vectorize import (
     is_vectorized,
 )
 from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
+from irc.lowering.to_loops.core import TRANSPOSE_ATTR
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
 from irc.target import GEMM_ROWS_CHOICES
 
@@ -446,8 +447,35 @@ class CppEmitter:
                 self.loop_header(iv, lb, ub, st)
             self.nested(op.body.block)
 
+    def transpose_tile(self, op: scf.ForOp) -> bool:
+        """A tile of a transpose of the last two dimensions (irc-to-loops' `TRANSPOSE_ATTR` on
+        its `b` loop: for b { for a { out[..., b, a] = x[..., a, b] } }, rows of static width) as
+        one `irc_transpose` call. False, and the loops are printed as they are, if the nest is
+        not that."""
+        outer = list(op.body.block.ops)
+        if len(outer) != 2 or not isinstance(inner := outer[0], scf.ForOp) or op.iter_args or inner.iter_args:
+            return False
+        ops = list(inner.body.block.ops)
+        if len(ops) != 3 or not isinstance(load := ops[0], memref.LoadOp) or not isinstance(store := ops[1], memref.StoreOp):
+            return False
+        b, a = op.body.block.args[0], inner.body.block.args[0]
+        lead = list(load.indices)[:-2]
+        if (store.value is not load.res or list(load.indices) != [*lead, a, b] or list(store.indices) != [*lead, b, a]
+                or self.n(op.step) != "1" or self.n(inner.step) != "1"):
+            return False
+        lds, ldd = dims_of(load.memref.type)[-1], dims_of(store.memref.type)[-1]
+        if not (isinstance(lds, int) and isinstance(ldd, int)):
+            return False
+        src = self.element(load.memref, [*lead, inner.lb, op.lb])
+        dst = self.element(store.memref, [*lead, op.lb, inner.lb])
+        self.line(f"irc_transpose(&{src}, {lds}, &{dst}, {ldd}, {self.n(op.ub)} - {self.n(op.lb)}, "
+                  f"{self.n(inner.ub)} - {self.n(inner.lb)});")
+        return True
+
     @emit.register
     def _(self, op: scf.ForOp) -> None:
+        if TRANSPOSE_ATTR in op.attributes and self.transpose_tile(op):
+            return
         with self.kernel(op):
             block = op.body.block
             carried = list(zip(op.iter_args, block.args[1:], op.results))

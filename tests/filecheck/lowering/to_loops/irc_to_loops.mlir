@@ -90,6 +90,7 @@ func.func @views(%x: tensor<2x6xf32>) -> (tensor<12xf32>, tensor<6x2xf32>, tenso
 // NHWC -> NCHW: H and W stay adjacent, so the transpose is [1, 300, 3] -> [1, 3, 300] through
 // views; its output rows (300 columns) are too wide to walk untiled, so each parallel iteration
 // copies a tile of 3 rows x 60 columns (the largest tiles up to 16 x 64 that divide 3 and 300).
+// The tile's `b` loop is marked irc.transpose: the C++ emitter prints it as one irc_transpose call.
 // CHECK-LABEL: func.func @nhwc_to_nchw
 // CHECK:         %[[IN:.*]] = memref.reinterpret_cast %x to offset: [0], sizes: [1, 300, 3], strides: [900, 3, 1] : memref<1x20x15x3xf32> to memref<1x300x3xf32>
 // CHECK-NEXT:    %[[OUT:.*]] = memref.reinterpret_cast %out0 to offset: [0], sizes: [1, 3, 300], strides: [900, 300, 1] : memref<1x3x20x15xf32> to memref<1x3x300xf32>
@@ -104,7 +105,7 @@ func.func @views(%x: tensor<2x6xf32>) -> (tensor<12xf32>, tensor<6x2xf32>, tenso
 // CHECK-NEXT:          %[[V:.*]] = memref.load %[[IN]][%i0, %a, %b] : memref<1x300x3xf32>
 // CHECK-NEXT:          memref.store %[[V]], %[[OUT]][%i0, %b, %a] : memref<1x3x300xf32>
 // CHECK-NEXT:        }
-// CHECK-NEXT:      }
+// CHECK-NEXT:      } {irc.transpose}
 // CHECK-NEXT:      scf.reduce
 // CHECK-NEXT:    }) {irc.kernel = "irt.transpose -> 1x3x20x15"}
 func.func @nhwc_to_nchw(%x: tensor<1x20x15x3xf32>) -> tensor<1x3x20x15xf32> {

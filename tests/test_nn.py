@@ -112,6 +112,10 @@ DEPTHWISE = [
     (4, 2, 3, 1, 0, True, 1, (9, 13), nn.ReLU6()),  # multiplier 2, no padding: 11 columns
     (6, 1, 3, 1, 1, True, 1, (4, 3), nn.ReLU()),  # 3 columns: [0, 2) + [1, 3); one block of 4 rows
     (2, 1, 7, 1, 3, True, 1, (1, 1), None),  # one pixel: every tap but the centre is padding
+    # column phases (a padded row stored as its stride's phases side by side: `_column_phases`)
+    (8, 1, 3, 2, 1, True, 1, (56, 56), nn.ReLU6()),  # MobileNet's 3x3/s2: 28 columns as [0, 16) + [12, 28)
+    (5, 1, 3, 3, 1, True, 2, (13, 14), None),  # stride 3: 3 phases of 6 columns
+    (6, 1, 5, 2, 2, False, 1, (10, 9), nn.ReLU()),  # padded width 13: phases of 7 and 6 (+ 1 zero)
 ]
 
 
@@ -131,6 +135,20 @@ def test_depthwise_conv_matches_eager(cfg):
     loops = cm.ir("loops")
     assert "irl.gemm" not in loops
     assert "iter_args" not in loops  # no loop over taps carries an accumulator: the columns are innermost
+
+
+@pytest.mark.parametrize("stride,dilation,column_loops", [((2, 2), 2, 2), ((1, 2), 1, 2), ((2, 1), 1, 2), ((2, 3), 1, 1)])
+def test_depthwise_column_phases(stride, dilation, column_loops):
+    """A strided padded depthwise conv reads its padded rows as column phases: row width
+    stride_w x ceil(padded width / stride_w), every tap unit-stride; dilation and unequal
+    strides included. Output rows of 11, 12 and 23 columns run as two overlapping column loops
+    of whole vectors, 8 columns as one."""
+    model = nn.Sequential(nn.Conv2d(4, 4, 3, stride=stride, padding=2, dilation=dilation, groups=4), nn.ReLU6())
+    cm = check(model, torch.randn(2, 4, 13, 21))
+    phases, wp = stride[1], 21 + 4
+    loops = cm.ir("loops")
+    assert f"memref<2x4x17x{phases * -(-wp // phases)}xf32>" in loops
+    assert len(re.findall(r"scf.for %ow\S* = ", loops)) == column_loops
 
 
 def test_depthwise_conv_columns_run_in_simd_lanes():

@@ -6,30 +6,41 @@
 // Depthwise convolutions (one input channel per group, `nn.lower_depthwise_conv2d`): one
 // parallel iteration per output plane (n, o), the weights loaded once into values, each output
 // row's columns innermost with every tap unrolled, so irc-vectorize marks the column loops (a
-// stride-2 read is a strided load), the sum stays in registers (outside strict builds, the taps
+// strided read is a strided load, or consecutive in a padded row's column phases), the sum stays in registers (outside strict builds, the taps
 // round robin over 4 partial sums, added pairwise), and the epilogue runs before the one store. A padded conv first writes its plane with the zero padding into a buffer
 // of its own (then every column is interior); strict builds keep the input as it is and give the
 // border rows and columns straight-line code over their in-bounds taps (compile-time ranges).
 // A stride-1 conv with a kernel above 25 taps or a row width not a multiple of 8 takes the row
 // blocks instead (7 output rows per column loop, columns in whole vectors: @kernel7).
 
-// 7 columns in, stride 2, padding 1.
+// 7 columns in, stride 2, padding 1: the padded rows hold the two column phases side by side
+// (padded columns 0, 2, .. 8 at [0, 5), 1, 3, .. 7 at [5, 9), one zero column to 10), so every
+// tap reads consecutive columns: tap 0 the even phase at ow, tap 1 the odd one at ow + 5, tap 2
+// the even one at ow + 1.
 // CHECK-LABEL: func.func @depthwise(%x: memref<2x4x7x7xf32>, %w: memref<4x1x3x3xf32>, %b: memref<4xf32>, %out0: memref<2x4x4x4xf32>)
-// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<2x4x9x9xf32>
+// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<2x4x9x10xf32>
 // CHECK-NEXT:    "scf.parallel"(%c0, %c0, %c2, %c4, %c1, %c1)
 // CHECK-NEXT:    ^bb0(%i0: index, %i1: index):
 // CHECK-NEXT:      scf.for %r = %c0 to %c1 step %c1 {
-// CHECK-NEXT:        scf.for %j = %c0 to %c9 step %c1 {
+// CHECK-NEXT:        scf.for %j = %c0 to %c10 step %c1 {
 // CHECK-NEXT:          %{{.*}} = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:          memref.store %{{.*}}, %padded[%i0, %i1, %r, %j] : memref<2x4x9x9xf32>
+// CHECK-NEXT:          memref.store %{{.*}}, %padded[%i0, %i1, %r, %j] : memref<2x4x9x10xf32>
 // CHECK-NEXT:        } {irc.vectorize}
 // CHECK:           scf.for %[[R:.*]] = %c1 to %c8 step %c1 {
-// CHECK:             %[[SRC:.*]] = arith.subi %[[R]], %c1 : index
-// CHECK-NEXT:        scf.for %[[J:.*]] = %c1 to %c8 step %c1 {
-// CHECK-NEXT:          %[[SJ:.*]] = arith.subi %[[J]], %c1 : index
+// CHECK-NEXT:        %[[SRC:.*]] = arith.subi %[[R]], %c1 : index
+// CHECK-NEXT:        scf.for %{{.*}} = %c0 to %c1 step %c1 {
+// CHECK:             scf.for %[[J:.*]] = %c1 to %c4 step %c1 {
+// CHECK-NEXT:          %[[J2:.*]] = arith.muli %[[J]], %c2 : index
+// CHECK-NEXT:          %[[SJ:.*]] = arith.addi %[[J2]], %c-1 : index
 // CHECK-NEXT:          %[[V:.*]] = memref.load %x[%i0, %i1, %[[SRC]], %[[SJ]]] : memref<2x4x7x7xf32>
-// CHECK-NEXT:          memref.store %[[V]], %padded[%i0, %i1, %[[R]], %[[J]]] : memref<2x4x9x9xf32>
+// CHECK-NEXT:          memref.store %[[V]], %padded[%i0, %i1, %[[R]], %[[J]]] : memref<2x4x9x10xf32>
 // CHECK-NEXT:        } {irc.vectorize}
+// CHECK-NEXT:        scf.for %{{.*}} = %c4 to %c5 step %c1 {
+// CHECK:             scf.for %[[K:.*]] = %c5 to %c9 step %c1 {
+// CHECK-NEXT:          %[[K2:.*]] = arith.muli %[[K]], %c2 : index
+// CHECK-NEXT:          %[[SK:.*]] = arith.addi %[[K2]], %c-10 : index
+// CHECK-NEXT:          memref.load %x[%i0, %i1, %[[SRC]], %[[SK]]] : memref<2x4x7x7xf32>
+// CHECK:             scf.for %{{.*}} = %c9 to %c10 step %c1 {
 // CHECK:           %[[W00:.*]] = memref.load %w[%i1, %c0, %c0, %c0] : memref<4x1x3x3xf32>
 // CHECK-NEXT:      %[[W01:.*]] = memref.load %w[%i1, %c0, %c0, %c1] : memref<4x1x3x3xf32>
 // CHECK-COUNT-7:   memref.load %w
@@ -40,20 +51,19 @@
 // CHECK-NEXT:      scf.for %oh = %c0 to %c4 step %c1 {
 // CHECK-NEXT:        %[[IH0:.*]] = arith.muli %oh, %c2 : index
 // CHECK-NEXT:        %[[R0:.*]] = arith.addi %[[FIRST]], %[[IH0]] : index
-// CHECK-NEXT:        %[[AT0:.*]] = arith.muli %[[R0]], %c9 : index
-// CHECK-NEXT:        %row = memref.reinterpret_cast %padded to offset: [%[[AT0]]], sizes: [9], strides: [1] : memref<2x4x9x9xf32> to memref<9xf32>
+// CHECK-NEXT:        %[[AT0:.*]] = arith.muli %[[R0]], %c10 : index
+// CHECK-NEXT:        %row = memref.reinterpret_cast %padded to offset: [%[[AT0]]], sizes: [10], strides: [1] : memref<2x4x9x10xf32> to memref<10xf32>
 // CHECK:             %row_1 = memref.reinterpret_cast %padded
 // CHECK:             %row_2 = memref.reinterpret_cast %padded
 // CHECK-NEXT:        scf.for %ow = %c0 to %c4 step %c1 {
-// CHECK-NEXT:          %[[IW0:.*]] = arith.muli %ow, %c2 : index
-// CHECK-NEXT:          %[[X0:.*]] = memref.load %row[%[[IW0]]] : memref<9xf32>
+// CHECK-NEXT:          %[[X0:.*]] = memref.load %row[%ow] : memref<10xf32>
 // CHECK-NEXT:          %[[P0:.*]] = arith.mulf %[[X0]], %[[W00]] : f32
 // CHECK-NEXT:          %[[A0:.*]] = arith.addf %[[BIAS]], %[[P0]] : f32
-// CHECK-NEXT:          %[[S1:.*]] = arith.muli %ow, %c2 : index
-// CHECK-NEXT:          %[[IW1:.*]] = arith.addi %[[S1]], %c1 : index
-// CHECK-NEXT:          %[[X1:.*]] = memref.load %row[%[[IW1]]] : memref<9xf32>
+// CHECK-NEXT:          %[[IW1:.*]] = arith.addi %ow, %c5 : index
+// CHECK-NEXT:          %[[X1:.*]] = memref.load %row[%[[IW1]]] : memref<10xf32>
 // CHECK-NEXT:          %[[P1:.*]] = arith.mulf %[[X1]], %[[W01]] : f32
-// CHECK-COUNT-1:       memref.load %row[
+// CHECK-NEXT:          %[[IW2:.*]] = arith.addi %ow, %c1 : index
+// CHECK-NEXT:          memref.load %row[%[[IW2]]] : memref<10xf32>
 // CHECK:               %[[X3:.*]] = memref.load %row_1
 // CHECK-NEXT:          %[[P3:.*]] = arith.mulf %[[X3]], %{{.*}} : f32
 // CHECK:               %[[X4:.*]] = memref.load %row_1
@@ -74,7 +84,7 @@
 // CHECK-NEXT:      }
 // CHECK-NEXT:      scf.reduce
 // CHECK-NEXT:    }) {irc.kernel = "irt.conv2d (irt.conv2d + irt.relu) -> 2x4x4x4"}
-// CHECK-NEXT:    memref.dealloc %padded : memref<2x4x9x9xf32>
+// CHECK-NEXT:    memref.dealloc %padded : memref<2x4x9x10xf32>
 
 // Strict: no padded copy (rows of %x itself); rows 1..2 and columns 1..2 are interior, row 0
 // takes kernel rows 1 and 2, column 0 taps 1 and 2, column 3 taps 0 and 1 (row 3 takes every

@@ -250,6 +250,19 @@ def test_transpose_merged_and_tiled(shape, perm, tiled):
     assert ("irc_transpose(&" in cm.cpp_source) == tiled
 
 
+def test_integer_and_bool_transposes_tile_without_the_float_kernel():
+    """int64 and bool transposes tile like float ones but keep the element loops: irc_transpose
+    moves floats only (an int64 tile through it did not compile)."""
+    def f(x, i, m):
+        return x + i.t().contiguous().float() + m.t().contiguous().float()
+
+    x, i, m = torch.randn(40, 33), torch.randint(0, 5, (33, 40)), torch.rand(33, 40) > 0.5
+    cm = check(f, x, i, m)
+    loops = cm.ir("loops")
+    assert "memref<40x33xi64>" in loops and loops.count("scf.for %a") == 2
+    assert "irc.transpose" not in loops and "irc_transpose(&" not in cm.cpp_source
+
+
 @FUSE
 def test_split_chunk_tuples(fuse):
     def f(x):

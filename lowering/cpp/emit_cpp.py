@@ -448,9 +448,9 @@ class CppEmitter:
             self.nested(op.body.block)
 
     def transpose_tile(self, op: scf.ForOp) -> bool:
-        """A tile of a transpose of the last two dimensions (irc-to-loops' `TRANSPOSE_ATTR` on
-        its `b` loop: for b { for a { out[..., b, a] = x[..., a, b] } }, rows of static width) as
-        one `irc_transpose` call. False, and the loops are printed as they are, if the nest is
+        """A tile of a float32 transpose of the last two dimensions (irc-to-loops' `TRANSPOSE_ATTR`
+        on its `b` loop: for b { for a { out[..., b, a] = x[..., a, b] } }, rows of static width)
+        as one `irc_transpose` call. False, and the loops are printed as they are, if the nest is
         not that."""
         outer = list(op.body.block.ops)
         if len(outer) != 2 or not isinstance(inner := outer[0], scf.ForOp) or op.iter_args or inner.iter_args:
@@ -464,7 +464,8 @@ class CppEmitter:
                 or self.n(op.step) != "1" or self.n(inner.step) != "1"):
             return False
         lds, ldd = dims_of(load.memref.type)[-1], dims_of(store.memref.type)[-1]
-        if not (isinstance(lds, int) and isinstance(ldd, int)):
+        floats = all(isinstance(m.type.element_type, Float32Type) for m in (load.memref, store.memref))
+        if not (floats and isinstance(lds, int) and isinstance(ldd, int)):
             return False
         src = self.element(load.memref, [*lead, inner.lb, op.lb])
         dst = self.element(store.memref, [*lead, op.lb, inner.lb])

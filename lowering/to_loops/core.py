@@ -151,7 +151,7 @@ def _tiled_transpose(fl: FunctionLowering, op: irt.TransposeOp, src: SSAValue, o
     of `TRANSPOSE_TILE` output rows b x columns a), inside it b then a (contiguous stores, reads
     of stride B from lines that stay in L1). Untiled, each output row read one element from each
     of A input rows, and A lines do not stay in L1 until the next output row reads them again.
-    The `b` loop carries `TRANSPOSE_ATTR`."""
+    The `b` loop of a float32 transpose carries `TRANSPOSE_ATTR`."""
     rows, cols = out_shape[-2], out_shape[-1]
     tb, ta = (_tile(n, t) for t, n in zip(TRANSPOSE_TILE, (rows, cols)))
     tiles = [-(-rows // tb), -(-cols // ta)]
@@ -180,7 +180,8 @@ def _tiled_transpose(fl: FunctionLowering, op: irt.TransposeOp, src: SSAValue, o
         for_loop(fl, b, r_hi, [], row, "b", lb=r_lo)
         tile = b.insertion_point.block.last_op
         assert isinstance(tile, scf.ForOp)
-        tile.attributes[TRANSPOSE_ATTR] = UnitAttr()
+        if irt.element_type(op.result) == f32:  # irc_transpose moves floats (int64, bool: the loops)
+            tile.attributes[TRANSPOSE_ATTR] = UnitAttr()
 
     fl.nest([*out_shape[:-2], *tiles], describe(op), body)
 

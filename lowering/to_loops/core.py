@@ -142,7 +142,7 @@ def _tile(size: int, most: int) -> int:
 TRANSPOSE_ATTR = "irc.transpose"
 """Marks the `b` loop of a transpose tile (`_tiled_transpose`): the C++ emitter prints the tile as
 one `irc_transpose` call (IRC_VL x IRC_VL blocks transposed in registers, include/irc_math.h)
-rather than the element loops. NHWC -> NCHW on 1x28x28x64, one thread: 10.8 -> 6.7 us."""
+rather than the element loops. NHWC -> NCHW on 1x28x28x64, one thread, the tiles alone: 10.8 -> 6.7 us."""
 
 
 def _tiled_transpose(fl: FunctionLowering, op: irt.TransposeOp, src: SSAValue, out: SSAValue,

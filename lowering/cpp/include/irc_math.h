@@ -72,11 +72,11 @@ template <class Op> static inline float irc_fold(irc_vec v, const Op& op) {
 #endif
   return op(op(w[0], w[2]), op(w[1], w[3]));
 }
-// c0 + x * (c1 + x * (c2 + ...)), Horner with FMAs
+
 // dst[b*ldd + a] = src[a*lds + b] for b < nb, a < na: a transpose tile, IRC_VL x IRC_VL blocks
 // in registers (log2(IRC_VL) stages of two-vector shuffles; stage h swaps bit h of the row and
-// the column index), the ragged edges element by element. NHWC -> NCHW on 28x28x64, one
-// thread: 12.4 us as a scalar tiled loop, 5.7 us here.
+// the column index), the ragged edges element by element. NHWC -> NCHW on 28x28x64 in 16 x 64
+// tiles, one thread, standalone: 10.8 us as scalar loops, 6.7 us here (AVX2: 15.3 -> 5.6).
 template <int... J> struct irc_lanes {};
 template <int N, int... J> struct irc_make_lanes : irc_make_lanes<N - 1, N - 1, J...> {};
 template <int... J> struct irc_make_lanes<0, J...> { using type = irc_lanes<J...>; };
@@ -109,6 +109,7 @@ static inline void irc_transpose(const float* __restrict__ src, int64_t lds, flo
     for (int64_t a = 0; a < na; ++a) dst[b * ldd + a] = src[a * lds + b];
 }
 
+// c0 + x * (c1 + x * (c2 + ...)), Horner with FMAs
 template <class F> static inline F irc_poly(F, float c) { return irc_k<F>(c); }
 template <class F, class... R> static inline F irc_poly(F x, float c, R... rest) {
   return irc_fma(irc_poly(x, rest...), x, irc_k<F>(c));

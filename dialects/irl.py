@@ -33,6 +33,12 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
   (Wq = ceil((W + 2*pW) / sW)) and keeps those with ow < OW (`irc_conv_direct` in
   `include/irc_gemm.h`); its `tiles` NC counts virtual columns, and K is never split (KC is
   unused).
+* `pixels` / `pixels_panels`: as `direct`, but the register tile runs over output pixels x
+  output channels (`irc_conv_pixels`): the weights are its B, [O, C*kH*kW] rows packed per call
+  or, in `pixels_panels`, `a` already in the engine's panels of W output channels,
+  [ceil(O/W), C*kH*kW, W] (`irt.pack "rows" W`, W the panel width, groups 1). It reads the
+  image as `direct` does, and on a small plane wastes none of its tile on virtual columns.
+  `tiles` MS counts output channels per task (a multiple of W), NC output pixels per task.
 
 `batch [count, sa, sb, sc]` (optional, not with im2col) makes it `count` products, the n-th reading
 A, B and C `sa`, `sb`, `sc` elements further on (0: shared, a broadcast batch dim) and its
@@ -107,10 +113,14 @@ class GemmLayout(StrEnum):
     IM2COL_PANELS = "im2col_panels"
     DIRECT = "direct"
     DIRECT_PANELS = "direct_panels"
+    PIXELS = "pixels"
+    PIXELS_PANELS = "pixels_panels"
 
 
-CONV_LAYOUTS = (GemmLayout.IM2COL, GemmLayout.IM2COL_PANELS, GemmLayout.DIRECT, GemmLayout.DIRECT_PANELS)
+CONV_LAYOUTS = (GemmLayout.IM2COL, GemmLayout.IM2COL_PANELS, GemmLayout.DIRECT, GemmLayout.DIRECT_PANELS,
+                GemmLayout.PIXELS, GemmLayout.PIXELS_PANELS)
 DIRECT_LAYOUTS = (GemmLayout.DIRECT, GemmLayout.DIRECT_PANELS)
+PIXEL_LAYOUTS = (GemmLayout.PIXELS, GemmLayout.PIXELS_PANELS)
 DIRECT_MAX_PHASES = 64
 """The most phase planes (stride_h x stride_w) a direct convolution copies its image into."""
 PACKED_CONV_LAYOUTS = (GemmLayout.IM2COL_PANELS, GemmLayout.DIRECT_PANELS)
@@ -383,7 +393,7 @@ class GemmOp(IntArrays, StaticShapeOp):
         self.verify_parallel()
         if (self.layout.data in CONV_LAYOUTS) != (self.conv is not None):
             raise VerifyException(
-                "irl.gemm: the convolution layouts (im2col, direct and their _panels, and only they) take the "
+                "irl.gemm: the convolution layouts (im2col, direct, pixels and their _panels, and only they) take the "
                 "convolution geometry (`conv <...>`)"
             )
         if self.conv is not None:
@@ -398,10 +408,13 @@ class GemmOp(IntArrays, StaticShapeOp):
                     f"irl.gemm: sizes {list(self.ints('sizes'))} are not the per-group product of the conv geometry, "
                     f"[O/groups, OH*OW, C/groups*kH*kW] = {list(implied)}"
                 )
-            if self.layout.data in DIRECT_LAYOUTS and g.stride_h * g.stride_w > DIRECT_MAX_PHASES:
+            if self.layout.data == GemmLayout.PIXELS_PANELS and g.groups != 1:
+                raise VerifyException("irl.gemm: pixels_panels reads one group's weight panels (groups 1), "
+                                      f"got groups {g.groups}")
+            if self.layout.data in DIRECT_LAYOUTS + PIXEL_LAYOUTS and g.stride_h * g.stride_w > DIRECT_MAX_PHASES:
                 raise VerifyException(
-                    f"irl.gemm: the direct layouts copy a strided image into stride_h x stride_w phase planes, at most "
-                    f"{DIRECT_MAX_PHASES} (im2col takes any stride), got stride {g.stride_h}x{g.stride_w}"
+                    f"irl.gemm: the direct and pixels layouts copy a strided image into stride_h x stride_w phase planes, "
+                    f"at most {DIRECT_MAX_PHASES} (im2col takes any stride), got stride {g.stride_h}x{g.stride_w}"
                 )
         block = self.body.block
         if len(block.args) != 1 + len(self.epilogue) or not isinstance(block.last_op, YieldOp):

@@ -23,7 +23,7 @@ torch.manual_seed(0)
 
 def _gemm_kernels(cm) -> int:
     """Calls of the engine in the generated functions (not its definition)."""
-    return len(re.findall(r"^\s+(irc_gemm|irc_conv_direct<\d+>)\(\d", cm.cpp_source, re.M))
+    return len(re.findall(r"^\s+(irc_gemm|irc_conv_direct<\d+>|irc_conv_pixels<\d+>)\(\d", cm.cpp_source, re.M))
 
 
 # M: one row, a ragged 6-row tile, several tiles; N: ragged 16-column panels; K: one KC step or more.
@@ -88,11 +88,10 @@ CONVS = {
     # K = 333 in two steps of 167: the second starts at channel 18, tap 5 (im2col is walked tap-major)
     "K-mid-channel": dict(cin=37, cout=6, k=3, stride=2, pad=1, dil=1, groups=1, hw=(7, 9)),
     # stride 1 reads the image in place (irc_conv_direct): virtual columns oh*W + ow, the last
-    # tile ragged and packed; rows of 41 columns that tiles of 16/32 straddle; a 2x3 plane
-    # smaller than one tile; a rectangular kernel with its own paddings; padding on one axis
+    # tile ragged and packed; rows of 41 columns that tiles of 16/32 straddle; a rectangular
+    # kernel with its own paddings; padding on one axis
     "1x1-ragged": dict(cin=16, cout=24, k=1, stride=1, pad=0, dil=1, groups=1, hw=(7, 5)),
     "wide": dict(cin=5, cout=13, k=3, stride=1, pad=1, dil=1, groups=1, hw=(23, 41)),
-    "tiny-plane": dict(cin=32, cout=8, k=3, stride=1, pad=1, dil=1, groups=1, hw=(2, 3)),
     "3x5": dict(cin=8, cout=12, k=(3, 5), stride=1, pad=(1, 2), dil=1, groups=1, hw=(10, 17)),
     "pad-h-only": dict(cin=6, cout=7, k=3, stride=1, pad=(1, 0), dil=(1, 2), groups=1, hw=(9, 12)),
     # strided, overlapping windows: read in place from phase planes (a 2x1 stride: two of them;
@@ -104,6 +103,21 @@ CONVS = {
     # strided windows that do not overlap keep im2col: ResNet's downsample, a patchify stem
     "1x1-s2": dict(cin=16, cout=12, k=1, stride=2, pad=0, dil=1, groups=1, hw=(9, 11)),
     "patchify": dict(cin=3, cout=12, k=4, stride=4, pad=0, dil=1, groups=1, hw=(16, 20)),
+}
+
+
+# Output pixels as the register tile's rows (irc_conv_pixels, `conv_on_pixels`): small planes
+# with a long K. Ragged channel panels (56 = 32 + 24, 62, 8 channels in a 32-wide panel), pixel
+# counts that split into uneven tiles (49, 6, 54, 1), stride 2, a dilated rectangular kernel
+# with its own paddings, 1x1 convs (ResNet's strided downsample, which was im2col), one pixel.
+PIXEL_CONVS = {
+    "7x7-ragged-channels": dict(cin=64, cout=56, k=3, stride=1, pad=1, dil=1, groups=1, hw=(7, 7)),
+    "tiny-plane": dict(cin=32, cout=8, k=3, stride=1, pad=1, dil=1, groups=1, hw=(2, 3)),
+    "stride2": dict(cin=48, cout=64, k=3, stride=2, pad=1, dil=1, groups=1, hw=(13, 11)),
+    "dilated-3x5": dict(cin=40, cout=62, k=(3, 5), stride=1, pad=(2, 4), dil=2, groups=1, hw=(6, 9)),
+    "1x1-deep": dict(cin=384, cout=64, k=1, stride=1, pad=0, dil=1, groups=1, hw=(7, 7)),
+    "1x1-s2": dict(cin=256, cout=96, k=1, stride=2, pad=0, dil=1, groups=1, hw=(14, 14)),
+    "one-pixel": dict(cin=64, cout=70, k=3, stride=1, pad=1, dil=1, groups=1, hw=(1, 1)),
 }
 
 
@@ -144,6 +158,67 @@ def test_conv_bn_relu_residual_through_im2col(name, batch):
     cm = check(m, x, res)
     assert ("irc_conv_direct<" if _direct_conv(g) else "irc_gemm(") in cm.cpp_source and _gemm_kernels(cm) == 1
     assert ("irc_prepacked<IRC_MR> irc_a" in cm.cpp_source) == _packed_conv(g)
+
+
+def _conv_block(g: dict) -> nn.Module:
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(g["cin"], g["cout"], g["k"], g["stride"], g["pad"], g["dil"], g["groups"])
+            self.bn = nn.BatchNorm2d(g["cout"])
+            self.bn.running_mean.uniform_(-1, 1)
+            self.bn.running_var.uniform_(0.5, 2)
+
+        def forward(self, x, res):
+            return torch.relu(self.bn(self.conv(x)) + res)
+
+    return Block().eval()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", PIXEL_CONVS)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_conv_with_pixels_as_the_tiles_rows(name, batch, threads, monkeypatch):
+    """Conv + BN + residual + ReLU in the pixels layout, its weights packed at compile time into
+    panels of output channels; at two threads the panels (or, with one panel, the pixels) are
+    split between the threads."""
+    monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
+    g = PIXEL_CONVS[name]
+    m = _conv_block(g)
+    x = torch.randn(batch, g["cin"], *g["hw"])
+    with torch.no_grad():
+        res = torch.randn_like(m.conv(x))
+    cm = check(m, x, res)
+    assert "irc_conv_pixels<" in cm.cpp_source and _gemm_kernels(cm) == 1
+    assert "irc_prepacked<IRC_NR> irc_a" in cm.cpp_source
+
+
+@pytest.mark.parametrize("name", ["7x7-ragged-channels", "stride2", "1x1-s2"])
+def test_conv_with_pixels_on_run_time_weights(name):
+    """A weight that is an input: the pixels layout packs its panels of channels per call."""
+    g = PIXEL_CONVS[name]
+    x = torch.randn(2, g["cin"], *g["hw"])
+    w = torch.randn(g["cout"], g["cin"], *((g["k"],) * 2 if isinstance(g["k"], int) else g["k"])) / 10
+
+    def f(x, w):
+        return torch.relu(F.conv2d(x, w, stride=g["stride"], padding=g["pad"], dilation=g["dil"]))
+
+    cm = check(f, x, w)
+    assert "irc_conv_pixels<" in cm.cpp_source and "irc_dense<IRC_NR, false> irc_a" in cm.cpp_source
+
+
+@pytest.mark.parametrize("name", ["7x7-ragged-channels", "dilated-3x5"])
+def test_conv_with_pixels_at_the_avx2_width(name, monkeypatch):
+    """16-wide panels and tiles of at most 6 pixels (`PIXEL_ROWS`), the AVX2 engine, on any host."""
+    monkeypatch.setenv("IRC_GEMM_WIDTH", "16")
+    monkeypatch.setenv("IRC_VECTOR_WIDTH", "8")
+    g = PIXEL_CONVS[name]
+    m = _conv_block(g)
+    x = torch.randn(1, g["cin"], *g["hw"])
+    with torch.no_grad():
+        res = torch.randn_like(m.conv(x))
+    cm = check(m, x, res)
+    assert "#define IRC_PR 6" in cm.cpp_source and "irc_conv_pixels<" in cm.cpp_source
 
 
 def test_conv_weights_packed_at_compile_time_follow_in_place_updates():
@@ -205,17 +280,34 @@ def test_same_results_at_any_thread_count(threads, monkeypatch):
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_conv_split_by_rows_for_the_targets_thread_count(threads, monkeypatch):
-    """48 output channels on a 4x4 image: tasks split the rows (channels), as many as the
-    Target's threads (IRC_NUM_THREADS when compiling): one task of 48 rows for one thread, two
-    of 24 for two (each reading the padded image in place). Either runs right at the other
-    thread count."""
+    """48 output channels a group on a 4x4 image (grouped: not the pixels layout): tasks split
+    the rows (channels), as many as the Target's threads (IRC_NUM_THREADS when compiling): one
+    task of 48 rows for one thread, two of 24 for two (each reading the padded image in place).
+    Either runs right at the other thread count."""
     monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
-    model = nn.Sequential(nn.Conv2d(40, 48, 3, padding=1), nn.ReLU()).eval()
-    x = torch.randn(1, 40, 4, 4)
+    model = nn.Sequential(nn.Conv2d(80, 96, 3, padding=1, groups=2), nn.ReLU()).eval()
+    x = torch.randn(1, 80, 4, 4)
     cm = check(model, x)
     rows = 48 // threads
     assert re.search(rf"irc_conv_direct<9>\(48, irc_a, irc_b, irc_c, irc_epi, \d+, \d+, {rows}, true\);", cm.cpp_source)
     monkeypatch.setenv("IRC_NUM_THREADS", str(3 - threads))  # called at the other count
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("cout", [64, 32])
+def test_conv_pixels_split_for_the_targets_thread_count(cout, threads, monkeypatch):
+    """The pixels layout's tasks (`pixel_tiles`): at two threads, two panels of 32 channels go one
+    to each thread; one panel splits its 49 pixels 25 + 24. Either runs right at the other count."""
+    monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
+    monkeypatch.setenv("IRC_GEMM_WIDTH", "32")
+    model = nn.Sequential(nn.Conv2d(128, cout, 3, padding=1), nn.ReLU()).eval()
+    x = torch.randn(1, 128, 7, 7)
+    cm = check(model, x)
+    ms, np_ = (cout // threads, 49) if cout == 64 else (32, -(-49 // threads))
+    assert f"irc_conv_pixels<9>({cout}, irc_a, irc_b, irc_c, irc_epi, {np_}, {ms}, true);" in cm.cpp_source
+    monkeypatch.setenv("IRC_NUM_THREADS", str(3 - threads))
     with torch.no_grad():
         torch.testing.assert_close(cm(x), model(x))
 

@@ -71,7 +71,7 @@ from irc.lowering.loops.vectorize import (
 from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.lowering.to_loops.core import TRANSPOSE_ATTR
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
-from irc.target import GEMM_ROWS_CHOICES
+from irc.target import GEMM_ROWS_CHOICES, PIXEL_ROWS
 
 BINARY = {arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*", arith.DivfOp: "/",
           arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivSIOp: "/", arith.RemSIOp: "%",
@@ -617,6 +617,7 @@ def emit_cpp(
     if emitter.uses_gemm:
         buf.write(f"#define IRC_NR {gemm_width}  // GEMM panel width (the Target's gemm_width)\n")
         buf.write(f"#define IRC_MR {gemm_rows}  // GEMM register tile rows (the Target's gemm_rows)\n")
+        buf.write(f"#define IRC_PR {PIXEL_ROWS[gemm_width]}  // most pixels in a pixels-layout conv tile\n")
         buf.write(header("irc_gemm.h"))
     if profile:
         labels = ", ".join(json.dumps(label) for label in emitter.labels) or '""'

@@ -17,7 +17,9 @@ orientation), `irc_im2col` (the im2col matrix of an NCHW image, built panel by p
 A convolution in the `direct` / `direct_panels` layouts packs no B at all: `irc_conv_direct`
 copies a padded or strided image once (zeros included, in stride_h x stride_w phase planes),
 then reads each tile's two vectors per k straight from the image, its K loop per input channel
-over the taps, and stores each tile's real columns (see the header).
+over the taps, and stores each tile's real columns (see the header). In the `pixels` layouts
+(`irc_conv_pixels`) the same image gives a broadcast per output pixel and k, the weights'
+panels (`irc_prepacked<IRC_NR>`, or packed per call) two vectors of output channels.
 Per-thread scratch for packed blocks is allocated once per thread and reused.
 Vectors are GCC vector extensions; FMA comes from `__builtin_ia32_vfmaddps512_mask` /
 `vfmaddps256` when the target has it (`-march=native`), else a multiply and an add (a 32-wide
@@ -75,14 +77,25 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         em.line(f"for (int64_t irc_g = 0; irc_g < {g.groups}; ++irc_g) {{")
         em.depth += 1
         image = f"{b} + (irc_n*{g.channels} + irc_g*{cg})*{g.height * g.width}"
-        if layout in irl.DIRECT_LAYOUTS:
+        if layout in irl.DIRECT_LAYOUTS + irl.PIXEL_LAYOUTS:
             em.line(f"const irc_direct irc_b{{{image}, {cg}, {g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, "
                     f"{g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, {g.dilation_h}, {g.dilation_w}, "
                     f"{g.out_height}, {g.out_width}}};")
         else:
             em.line(f"const irc_im2col irc_b{{{image}, {cg}, {g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, "
                     f"{g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, {g.dilation_h}, {g.dilation_w}, {g.out_width}}};")
-        if layout in irl.PACKED_CONV_LAYOUTS:  # panels never straddle groups (m % rows == 0 when groups > 1)
+        if layout == irl.GemmLayout.PIXELS_PANELS:  # the weights as the rhs, in panels of output channels
+            width = op.a.type.get_shape()[-1]
+            if width != em.gemm_width:
+                raise NotImplementedError(
+                    f"cpp emitter: irl.gemm reads conv weights packed in {width}-column panels, but this target's GEMM "
+                    f"panels are {em.gemm_width} wide (cpp{{gemm_width={em.gemm_width}}}); pack them for "
+                    f"{em.gemm_width} (irc-pack-weights{{gemm_width={em.gemm_width}}}) or emit with gemm_width={width}"
+                )
+            em.line(f"const irc_prepacked<IRC_NR> irc_a{{{a}, {k}}};")
+        elif layout == irl.GemmLayout.PIXELS:
+            em.line(f"const irc_dense<IRC_NR, false> irc_a{{{a} + irc_g*{m * k}, {k}, {m}}};")
+        elif layout in irl.PACKED_CONV_LAYOUTS:  # panels never straddle groups (m % rows == 0 when groups > 1)
             rows = op.a.type.get_shape()[-1]
             if rows != em.gemm_rows:
                 raise NotImplementedError(
@@ -114,7 +127,10 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
     batch = [_ix(em, v) for v in op.mixed("batch")]  # [count, sa, sb, sc]: the n-th product is irc_n
     _emit_epilogue(em, op, strides, row, "irc_n" if g is not None or batch else None, per_batch=bool(batch))
     mc, nc, kc, ms = (_ix(em, v) for v in op.mixed("tiles"))
-    if layout in irl.DIRECT_LAYOUTS:  # the taps per channel are a template argument: the K loop's inner trip count
+    if layout in irl.PIXEL_LAYOUTS:  # MS output channels x NC pixels per task
+        em.line(f"irc_conv_pixels<{g.kernel_h * g.kernel_w}>({m}, irc_a, irc_b, irc_c, irc_epi, {nc}, {ms}, "
+                f"{_parallel(em, op)});")
+    elif layout in irl.DIRECT_LAYOUTS:  # the taps per channel are a template argument: the K loop's inner trip count
         em.line(f"irc_conv_direct<{g.kernel_h * g.kernel_w}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, "
                 f"{_parallel(em, op)});")
     else:

@@ -5,7 +5,8 @@ The GEMM engine reads its rhs as panels of `gemm_width` columns ([ceil(N/W), K, 
 `irt.pack`) and its lhs as panels of `gemm_rows` rows. For a weight that is known at compile
 time (a parameter, or computed from parameters and constants only), this pass inserts
 `irt.pack` on it: a contraction becomes `irt.contract packed` (its rhs replaced); a conv2d,
-whose weight is the lhs of its im2col product, gets the panels as its `packed` operand.
+whose weight is the lhs of its im2col product, gets the panels as its `packed` operand (the
+rhs's `gemm_width`-wide panels for a conv the engine runs with pixels as the tile's rows).
 Compile-time folding then evaluates the pack once, so the weight is packed when the compiled
 module is created, never per call. Run-time operands are left alone (the GEMM packs them on
 the fly), and so are convs the engine does not run (fewer than `gemm_rows` output channels
@@ -17,7 +18,8 @@ Options:
   inputs: how many leading function arguments are run-time inputs; later arguments are
           parameters (irc's importer puts inputs first, then every parameter).
   gemm_width: the rhs panels' width, the Target's GEMM register tile width (16 or 32).
-  gemm_rows: a conv weight's panels' height, the Target's GEMM register tile rows.
+  gemm_rows: a conv weight's panels' height, the Target's GEMM register tile rows (also in the
+          choice of the pixels layout, which must be the lowering's).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
 from irc.lowering.tensor.irc_fuse import FUSED_ATTR
+from irc.lowering.to_loops.gemm import conv_on_pixels
 from irc.target import GEMM_ROWS_CHOICES, GEMM_WIDTHS, Target
 
 
@@ -62,13 +65,16 @@ def pack_contraction(op: irt.ContractionBase, gemm_width: int) -> irt.ContractOp
     return irt.ContractOp(ContractionKind.PACKED, op.lhs, pack.result, inputs, op.results[0].type, Region(block))  # type: ignore[attr-defined]
 
 
-def pack_conv(op: irt_nn.Conv2dOp, rows: int = Target.gemm_rows) -> irt_nn.Conv2dOp | None:
-    """`op` with its weight's `rows`-row panels (`irt.pack`, inserted before `op`) as its
-    `packed` operand; None for a conv the engine would not read them for."""
+def pack_conv(op: irt_nn.Conv2dOp, rows: int = Target.gemm_rows, width: int = Target.gemm_width) -> irt_nn.Conv2dOp | None:
+    """`op` with its weight's panels (`irt.pack`, inserted before `op`) as its `packed` operand:
+    `rows`-row panels (the lhs of its im2col or direct product), or `width`-wide ones for a conv
+    that runs with output pixels as the tile's rows (`conv_on_pixels`: the weights are the rhs);
+    None for a conv the engine would not read them for."""
     out_per_group = shape_of(op.weight)[0] // op.group_count
     if out_per_group < rows or (op.group_count > 1 and out_per_group % rows):
         return None
-    pack = irt.PackOp(op.weight, "rows", rows)
+    panel = width if conv_on_pixels(op, rows, width) else rows
+    pack = irt.PackOp(op.weight, "rows", panel)
     pack.result.name_hint = f"{op.weight.name_hint or 'w'}_packed"
     Rewriter.insert_op(pack, InsertPoint.before(op))
     return irt_nn.Conv2dOp(op.input, op.weight, op.bias, op.result.type, epilogue=list(op.epilogue),
@@ -100,7 +106,7 @@ class PackWeightsPass(ModulePass):
                 ):
                     new = pack_contraction(op, self.gemm_width)
                 elif isinstance(op, irt_nn.Conv2dOp) and op.packed is None and compile_time_known(op.weight, self.inputs):
-                    new = pack_conv(op, self.gemm_rows)
+                    new = pack_conv(op, self.gemm_rows, self.gemm_width)
                 if new is None:
                     continue
                 for name, attr in op.attributes.items():

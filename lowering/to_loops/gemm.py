@@ -10,6 +10,9 @@ decides, per shape and written on the op:
   `blocking`): KC long enough to amortise the register tile's setup and store, MC so the packed
   lhs block stays in L2, NC so the rhs block stays in a thread's share of L3, and tasks that split
   evenly between the Target's threads;
+* for a convolution, how the engine reads it: im2col, the image in place (`conv_direct`), or
+  the image in place with output pixels as the register tile's rows (`conv_on_pixels`: small
+  planes with a long K, where the direct layout's virtual columns would waste its tiles);
 * whether the product runs on OpenMP threads (`PARALLEL_FLOPS`);
 * how each epilogue input is read per row and column (`strides`; 0 broadcasts).
 
@@ -43,7 +46,7 @@ from irc.lowering.to_loops.function import KERNEL_ATTR, OP_INDEX_ATTR, FunctionL
 from irc.lowering.to_loops.index_arith import STATIC, Cond, Index, IndexArith
 from irc.lowering.to_loops.nn import lower_conv2d
 from irc.lowering.to_loops.reduce import lower_attention, lower_batch_matmul
-from irc.target import GEMM_ROWS
+from irc.target import GEMM_ROWS, PIXEL_ROWS
 
 MR = GEMM_ROWS  # the default register tile rows (the Target's gemm_rows; 2 x MR vector accumulators)
 # The blocking when the cache sizes are unknown (a Target with l2 = 0, irc-opt's default):
@@ -268,6 +271,65 @@ def lower_batch_matmul_gemm(fl: FunctionLowering, op: irt_reduce.BatchMatmulOp) 
     _emit(fl, op, gemm)
 
 
+PIXELS_TILE_COST = 32
+"""The pixels tile's store per output element (a transpose and a scalar epilogue), in steps of K."""
+DIRECT_TILE_COST = 8
+"""The direct tile's store per output element (a vector epilogue), in steps of K."""
+PIXELS_GAIN = 0.92
+"""The pixels layout is taken when its estimated work is below this share of the direct/im2col one."""
+
+
+def conv_direct(op: irt_nn.Conv2dOp) -> bool:
+    """Whether the engine reads the image in place (`irc_conv_direct`): stride 1, or windows that
+    overlap. Where they do not (1x1 or 2x2 with stride 2, a 4x4 patchify with stride 4), im2col is
+    no larger than the image and packing it panel by panel measured faster than the copy."""
+    (sh, sw), (dh, dw) = op.strides, op.dilations
+    kh, kw = shape_of(op.weight)[2:]
+    return (sh, sw) == (1, 1) or (sh * sw <= irl.DIRECT_MAX_PHASES and ((kh - 1) * dh >= sh or (kw - 1) * dw >= sw))
+
+
+def conv_on_pixels(op: irt_nn.Conv2dOp, rows: int, width: int) -> bool:
+    """Whether the conv runs in the `pixels` layouts: a tile of output pixels x `width` output
+    channels, reading the weights as `width`-column panels (`irc-pack-weights` packs them so).
+
+    Chosen by the work each tile walk does, counted in register-tile slots times K plus a per-
+    element store cost (`PIXELS_TILE_COST`, `DIRECT_TILE_COST`), when pixels is below
+    `PIXELS_GAIN` of the other. The direct layout computes virtual columns (a 7x7 plane padded by
+    1: 64 columns for 49 pixels) and output channels in `rows`-row tiles; pixels computes the
+    pixels in balanced tiles (no waste) and the channels in `width`-wide panels, but stores each
+    element through a transpose, which only a long K hides. Measured on a Zen 4, one thread,
+    GFLOP/s direct -> pixels: ResNet-18's 512-channel 3x3 on 7x7 84 -> 106, its 256-channel 3x3
+    on 14x14 97 -> 112, 32 -> 64 channels 3x3 on 8x8 62 -> 90; not taken, a 1x1 conv 64 -> 192
+    channels on 14x14 (87 -> 71) or 16 -> 96 on 56x56 (65 -> 34)."""
+    w = shape_of(op.input)[3]
+    o, cg, kh, kw = shape_of(op.weight)
+    oh, ow = shape_of(op.result)[2:]
+    (sh, sw), pw = op.strides, op.paddings[1]
+    if not all(isinstance(d, int) for d in (w, o, cg, kh, kw, oh, ow)):
+        return False  # a size known only at call time
+    if op.group_count != 1 or width not in PIXEL_ROWS or sh * sw > irl.DIRECT_MAX_PHASES:
+        return False
+    k, p = cg * kh * kw, oh * ow
+    columns = (oh - 1) * -(-(w + 2 * pw) // sw) + ow if conv_direct(op) else p
+
+    def up(x: int, m: int) -> int:
+        return -(-x // m) * m
+
+    pixels = up(o, width) * p * (k + PIXELS_TILE_COST)
+    other = up(o, rows) * up(columns, width) * (k + DIRECT_TILE_COST)
+    return pixels < PIXELS_GAIN * other
+
+
+def pixel_tiles(m: int, p: int, width: int, threads: int) -> tuple[int, int]:
+    """(MS, NP) for the pixels layouts: the tasks' output channels (whole `width`-wide panels)
+    and pixels. The panels are shared among the threads when there are enough of them (each
+    panel is read by every pixel tile, from L2), else every panel's pixels are split."""
+    panels = -(-m // width)
+    if panels >= threads:
+        return -(-panels // threads) * width, p
+    return panels * width, max(1, -(-p // threads))
+
+
 def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     batch, c_in, h, w = shape_of(op.input)
     o, cg, kh, kw = shape_of(op.weight)
@@ -283,23 +345,31 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
         return
     (sh, sw), (ph, pw), (dh, dw) = op.strides, op.paddings, op.dilations
     # B read in place (irc_conv_direct; a padded or strided image copied once into phase planes)
-    # where im2col would repeat input elements: stride 1, or windows that overlap. Where they do
-    # not (1x1 or 2x2 with stride 2, a 4x4 patchify with stride 4), im2col is no larger than
-    # the image and packing it panel by panel measured faster than the copy.
-    direct = (sh, sw) == (1, 1) or (sh * sw <= irl.DIRECT_MAX_PHASES and ((kh - 1) * dh >= sh or (kw - 1) * dw >= sw))
+    # where im2col would repeat input elements (conv_direct), or pixels x channels (conv_on_pixels)
+    direct = conv_direct(op)
     columns = (oh - 1) * -(-(w + 2 * pw) // sw) + ow if direct else p  # direct: virtual columns oh*Wq + ow (irl.py)
     out = fl.result_buffer(op.result)
     body, kept = epilogue_region(op.build_epilogue, inputs, bias=op.bias is not None)
-    # weights packed at compile time (irc-pack-weights) when their panels suit this engine
-    rows = fl.gemm_rows
-    packed = op.packed is not None and shape_of(op.packed)[2] == rows and (groups == 1 or mg % rows == 0)
-    layout = {(False, False): irl.GemmLayout.IM2COL, (False, True): irl.GemmLayout.IM2COL_PANELS,
-              (True, False): irl.GemmLayout.DIRECT, (True, True): irl.GemmLayout.DIRECT_PANELS}[direct, packed]
+    # weights packed at compile time (irc-pack-weights) when their panels suit this engine: rows
+    # panels for im2col/direct, columns panels for pixels (a conv whose weights were packed the
+    # other way takes the layout that reads them)
+    rows, width = fl.gemm_rows, fl.gemm_width
+    panel = shape_of(op.packed)[2] if op.packed is not None else None
+    packed = panel == rows and (groups == 1 or mg % rows == 0)
+    if conv_on_pixels(op, rows, width) and (op.packed is None or panel == width):
+        layout = irl.GemmLayout.PIXELS_PANELS if panel == width else irl.GemmLayout.PIXELS
+        ms, nc = pixel_tiles(mg, p, width, fl.threads)
+        tiles = [mg, nc, kg, ms]
+        packed = panel == width
+    else:
+        layout = {(False, False): irl.GemmLayout.IM2COL, (False, True): irl.GemmLayout.IM2COL_PANELS,
+                  (True, False): irl.GemmLayout.DIRECT, (True, True): irl.GemmLayout.DIRECT_PANELS}[direct, packed]
+        tiles = choose_tiles(mg, columns, kg, width, fl.threads, rows=rows, caches=fl.caches)
     gemm = irl.GemmOp(
         layout,
         fl.buffers[op.packed if packed else op.weight],  # type: ignore[index]
         fl.buffers[op.input], out, [fl.buffers[v] for v in kept],
-        sizes=(mg, p, kg), tiles=choose_tiles(mg, columns, kg, fl.gemm_width, fl.threads, rows=rows, caches=fl.caches),
+        sizes=(mg, p, kg), tiles=tiles,
         strides=[x for s in strides for x in s],  # type: ignore[union-attr]
         conv=irl.ConvGeometry(batch=batch, channels=c_in, height=h, width=w, out_channels=o, out_height=oh,
                               out_width=ow, kernel_h=kh, kernel_w=kw, stride_h=sh, stride_w=sw, pad_h=ph, pad_w=pw,

@@ -454,15 +454,11 @@ static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const
   }
 }
 
-// C[M, OH*OW] = epilogue(A x B) for the direct B of `image`: tasks of MS rows x NC virtual
-// columns shared among OpenMP threads when `parallel`, as irc_gemm's.
-template <int TAPS, class PA, class Epi>
-static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& g, float* c, const Epi& epi, int64_t MC,
-                            int64_t NC, int64_t MS, bool parallel) {
-  const int64_t taps = g.KH * g.KW;
-  int64_t toff[64];
-  int64_t* offs = taps <= 64 ? toff : static_cast<int64_t*>(std::malloc(taps * sizeof(int64_t)));
-  irc_direct_b d{g.x, g.C, taps, g.H * g.W, g.W, g.OH, g.OW, 0, offs};
+// What the tiles of `g` read (irc_direct_b), the tap offsets written to offs[KH*KW]: the image
+// itself (stride 1, no padding) or its padded phase planes, copied here into scratch slot 3 (on
+// OpenMP threads when `parallel`).
+static irc_direct_b irc_direct_image(const irc_direct& g, int64_t* offs, bool parallel) {
+  irc_direct_b d{g.x, g.C, g.KH * g.KW, g.H * g.W, g.W, g.OH, g.OW, 0, offs};
   if (g.SH == 1 && g.SW == 1 && g.PH == 0 && g.PW == 0) {
     for (int64_t kh = 0; kh < g.KH; ++kh)
       for (int64_t kw = 0; kw < g.KW; ++kw) offs[kh * g.KW + kw] = kh * g.DH * g.W + kw * g.DW;
@@ -509,6 +505,18 @@ static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& g, float*
     d.x = planes; d.cstride = g.SH * g.SW * pq; d.ld = wq;
   }
   d.V = (d.OH - 1) * d.ld + d.OW;
+  return d;
+}
+
+// C[M, OH*OW] = epilogue(A x B) for the direct B of `image`: tasks of MS rows x NC virtual
+// columns shared among OpenMP threads when `parallel`, as irc_gemm's.
+template <int TAPS, class PA, class Epi>
+static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& g, float* c, const Epi& epi, int64_t MC,
+                            int64_t NC, int64_t MS, bool parallel) {
+  const int64_t taps = g.KH * g.KW;
+  int64_t toff[64];
+  int64_t* offs = taps <= 64 ? toff : static_cast<int64_t*>(std::malloc(taps * sizeof(int64_t)));
+  const irc_direct_b d = irc_direct_image(g, offs, parallel);
 #ifdef _OPENMP
   if (!parallel || omp_get_max_threads() == 1) MS = M;
 #else
@@ -520,6 +528,111 @@ static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& g, float*
     for (int64_t bi = 0; bi < mb; ++bi) {
       const int64_t i0 = bi * MS, v0 = bj * NC;
       irc_direct_task<TAPS>(d, pa, c, epi, i0, M - i0 < MS ? M - i0 : MS, v0, d.V - v0 < NC ? d.V - v0 : NC, MC);
+    }
+  if (offs != toff) std::free(offs);
+}
+
+// ---- a convolution with output pixels as the tile's rows ("pixels") ------------------------
+// The direct image as above, but the register tile is up to IRC_PR output pixels x IRC_NR output
+// channels: per k = (c, tap), one load of the weights' B panel (two vectors of channels) and a
+// broadcast per pixel from the image, x[c*plane + toff[tap] + voff[pixel]]. On a small plane the
+// columns of the direct layout waste a quarter of the tile (7x7: 64 virtual columns for 49 real
+// ones); pixels waste none (balanced tiles of up to IRC_PR rows), and the weights' panel
+// (K x IRC_NR) stays in L2 while every pixel tile reads it. The tile is transposed on its store:
+// the epilogue runs per float, channel by channel on consecutive pixels.
+#ifndef IRC_PR
+#define IRC_PR (IRC_NR == 32 ? 12 : 6)  // the emitter defines it (irc/target.py PIXEL_ROWS)
+#endif
+
+template <int ROWS, int TAPS>
+__attribute__((noinline)) static void irc_accumulate_pixels(int64_t C, int64_t taps, const int64_t* __restrict__ toff,
+                                                             int64_t plane, const int64_t* __restrict__ voff,
+                                                             const float* __restrict__ x, const float* __restrict__ b,
+                                                             irc_vf (*acc)[2]) {
+  irc_vf part[ROWS][2];
+  const float* px[ROWS];
+  for (int r = 0; r < ROWS; ++r) { part[r][0] = part[r][1] = irc_vf{}; px[r] = x + voff[r]; }
+  const int64_t nt = TAPS > 0 ? TAPS : taps;
+  for (int64_t c = 0, base = 0; c < C; ++c, base += plane)
+#pragma GCC unroll 9
+    for (int64_t t = 0; t < nt; ++t, b += IRC_NR) {
+      const int64_t o = base + toff[t];
+      const irc_vf b0 = irc_loadv(b), b1 = irc_loadv(b + IRC_L);
+      for (int r = 0; r < ROWS; ++r) {
+        const irc_vf ar = irc_bcastv(px[r][o]);
+        part[r][0] = irc_fmav(ar, b0, part[r][0]);
+        part[r][1] = irc_fmav(ar, b1, part[r][1]);
+      }
+    }
+  for (int r = 0; r < ROWS; ++r) { acc[r][0] = part[r][0]; acc[r][1] = part[r][1]; }
+}
+
+template <int R, int TAPS>
+static inline void irc_accumulate_pixels_rows(int64_t rows, int64_t C, int64_t taps, const int64_t* toff, int64_t plane,
+                                              const int64_t* voff, const float* x, const float* b, irc_vf (*acc)[2]) {
+  if constexpr (R > 1)
+    if (rows < R) return irc_accumulate_pixels_rows<R - 1, TAPS>(rows, C, taps, toff, plane, voff, x, b, acc);
+  irc_accumulate_pixels<R, TAPS>(C, taps, toff, plane, voff, x, b, acc);
+}
+
+// The tile's `rows` pixels from p0 x `cols` channels from i0 (acc[r]: pixel p0 + r's channels)
+// into C[channel][pixel] (ldc = OH*OW), through the epilogue.
+template <class Epi>
+static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __restrict__ c, int64_t ldc, const Epi& epi,
+                                    int64_t i0, int64_t cols, int64_t p0) {
+  float t[IRC_PR][IRC_NR];
+  for (int64_t r = 0; r < rows; ++r) { irc_storev(t[r], acc[r][0]); irc_storev(t[r] + IRC_L, acc[r][1]); }
+  for (int64_t q = 0; q < cols; ++q) {
+    float* cq = c + (i0 + q) * ldc + p0;
+    for (int64_t r = 0; r < rows; ++r) cq[r] = epi(t[r][q], i0 + q, p0 + r);
+  }
+}
+
+// One task: channels [i0, i0 + ms) (i0 a multiple of IRC_NR) x pixels [p0, p0 + np), in
+// ceil(np / IRC_PR) pixel tiles of balanced heights, per panel of IRC_NR channels.
+template <int TAPS, class PB, class Epi>
+static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const Epi& epi, int64_t i0, int64_t ms,
+                            int64_t p0, int64_t np) {
+  const int64_t K = d.C * d.taps, tiles = (np + IRC_PR - 1) / IRC_PR;
+  const irc_panels B = pb.get(1, i0, ms, 0, K);
+  for (int64_t jr = 0; jr < ms; jr += IRC_NR) {
+    const int64_t cols = ms - jr < IRC_NR ? ms - jr : IRC_NR;
+    const float* b = B.p + (jr / IRC_NR) * B.stride;
+    for (int64_t u = 0; u < tiles; ++u) {
+      const int64_t pr = p0 + u * np / tiles, rows = p0 + (u + 1) * np / tiles - pr;
+      int64_t voff[IRC_PR];  // the pixels' virtual columns oh*Wq + ow in the image
+      for (int64_t r = 0, oh = pr / d.OW, ow = pr - oh * d.OW; r < rows; ++r) {
+        voff[r] = oh * d.ld + ow;
+        if (++ow == d.OW) { ow = 0; ++oh; }
+      }
+      irc_vf acc[IRC_PR][2];
+      irc_accumulate_pixels_rows<IRC_PR, TAPS>(rows, d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
+      irc_pixels_store(rows, acc, c, d.OH * d.OW, epi, i0 + jr, cols, pr);
+    }
+  }
+}
+
+// C[M, OH*OW] = epilogue(A x B) for the direct B of `image`, with the register tile over IRC_PR
+// output pixels x IRC_NR output channels (pb: the weights as B panels [ceil(M/NR)][K][NR]): tasks
+// of MS channels x NP pixels shared among OpenMP threads when `parallel`.
+template <int TAPS, class PB, class Epi>
+static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float* c, const Epi& epi, int64_t NP,
+                            int64_t MS, bool parallel) {
+  const int64_t taps = g.KH * g.KW, P = g.OH * g.OW;
+  int64_t toff[64];
+  int64_t* offs = taps <= 64 ? toff : static_cast<int64_t*>(std::malloc(taps * sizeof(int64_t)));
+  const irc_direct_b d = irc_direct_image(g, offs, parallel);
+#ifdef _OPENMP
+  if (!parallel || omp_get_max_threads() == 1) MS = M, NP = P;
+#else
+  MS = M, NP = P;
+#endif
+  const int64_t mb = (M + MS - 1) / MS, nb = (P + NP - 1) / NP;
+#pragma omp parallel for collapse(2) schedule(static) if (parallel)
+  for (int64_t bi = 0; bi < mb; ++bi)
+    for (int64_t bj = 0; bj < nb; ++bj) {
+      const int64_t i0 = bi * MS, p0 = bj * NP;
+      irc_pixels_task<TAPS>(d, pb, c, epi, i0, M - i0 < MS ? M - i0 : MS, p0, P - p0 < NP ? P - p0 : NP);
     }
   if (offs != toff) std::free(offs);
 }

@@ -1,7 +1,7 @@
 // RUN: irc-opt %s --verify-diagnostics --split-input-file
 
 func.func @layout(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) {
-  // expected-error @+1 {{irl.gemm: layout must be one of panels, nk, kn, im2col, im2col_panels, direct, direct_panels, got 'tn'}}
+  // expected-error @+1 {{irl.gemm: layout must be one of panels, nk, kn, im2col, im2col_panels, direct, direct_panels, pixels, pixels_panels, got 'tn'}}
   irl.gemm "tn" %x, %w -> %y sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
@@ -23,7 +23,7 @@ func.func @strides(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %b: memref<4xf32>, 
 // -----
 
 func.func @conv(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) {
-  // expected-error @+1 {{irl.gemm: the convolution layouts (im2col, direct and their _panels, and only they) take the convolution geometry (`conv <...>`)}}
+  // expected-error @+1 {{irl.gemm: the convolution layouts (im2col, direct, pixels and their _panels, and only they) take the convolution geometry (`conv <...>`)}}
   irl.gemm im2col %x, %w -> %y sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
@@ -53,8 +53,19 @@ func.func @conv_sizes(%w: memref<12x27xf32>, %x: memref<1x6x8x8xf32>, %y: memref
 // -----
 
 func.func @direct_strided(%w: memref<12x54xf32>, %x: memref<1x6x27x27xf32>, %y: memref<1x12x3x3xf32>) {
-  // expected-error @+1 {{irl.gemm: the direct layouts copy a strided image into stride_h x stride_w phase planes, at most 64 (im2col takes any stride), got stride 9x9}}
+  // expected-error @+1 {{irl.gemm: the direct and pixels layouts copy a strided image into stride_h x stride_w phase planes, at most 64 (im2col takes any stride), got stride 9x9}}
   irl.gemm direct %w, %x -> %y sizes [12, 9, 54] tiles [6, 32, 54, 12] strides [] conv <input 1x6x27x27, output 12x3x3, kernel 3x3, stride 9x9, padding 0x0, dilation 1x1, groups 1> parallel 0 : memref<12x54xf32>, memref<1x6x27x27xf32>, memref<1x12x3x3xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @pixels_panels_grouped(%w: memref<1x27x16xf32>, %x: memref<1x6x8x8xf32>, %y: memref<1x12x8x8xf32>) {
+  // expected-error @+1 {{irl.gemm: pixels_panels reads one group's weight panels (groups 1), got groups 2}}
+  irl.gemm pixels_panels %w, %x -> %y sizes [6, 64, 27] tiles [6, 64, 27, 16] strides [] conv <input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 2> parallel 0 : memref<1x27x16xf32>, memref<1x6x8x8xf32>, memref<1x12x8x8xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
   }

@@ -64,6 +64,20 @@ func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>, %b: tensor<16
 
 // -----
 
+// A conv on a small plane with a long K runs with output pixels as the register tile's rows
+// (`conv_on_pixels`): its weight is the rhs, packed in panels of gemm_width (16) output
+// channels, [ceil(O/16), C*kH*kW, 16]. Here 32 -> 24 channels, 3x3 on 4x4: K = 288.
+
+// CHECK-LABEL: func.func @conv_on_pixels
+// CHECK-NEXT:    %w_packed = irt.pack %w "rows" 16 : (tensor<24x32x3x3xf32>) -> tensor<2x288x16xf32>
+// CHECK-NEXT:    %y = irt.conv2d %x, %w packed(%w_packed : tensor<2x288x16xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
+func.func @conv_on_pixels(%x: tensor<1x32x4x4xf32>, %w: tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32> {
+  %y = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x32x4x4xf32>, tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32>
+  func.return %y : tensor<1x24x4x4xf32>
+}
+
+// -----
+
 // Grouped convs are packed only when every group's output channels fill whole panels (12 per
 // group here); 8 per group would put two groups in one panel, and a depthwise conv (1 per
 // group) does not run on the GEMM engine at all.

@@ -275,8 +275,11 @@ PIXELS_TILE_COST = 32
 """The pixels tile's store per output element (a transpose and a scalar epilogue), in steps of K."""
 DIRECT_TILE_COST = 8
 """The direct tile's store per output element (a vector epilogue), in steps of K."""
-PIXELS_GAIN = 0.92
-"""The pixels layout is taken when its estimated work is below this share of the direct/im2col one."""
+PIXELS_GAIN = {32: 1.0, 16: 0.92}
+"""Per panel width, the pixels layout is taken when its estimated work is below this share of
+the direct/im2col one. Its tile is 12 pixels tall at width 32 (`PIXEL_ROWS`), which ran faster
+than the direct 6-row tile at equal work (Zen 4, one thread, GFLOP/s direct -> pixels: 64 -> 64
+channels 3x3 on 56x56, 99 -> 104; two threads 179 -> 202); 6 pixels at width 16 did not (93 -> 80)."""
 
 
 def conv_direct(op: irt_nn.Conv2dOp) -> bool:
@@ -317,7 +320,7 @@ def conv_on_pixels(op: irt_nn.Conv2dOp, rows: int, width: int) -> bool:
 
     pixels = up(o, width) * p * (k + PIXELS_TILE_COST)
     other = up(o, rows) * up(columns, width) * (k + DIRECT_TILE_COST)
-    return pixels < PIXELS_GAIN * other
+    return pixels < PIXELS_GAIN[width] * other
 
 
 def pixel_tiles(m: int, p: int, width: int, threads: int) -> tuple[int, int]:

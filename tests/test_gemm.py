@@ -207,18 +207,26 @@ def test_conv_with_pixels_on_run_time_weights(name):
     assert "irc_conv_pixels<" in cm.cpp_source and "irc_dense<IRC_NR, false> irc_a" in cm.cpp_source
 
 
-@pytest.mark.parametrize("name", ["7x7-ragged-channels", "dilated-3x5"])
-def test_conv_with_pixels_at_the_avx2_width(name, monkeypatch):
-    """16-wide panels and tiles of at most 6 pixels (`PIXEL_ROWS`), the AVX2 engine, on any host."""
-    monkeypatch.setenv("IRC_GEMM_WIDTH", "16")
-    monkeypatch.setenv("IRC_VECTOR_WIDTH", "8")
-    g = PIXEL_CONVS[name]
+@pytest.mark.parametrize("widths", [(16, 8), (16, 4), (32, 16)], ids=["avx2", "portable", "avx512"])
+@pytest.mark.parametrize("name", ["pixels:7x7-ragged-channels", "pixels:dilated-3x5", "direct:wide", "direct:5x5-s2"])
+def test_conv_stores_at_every_vector_width(name, widths, monkeypatch):
+    """The tile stores of both conv layouts at each vector width (16-wide panels with tiles of
+    at most 6 pixels, `PIXEL_ROWS`, at the AVX2 and portable widths; on any host): the pixels
+    tile transposed in IRC_VL x IRC_VL blocks, the direct tile's runs of real columns split by
+    the dropped ones, both with partial-vector stores (irc_vstore_n: masked with AVX-512 and
+    AVX, lane by lane portable) and scalar ones at a row's end."""
+    width, lanes = widths
+    monkeypatch.setenv("IRC_GEMM_WIDTH", str(width))
+    monkeypatch.setenv("IRC_VECTOR_WIDTH", str(lanes))
+    layout, case = name.split(":")
+    g = (PIXEL_CONVS if layout == "pixels" else CONVS)[case]
     m = _conv_block(g)
-    x = torch.randn(1, g["cin"], *g["hw"])
+    x = torch.randn(2, g["cin"], *g["hw"])
     with torch.no_grad():
         res = torch.randn_like(m.conv(x))
     cm = check(m, x, res)
-    assert "#define IRC_PR 6" in cm.cpp_source and "irc_conv_pixels<" in cm.cpp_source
+    assert f"#define IRC_PR {12 if width == 32 else 6}" in cm.cpp_source
+    assert f"irc_conv_{layout}<" in cm.cpp_source and _gemm_kernels(cm) == 1
 
 
 def test_conv_weights_packed_at_compile_time_follow_in_place_updates():

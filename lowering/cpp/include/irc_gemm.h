@@ -376,8 +376,10 @@ static inline void irc_accumulate_direct_rows(int64_t rows, int64_t C, int64_t t
 }
 
 // The epilogue and store of a tile of `cols` virtual columns from v0: each run of real columns
-// goes to C at its real column oh*OW + ow, IRC_VL floats at a time (the epilogue's vector loads
-// must not pass the run: a run's last < IRC_VL floats are stored one by one). Runs on
+// goes to C at its real column oh*OW + ow, IRC_VL floats at a time. A run's last < IRC_VL floats
+// go through the epilogue as one vector too when its reads stay inside the row of ldc columns
+// (the epilogue reads its inputs at the columns j..j+IRC_VL-1 of C's [rows, ldc] shape), and
+// only the run's lanes are stored; at the row's end they are done one by one. Runs on
 // consecutive output rows that are adjacent in C too (every virtual column real: W == OW, an
 // unpadded 1x1 conv) are one run.
 template <class Epi>
@@ -407,7 +409,7 @@ static inline void irc_direct_store(int64_t rows, irc_vf (*acc)[2], float* __res
     return;
   }
   for (int64_t r = 0; r < rows; ++r) {
-    float t[IRC_NR];
+    float t[IRC_NR + IRC_VL];  // lanes past the tile's columns are computed and never stored
     irc_storev(t, acc[r][0]);
     irc_storev(t + IRC_L, acc[r][1]);
     float* cr = c + (i0 + r) * ldc;
@@ -416,6 +418,10 @@ static inline void irc_direct_store(int64_t rows, irc_vf (*acc)[2], float* __res
       const int64_t j = run_j[u], n = run_n[u];
       int64_t e = 0;
       for (; e + IRC_VL <= n; e += IRC_VL) irc_vstore(cr + j + e, epi(irc_vload(tu + e), i0 + r, j + e));
+      if (e < n && j + e + IRC_VL <= ldc) {
+        irc_vstore_n(cr + j + e, epi(irc_vload(tu + e), i0 + r, j + e), n - e);
+        continue;
+      }
       for (; e < n; ++e) cr[j + e] = epi(tu[e], i0 + r, j + e);
     }
   }
@@ -576,15 +582,30 @@ static inline void irc_accumulate_pixels_rows(int64_t rows, int64_t C, int64_t t
 }
 
 // The tile's `rows` pixels from p0 x `cols` channels from i0 (acc[r]: pixel p0 + r's channels)
-// into C[channel][pixel] (ldc = OH*OW), through the epilogue.
+// into C[channel][pixel] (ldc = OH*OW), through the epilogue: IRC_VL x IRC_VL blocks of the tile
+// are transposed in registers (irc_transpose_block), so that the epilogue runs on a vector of
+// consecutive pixels per channel, stored with the tile's pixels only (irc_vstore_n). Where the
+// vector's columns would pass the end of the row (the epilogue reads its inputs at them), the
+// block's elements go one by one.
 template <class Epi>
 static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __restrict__ c, int64_t ldc, const Epi& epi,
                                     int64_t i0, int64_t cols, int64_t p0) {
   float t[IRC_PR][IRC_NR];
   for (int64_t r = 0; r < rows; ++r) { irc_storev(t[r], acc[r][0]); irc_storev(t[r] + IRC_L, acc[r][1]); }
-  for (int64_t q = 0; q < cols; ++q) {
-    float* cq = c + (i0 + q) * ldc + p0;
-    for (int64_t r = 0; r < rows; ++r) cq[r] = epi(t[r][q], i0 + q, p0 + r);
+  for (int64_t pb = 0; pb < rows; pb += IRC_VL) {
+    const int64_t n = rows - pb < IRC_VL ? rows - pb : IRC_VL, j = p0 + pb;
+    for (int64_t cb = 0; cb < cols; cb += IRC_VL) {
+      const int64_t m = cols - cb < IRC_VL ? cols - cb : IRC_VL;
+      if (j + IRC_VL > ldc) {
+        for (int64_t q = 0; q < m; ++q)
+          for (int64_t r = 0; r < n; ++r) c[(i0 + cb + q) * ldc + j + r] = epi(t[pb + r][cb + q], i0 + cb + q, j + r);
+        continue;
+      }
+      irc_vec v[IRC_VL];
+      for (int i = 0; i < IRC_VL; ++i) v[i] = i < n ? irc_vload(t[pb + i] + cb) : irc_vec{};
+      irc_transpose_block<IRC_VL / 2>(v);
+      for (int64_t q = 0; q < m; ++q) irc_vstore_n(c + (i0 + cb + q) * ldc + j, epi(v[q], i0 + cb + q, j), n);
+    }
   }
 }
 

@@ -56,6 +56,18 @@ static inline irc_vec irc_fma(irc_vec a, irc_vec b, irc_vec c) {
 static inline irc_vec irc_vsplat(float x) { return irc_vec{} + x; }
 static inline irc_vec irc_vload(const float* p) { irc_vec v; __builtin_memcpy(&v, p, sizeof v); return v; }
 static inline void irc_vstore(float* p, irc_vec v) { __builtin_memcpy(p, &v, sizeof v); }
+// The first n (0 <= n <= IRC_VL) lanes of v to p[0, n); nothing past them is read or written
+// (another thread may own it): one masked store where the CPU has them.
+static inline void irc_vstore_n(float* p, irc_vec v, int64_t n) {
+#if IRC_VL == 16 && defined(__AVX512F__)
+  __builtin_ia32_storeups512_mask(p, v, (unsigned short)((1u << n) - 1));
+#elif IRC_VL == 8 && defined(__AVX__)
+  irc_veci lane = {0, 1, 2, 3, 4, 5, 6, 7};
+  __builtin_ia32_maskstoreps256((irc_vec*)p, (irc_veci)(lane < (int32_t)n), v);
+#else
+  for (int64_t q = 0; q < n; ++q) p[q] = v[q];
+#endif
+}
 template <class F> static inline F irc_k(float c) { return F{} + c; }  // c in every lane
 // op over a vector's lanes, folded in halves: log2(IRC_VL) dependent steps, not IRC_VL - 1
 // (a softmax row of 128 spent as long folding its max and sum lane by lane as on its exps).

@@ -37,7 +37,8 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
   output channels (`irc_conv_pixels`): the weights are its B, [O, C*kH*kW] rows packed per call
   or, in `pixels_panels`, `a` already in the engine's panels of W output channels,
   [ceil(O/W), C*kH*kW, W] (`irt.pack "rows" W`, W the panel width, groups 1). It reads the
-  image as `direct` does, and on a small plane wastes none of its tile on virtual columns.
+  image in place at any stride (a padded one from a zero-padded copy, no phase planes) and on a
+  small plane wastes none of its tile on virtual columns.
   `tiles` MS counts output channels per task (a multiple of W), NC output pixels per task.
 
 `batch [count, sa, sb, sc]` (optional, not with im2col) makes it `count` products, the n-th reading
@@ -411,9 +412,9 @@ class GemmOp(IntArrays, StaticShapeOp):
             if self.layout.data == GemmLayout.PIXELS_PANELS and g.groups != 1:
                 raise VerifyException("irl.gemm: pixels_panels reads one group's weight panels (groups 1), "
                                       f"got groups {g.groups}")
-            if self.layout.data in DIRECT_LAYOUTS + PIXEL_LAYOUTS and g.stride_h * g.stride_w > DIRECT_MAX_PHASES:
+            if self.layout.data in DIRECT_LAYOUTS and g.stride_h * g.stride_w > DIRECT_MAX_PHASES:
                 raise VerifyException(
-                    f"irl.gemm: the direct and pixels layouts copy a strided image into stride_h x stride_w phase planes, "
+                    f"irl.gemm: the direct layouts copy a strided image into stride_h x stride_w phase planes, "
                     f"at most {DIRECT_MAX_PHASES} (im2col takes any stride), got stride {g.stride_h}x{g.stride_w}"
                 )
         block = self.body.block

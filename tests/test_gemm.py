@@ -108,7 +108,7 @@ CONVS = {
 
 # Output pixels as the register tile's rows (irc_conv_pixels, `conv_on_pixels`): small planes
 # with a long K. Ragged channel panels (56 = 32 + 24, 62, 8 channels in a 32-wide panel), pixel
-# counts that split into uneven tiles (49, 6, 54, 1), stride 2, a dilated rectangular kernel
+# counts that split into uneven tiles (49, 6, 42, 54, 1), stride 2, a dilated rectangular kernel
 # with its own paddings, 1x1 convs (ResNet's strided downsample, which was im2col), one pixel.
 PIXEL_CONVS = {
     "7x7-ragged-channels": dict(cin=64, cout=56, k=3, stride=1, pad=1, dil=1, groups=1, hw=(7, 7)),
@@ -118,6 +118,10 @@ PIXEL_CONVS = {
     "1x1-deep": dict(cin=384, cout=64, k=1, stride=1, pad=0, dil=1, groups=1, hw=(7, 7)),
     "1x1-s2": dict(cin=256, cout=96, k=1, stride=2, pad=0, dil=1, groups=1, hw=(14, 14)),
     "one-pixel": dict(cin=64, cout=70, k=3, stride=1, pad=1, dil=1, groups=1, hw=(1, 1)),
+    # strides read from the (padded) image at oh*sH, ow*sW: no phase planes, so any stride
+    "s2x1-unpadded": dict(cin=64, cout=32, k=3, stride=(2, 1), pad=0, dil=1, groups=1, hw=(9, 8)),
+    "s3-dilated": dict(cin=64, cout=32, k=3, stride=3, pad=2, dil=2, groups=1, hw=(11, 13)),
+    "s9": dict(cin=32, cout=32, k=3, stride=9, pad=1, dil=1, groups=1, hw=(20, 19)),
 }
 
 

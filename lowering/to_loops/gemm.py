@@ -307,10 +307,10 @@ def conv_on_pixels(op: irt_nn.Conv2dOp, rows: int, width: int) -> bool:
     w = shape_of(op.input)[3]
     o, cg, kh, kw = shape_of(op.weight)
     oh, ow = shape_of(op.result)[2:]
-    (sh, sw), pw = op.strides, op.paddings[1]
+    sw, pw = op.strides[1], op.paddings[1]
     if not all(isinstance(d, int) for d in (w, o, cg, kh, kw, oh, ow)):
         return False  # a size known only at call time
-    if op.group_count != 1 or width not in PIXEL_ROWS or sh * sw > irl.DIRECT_MAX_PHASES:
+    if op.group_count != 1 or width not in PIXEL_ROWS:
         return False
     k, p = cg * kh * kw, oh * ow
     columns = (oh - 1) * -(-(w + 2 * pw) // sw) + ow if conv_direct(op) else p

@@ -53,7 +53,7 @@ func.func @conv_sizes(%w: memref<12x27xf32>, %x: memref<1x6x8x8xf32>, %y: memref
 // -----
 
 func.func @direct_strided(%w: memref<12x54xf32>, %x: memref<1x6x27x27xf32>, %y: memref<1x12x3x3xf32>) {
-  // expected-error @+1 {{irl.gemm: the direct and pixels layouts copy a strided image into stride_h x stride_w phase planes, at most 64 (im2col takes any stride), got stride 9x9}}
+  // expected-error @+1 {{irl.gemm: the direct layouts copy a strided image into stride_h x stride_w phase planes, at most 64 (im2col takes any stride), got stride 9x9}}
   irl.gemm direct %w, %x -> %y sizes [12, 9, 54] tiles [6, 32, 54, 12] strides [] conv <input 1x6x27x27, output 12x3x3, kernel 3x3, stride 9x9, padding 0x0, dilation 1x1, groups 1> parallel 0 : memref<12x54xf32>, memref<1x6x27x27xf32>, memref<1x12x3x3xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32

@@ -308,16 +308,18 @@ def test_conv_split_by_rows_for_the_targets_thread_count(threads, monkeypatch):
 
 
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("cout", [64, 32])
-def test_conv_pixels_split_for_the_targets_thread_count(cout, threads, monkeypatch):
-    """The pixels layout's tasks (`pixel_tiles`): at two threads, two panels of 32 channels go one
-    to each thread; one panel splits its 49 pixels 25 + 24. Either runs right at the other count."""
+@pytest.mark.parametrize("cout,hw", [(64, 7), (32, 7), (64, 28)])
+def test_conv_pixels_split_for_the_targets_thread_count(cout, hw, threads, monkeypatch):
+    """The pixels layout's tasks (`pixel_tiles`): at two threads, two panels of 32 channels on
+    7x7 go one to each thread; one panel splits its 49 pixels 25 + 24; a 28x28 plane splits its
+    784 pixels 392 + 392 for both panels. Either runs right at the other count."""
     monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
     monkeypatch.setenv("IRC_GEMM_WIDTH", "32")
     model = nn.Sequential(nn.Conv2d(128, cout, 3, padding=1), nn.ReLU()).eval()
-    x = torch.randn(1, 128, 7, 7)
+    x = torch.randn(1, 128, hw, hw)
     cm = check(model, x)
-    ms, np_ = (cout // threads, 49) if cout == 64 else (32, -(-49 // threads))
+    p = hw * hw
+    ms, np_ = (cout // threads, p) if (cout, hw) == (64, 7) else (cout, -(-p // threads))
     assert f"irc_conv_pixels<9>({cout}, irc_a, irc_b, irc_c, irc_epi, {np_}, {ms}, true);" in cm.cpp_source
     monkeypatch.setenv("IRC_NUM_THREADS", str(3 - threads))
     with torch.no_grad():

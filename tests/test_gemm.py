@@ -233,13 +233,15 @@ def test_conv_stores_at_every_vector_width(name, widths, monkeypatch):
     assert f"irc_conv_{layout}<" in cm.cpp_source and _gemm_kernels(cm) == 1
 
 
-def test_conv_weights_packed_at_compile_time_follow_in_place_updates():
-    """The conv's 6-row weight panels are folded from the (BN-folded) weight; updating the conv
-    or BN parameters in place packs them again before the next call."""
-    m = nn.Sequential(nn.Conv2d(8, 20, 3, padding=1), nn.BatchNorm2d(20), nn.ReLU()).eval()
-    x = torch.randn(1, 8, 10, 10)
+@pytest.mark.parametrize("cin,hw,panels", [(8, 10, "IRC_MR"), (96, 5, "IRC_NR")], ids=["direct", "pixels"])
+def test_conv_weights_packed_at_compile_time_follow_in_place_updates(cin, hw, panels):
+    """The conv's weight panels (6-row for the direct layout, 32 channels wide for pixels) are
+    folded from the (BN-folded) weight; updating the conv or BN parameters in place packs them
+    again before the next call."""
+    m = nn.Sequential(nn.Conv2d(cin, 20, 3, padding=1), nn.BatchNorm2d(20), nn.ReLU()).eval()
+    x = torch.randn(1, cin, hw, hw)
     cm = irc.compile(m, (x,))
-    assert "irc_prepacked<IRC_MR> irc_a" in cm.cpp_source
+    assert f"irc_prepacked<{panels}> irc_a" in cm.cpp_source
     with torch.no_grad():
         for _ in range(2):
             m[0].weight.mul_(-0.5)

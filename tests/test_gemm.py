@@ -80,7 +80,7 @@ CONVS = {
     "3x3-pad": dict(cin=8, cout=16, k=3, stride=1, pad=1, dil=1, groups=1, hw=(9, 7)),
     "stride2": dict(cin=6, cout=12, k=3, stride=2, pad=1, dil=1, groups=1, hw=(11, 10)),
     "stem7x7": dict(cin=3, cout=8, k=7, stride=2, pad=3, dil=1, groups=1, hw=(32, 30)),
-    "1x1": dict(cin=64, cout=32, k=1, stride=1, pad=0, dil=1, groups=1, hw=(12, 12)),
+    "1x1": dict(cin=16, cout=32, k=1, stride=1, pad=0, dil=1, groups=1, hw=(12, 12)),
     "dilated": dict(cin=4, cout=6, k=3, stride=1, pad=2, dil=2, groups=1, hw=(8, 8)),
     "groups": dict(cin=8, cout=12, k=3, stride=1, pad=1, dil=1, groups=2, hw=(6, 6)),
     "groups-8": dict(cin=4, cout=16, k=3, stride=1, pad=1, dil=1, groups=2, hw=(6, 6)),  # 8 rows a group: not packed

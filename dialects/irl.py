@@ -409,9 +409,16 @@ class GemmOp(IntArrays, StaticShapeOp):
                     f"irl.gemm: sizes {list(self.ints('sizes'))} are not the per-group product of the conv geometry, "
                     f"[O/groups, OH*OW, C/groups*kH*kW] = {list(implied)}"
                 )
-            if self.layout.data == GemmLayout.PIXELS_PANELS and g.groups != 1:
-                raise VerifyException("irl.gemm: pixels_panels reads one group's weight panels (groups 1), "
-                                      f"got groups {g.groups}")
+            if self.layout.data == GemmLayout.PIXELS_PANELS:
+                if g.groups != 1:
+                    raise VerifyException("irl.gemm: pixels_panels reads one group's weight panels (groups 1), "
+                                          f"got groups {g.groups}")
+                width = self.a.type.get_shape()[-1]  # type: ignore[attr-defined]
+                if self.ints("tiles")[3] % width:
+                    raise VerifyException(
+                        f"irl.gemm: pixels_panels tasks take whole panels of {width} output channels: MS (tiles[3]) "
+                        f"must be a multiple of {width}, got {self.ints('tiles')[3]}"
+                    )
             if self.layout.data in DIRECT_LAYOUTS and g.stride_h * g.stride_w > DIRECT_MAX_PHASES:
                 raise VerifyException(
                     f"irl.gemm: the direct layouts copy a strided image into stride_h x stride_w phase planes, "

@@ -272,9 +272,9 @@ def lower_batch_matmul_gemm(fl: FunctionLowering, op: irt_reduce.BatchMatmulOp) 
 
 
 PIXELS_TILE_COST = 32
-"""The pixels tile's store per output element (a transpose and a scalar epilogue), in steps of K."""
+"""The pixels tile's fixed cost per output element (its store through a transpose), in steps of K."""
 DIRECT_TILE_COST = 8
-"""The direct tile's store per output element (a vector epilogue), in steps of K."""
+"""The direct tile's fixed cost per output element (its store), in steps of K."""
 PIXELS_GAIN = {32: 1.0, 16: 0.92}
 """Per panel width, the pixels layout is taken when its estimated work is below this share of
 the direct/im2col one. Its tile is 12 pixels tall at width 32 (`PIXEL_ROWS`), which ran faster
@@ -301,9 +301,10 @@ def conv_on_pixels(op: irt_nn.Conv2dOp, rows: int, width: int) -> bool:
     1: 64 columns for 49 pixels) and output channels in `rows`-row tiles; pixels computes the
     pixels in balanced tiles (no waste) and the channels in `width`-wide panels, but stores each
     element through a transpose, which only a long K hides. Measured on a Zen 4, one thread,
-    GFLOP/s direct -> pixels: ResNet-18's 512-channel 3x3 on 7x7 84 -> 106, its 256-channel 3x3
-    on 14x14 97 -> 112, 32 -> 64 channels 3x3 on 8x8 62 -> 90; not taken, a 1x1 conv 64 -> 192
-    channels on 14x14 (87 -> 71) or 16 -> 96 on 56x56 (65 -> 34)."""
+    GFLOP/s direct -> pixels: ResNet-18's 512-channel 3x3 on 7x7 84 -> 110, its 256-channel 3x3
+    on 14x14 97 -> 112, 32 -> 64 channels 3x3 on 8x8 62 -> 92; not taken, a 1x1 conv 64 -> 192
+    channels on 14x14 (85 -> 82) or 16 -> 96 on 56x56 (64 -> 49). Refitting both costs to 22
+    such convs changed two choices by 5-11% and took a 7x7 stem that ran slower, so they stay."""
     w = shape_of(op.input)[3]
     o, cg, kh, kw = shape_of(op.weight)
     oh, ow = shape_of(op.result)[2:]

@@ -411,9 +411,10 @@ static inline void irc_direct_store(int64_t rows, irc_vf (*acc)[2], float* __res
     return;
   }
   for (int64_t r = 0; r < rows; ++r) {
-    float t[IRC_NR + IRC_VL];  // lanes past the tile's columns are computed and never stored
+    float t[IRC_NR + IRC_VL];  // lanes past the tile's columns (zeros) are computed and never stored
     irc_storev(t, acc[r][0]);
     irc_storev(t + IRC_L, acc[r][1]);
+    irc_vstore(t + IRC_NR, irc_vec{});
     float* cr = c + (i0 + r) * ldc;
     for (int64_t u = 0; u < runs; ++u) {
       const float* tu = t + run_s[u];
@@ -463,8 +464,9 @@ static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const
 }
 
 // dst[j] = src[2j] for j in [lo, hi) while the two vectors read, src[2j, 2j + 2*IRC_VL), end at
-// or before src[n] (the lanes past src[2(hi - 1)] are read and dropped); returns the first j not done (a stride-2 phase plane's row: deinterleaved in
-// registers, where the strided scalar loop was a third of a small strided conv's time).
+// or before src[n] (lanes past src[2(hi - 1)] are read and dropped); returns the first j not
+// done. A stride-2 phase plane's row, deinterleaved in registers: the strided scalar loop was a
+// third of a small strided conv's time.
 template <int... J>
 static inline int64_t irc_even_lanes(float* __restrict__ dst, const float* __restrict__ src, int64_t lo, int64_t hi,
                                      int64_t n, irc_lanes<J...>) {
@@ -590,13 +592,14 @@ static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& g, float*
 }
 
 // ---- a convolution with output pixels as the tile's rows ("pixels") ------------------------
-// The direct image as above, but the register tile is up to IRC_PR output pixels x IRC_NR output
-// channels: per k = (c, tap), one load of the weights' B panel (two vectors of channels) and a
-// broadcast per pixel from the image, x[c*plane + toff[tap] + voff[pixel]]. On a small plane the
-// columns of the direct layout waste a quarter of the tile (7x7: 64 virtual columns for 49 real
-// ones); pixels waste none (balanced tiles of up to IRC_PR rows), and the weights' panel
-// (K x IRC_NR) stays in L2 while every pixel tile reads it. The tile is transposed on its store:
-// the epilogue runs per float, channel by channel on consecutive pixels.
+// The image read in place as above (irc_padded_image), but the register tile is up to IRC_PR
+// output pixels x IRC_NR output channels: per k = (c, tap), one load of the weights' B panel
+// (two vectors of channels) and a broadcast per pixel from the image, x[c*plane + toff[tap] +
+// voff[pixel]]. On a small plane the columns of the direct layout waste a quarter of the tile
+// (7x7: 64 virtual columns for 49 real ones); pixels waste none (balanced tiles of up to IRC_PR
+// rows), and the weights' panel (K x IRC_NR) stays in L2 while every pixel tile reads it. The
+// tile is transposed on its store (irc_pixels_store): the epilogue runs on vectors of
+// consecutive pixels of one channel.
 #ifndef IRC_PR
 #define IRC_PR (IRC_NR == 32 ? 12 : 6)  // the emitter defines it (irc/target.py PIXEL_ROWS)
 #endif

@@ -74,6 +74,17 @@ func.func @pixels_panels_grouped(%w: memref<1x27x16xf32>, %x: memref<1x6x8x8xf32
 
 // -----
 
+func.func @pixels_panels_split_panel(%w: memref<2x27x16xf32>, %x: memref<1x3x8x8xf32>, %y: memref<1x24x8x8xf32>) {
+  // expected-error @+1 {{irl.gemm: pixels_panels tasks take whole panels of 16 output channels: MS (tiles[3]) must be a multiple of 16, got 12}}
+  irl.gemm pixels_panels %w, %x -> %y sizes [24, 64, 27] tiles [24, 64, 27, 12] strides [] conv <input 1x3x8x8, output 24x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 1> parallel 1 : memref<2x27x16xf32>, memref<1x3x8x8xf32>, memref<1x24x8x8xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
 func.func @conv_groups(%w: memref<12x27xf32>, %x: memref<1x6x8x8xf32>, %y: memref<1x12x8x8xf32>) {
   // expected-error @+1 {{#irl.conv: groups (4) must divide the input (6) and output (12) channels}}
   irl.gemm im2col %w, %x -> %y sizes [3, 64, 13] tiles [6, 32, 27, 6] strides [] conv <input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 4> parallel 0 : memref<12x27xf32>, memref<1x6x8x8xf32>, memref<1x12x8x8xf32> {

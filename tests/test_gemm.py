@@ -143,19 +143,7 @@ def _packed_conv(g: dict) -> bool:
 @pytest.mark.parametrize("batch", [1, 2])
 def test_conv_bn_relu_residual_through_im2col(name, batch):
     g = CONVS[name]
-
-    class Block(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.conv = nn.Conv2d(g["cin"], g["cout"], g["k"], g["stride"], g["pad"], g["dil"], g["groups"])
-            self.bn = nn.BatchNorm2d(g["cout"])
-            self.bn.running_mean.uniform_(-1, 1)
-            self.bn.running_var.uniform_(0.5, 2)
-
-        def forward(self, x, res):
-            return torch.relu(self.bn(self.conv(x)) + res)
-
-    m = Block().eval()
+    m = _conv_block(g)
     x = torch.randn(batch, g["cin"], *g["hw"])
     with torch.no_grad():
         res = torch.randn_like(m.conv(x))

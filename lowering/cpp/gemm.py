@@ -61,6 +61,17 @@ def _operand_access(em, value, strides: tuple[irl.Index, irl.Index, irl.Index], 
     return _strided_read(em.n(value), terms, sc)
 
 
+def _check_panel_width(em, panels, what: str) -> None:
+    """Panels packed [P, K, W] for another width than this target's GEMM tile cannot be read."""
+    width = panels.type.get_shape()[-1]
+    if width != em.gemm_width:
+        raise NotImplementedError(
+            f"cpp emitter: irl.gemm reads {what} packed in {width}-column panels, but this target's GEMM "
+            f"panels are {em.gemm_width} wide (cpp{{gemm_width={em.gemm_width}}}); pack them for "
+            f"{em.gemm_width} (irc-pack-weights{{gemm_width={em.gemm_width}}}) or emit with gemm_width={width}"
+        )
+
+
 def emit_gemm(em, op: irl.GemmOp) -> None:
     """One `irl.gemm` as a call to `irc_gemm` (`irc_gemm_batched` with a `batch`) with a generic
     lambda for the epilogue."""
@@ -85,13 +96,7 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
             em.line(f"const irc_im2col irc_b{{{image}, {cg}, {g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, "
                     f"{g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, {g.dilation_h}, {g.dilation_w}, {g.out_width}}};")
         if layout == irl.GemmLayout.PIXELS_PANELS:  # the weights as the rhs, in panels of output channels
-            width = op.a.type.get_shape()[-1]
-            if width != em.gemm_width:
-                raise NotImplementedError(
-                    f"cpp emitter: irl.gemm reads conv weights packed in {width}-column panels, but this target's GEMM "
-                    f"panels are {em.gemm_width} wide (cpp{{gemm_width={em.gemm_width}}}); pack them for "
-                    f"{em.gemm_width} (irc-pack-weights{{gemm_width={em.gemm_width}}}) or emit with gemm_width={width}"
-                )
+            _check_panel_width(em, op.a, "conv weights")
             em.line(f"const irc_prepacked<IRC_NR> irc_a{{{a}, {k}}};")
         elif layout == irl.GemmLayout.PIXELS:
             em.line(f"const irc_dense<IRC_NR, false> irc_a{{{a} + irc_g*{m * k}, {k}, {m}}};")
@@ -110,13 +115,8 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         row = f"irc_g*{m} + i"
     else:
         m, n, k = (_ix(em, v) for v in op.mixed("sizes"))
-        width = op.b.type.get_shape()[-1]
-        if layout == irl.GemmLayout.PANELS and width != em.gemm_width:
-            raise NotImplementedError(
-                f"cpp emitter: irl.gemm reads weights packed in {width}-column panels, but this target's GEMM "
-                f"panels are {em.gemm_width} wide (cpp{{gemm_width={em.gemm_width}}}); pack them for "
-                f"{em.gemm_width} (irc-pack-weights{{gemm_width={em.gemm_width}}}) or emit with gemm_width={width}"
-            )
+        if layout == irl.GemmLayout.PANELS:
+            _check_panel_width(em, op.b, "weights")
         em.line(f"const irc_dense<IRC_MR, false> irc_a{{{a}, {k}, {m}}};")
         pb = {irl.GemmLayout.PANELS: f"irc_prepacked<IRC_NR>{{{b}, {k}}}",
               irl.GemmLayout.NK: f"irc_dense<IRC_NR, false>{{{b}, {k}, {n}}}",

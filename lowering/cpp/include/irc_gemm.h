@@ -281,15 +281,22 @@ static inline void irc_gemm_task(int64_t K, const PA& pa, const PB& pb, float* c
 // panels (an im2col matrix, say) are packed once rather than once per row task. Sizes known
 // only at call time may be 0 (no task for M or N = 0; see irc_gemm_task for K); the tiles are
 // then >= 1 all the same (lowering/to_loops/gemm.py clamps them).
+// Whether a product's tasks all run on the calling thread: not `parallel`, or one OpenMP thread
+// (then a task takes all rows: packed B panels are not packed again per row block).
+static inline bool irc_one_thread(bool parallel) {
+#ifdef _OPENMP
+  return !parallel || omp_get_max_threads() == 1;
+#else
+  (void)parallel;
+  return true;
+#endif
+}
+
 template <class PA, class PB, class Epi>
 static void irc_gemm(int64_t M, int64_t N, int64_t K, const PA& pa, const PB& pb, float* c, int64_t ldc,
                      const Epi& epi, int64_t MC, int64_t NC, int64_t KC, int64_t MS, bool parallel) {
   if (M <= 0 || N <= 0) return;
-#ifdef _OPENMP
-  if (!parallel || omp_get_max_threads() == 1) MS = M;
-#else
-  MS = M;
-#endif
+  if (irc_one_thread(parallel)) MS = M;
   const int64_t mb = (M + MS - 1) / MS, nb = (N + NC - 1) / NC;
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t bj = 0; bj < nb; ++bj)
@@ -307,11 +314,7 @@ static void irc_gemm_batched(int64_t batch, int64_t sa, int64_t sb, int64_t sc, 
                              const PA& pa, const PB& pb, float* c, int64_t ldc, const Epi& epi, int64_t MC, int64_t NC,
                              int64_t KC, int64_t MS, bool parallel) {
   if (batch <= 0 || M <= 0 || N <= 0) return;
-#ifdef _OPENMP
-  if (!parallel || omp_get_max_threads() == 1) MS = M;
-#else
-  MS = M;
-#endif
+  if (irc_one_thread(parallel)) MS = M;
   const int64_t mb = (M + MS - 1) / MS, nb = (N + NC - 1) / NC;
 #pragma omp parallel for collapse(3) schedule(static) if (parallel)
   for (int64_t n = 0; n < batch; ++n)
@@ -576,11 +579,7 @@ static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& g, float*
   int64_t toff[64];
   int64_t* offs = taps <= 64 ? toff : static_cast<int64_t*>(std::malloc(taps * sizeof(int64_t)));
   const irc_direct_b d = irc_direct_image(g, offs, parallel);
-#ifdef _OPENMP
-  if (!parallel || omp_get_max_threads() == 1) MS = M;
-#else
-  MS = M;
-#endif
+  if (irc_one_thread(parallel)) MS = M;
   const int64_t mb = (M + MS - 1) / MS, nb = (d.V + NC - 1) / NC;
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t bj = 0; bj < nb; ++bj)
@@ -697,11 +696,7 @@ static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float*
   int64_t toff[64];
   int64_t* offs = taps <= 64 ? toff : static_cast<int64_t*>(std::malloc(taps * sizeof(int64_t)));
   const irc_direct_b d = irc_padded_image(g, offs, parallel);
-#ifdef _OPENMP
-  if (!parallel || omp_get_max_threads() == 1) MS = M, NP = P;
-#else
-  MS = M, NP = P;
-#endif
+  if (irc_one_thread(parallel)) MS = M, NP = P;
   const int64_t mb = (M + MS - 1) / MS, nb = (P + NP - 1) / NP;
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t bi = 0; bi < mb; ++bi)

@@ -409,16 +409,8 @@ class GemmOp(IntArrays, StaticShapeOp):
                     f"irl.gemm: sizes {list(self.ints('sizes'))} are not the per-group product of the conv geometry, "
                     f"[O/groups, OH*OW, C/groups*kH*kW] = {list(implied)}"
                 )
-            if self.layout.data == GemmLayout.PIXELS_PANELS:
-                if g.groups != 1:
-                    raise VerifyException("irl.gemm: pixels_panels reads one group's weight panels (groups 1), "
-                                          f"got groups {g.groups}")
-                width = self.a.type.get_shape()[-1]  # type: ignore[attr-defined]
-                if self.ints("tiles")[3] % width:
-                    raise VerifyException(
-                        f"irl.gemm: pixels_panels tasks take whole panels of {width} output channels: MS (tiles[3]) "
-                        f"must be a multiple of {width}, got {self.ints('tiles')[3]}"
-                    )
+            if self.layout.data in PACKED_CONV_LAYOUTS + (GemmLayout.PIXELS_PANELS,):
+                self._verify_conv_panels(g)
             if self.layout.data in DIRECT_LAYOUTS and g.stride_h * g.stride_w > DIRECT_MAX_PHASES:
                 raise VerifyException(
                     f"irl.gemm: the direct layouts copy a strided image into stride_h x stride_w phase planes, "
@@ -429,6 +421,29 @@ class GemmOp(IntArrays, StaticShapeOp):
             raise VerifyException(
                 f"irl.gemm: the epilogue takes the accumulator and one f32 per epilogue input "
                 f"({1 + len(self.epilogue)} arguments) and ends with irl.yield"
+            )
+
+
+    def _verify_conv_panels(self, g: ConvGeometry) -> None:
+        """A conv's packed weights are read without bounds: their shape must be the one the
+        engine indexes, [groups*ceil(M/R), K, R] row panels (M, K per group), or for
+        pixels_panels [ceil(M/W), K, W] channel panels that tasks take whole (groups 1)."""
+        m, _, k = self.ints("sizes")
+        shape = tuple(self.a.type.get_shape())  # type: ignore[attr-defined]
+        width = shape[-1]
+        pixels = self.layout.data == GemmLayout.PIXELS_PANELS
+        if pixels and g.groups != 1:
+            raise VerifyException(f"irl.gemm: pixels_panels reads one group's weight panels (groups 1), got groups {g.groups}")
+        expected = (-(-m // width) * (1 if pixels else g.groups), k, width)
+        if len(shape) != 3 or shape != expected:
+            raise VerifyException(
+                f"irl.gemm: {self.layout.data} reads its weights as panels {list(expected)} "
+                f"([{'ceil(M/W)' if pixels else 'groups*ceil(M/R)'}, K, {'W' if pixels else 'R'}]), got {list(shape)}"
+            )
+        if pixels and self.ints("tiles")[3] % width:
+            raise VerifyException(
+                f"irl.gemm: pixels_panels tasks take whole panels of {width} output channels: MS (tiles[3]) "
+                f"must be a multiple of {width}, got {self.ints('tiles')[3]}"
             )
 
 

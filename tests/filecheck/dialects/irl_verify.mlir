@@ -85,6 +85,28 @@ func.func @pixels_panels_split_panel(%w: memref<2x27x16xf32>, %x: memref<1x3x8x8
 
 // -----
 
+func.func @direct_panels_too_few(%w: memref<1x27x6xf32>, %x: memref<1x3x8x8xf32>, %y: memref<1x12x8x8xf32>) {
+  // expected-error @+1 {{irl.gemm: direct_panels reads its weights as panels [2, 27, 6] ([groups*ceil(M/R), K, R]), got [1, 27, 6]}}
+  irl.gemm direct_panels %w, %x -> %y sizes [12, 64, 27] tiles [12, 64, 27, 12] strides [] conv <input 1x3x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 1> parallel 0 : memref<1x27x6xf32>, memref<1x3x8x8xf32>, memref<1x12x8x8xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @pixels_panels_wrong_k(%w: memref<2x26x16xf32>, %x: memref<1x3x8x8xf32>, %y: memref<1x24x8x8xf32>) {
+  // expected-error @+1 {{irl.gemm: pixels_panels reads its weights as panels [2, 27, 16] ([ceil(M/W), K, W]), got [2, 26, 16]}}
+  irl.gemm pixels_panels %w, %x -> %y sizes [24, 64, 27] tiles [24, 64, 27, 32] strides [] conv <input 1x3x8x8, output 24x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 1> parallel 0 : memref<2x26x16xf32>, memref<1x3x8x8xf32>, memref<1x24x8x8xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
 func.func @conv_groups(%w: memref<12x27xf32>, %x: memref<1x6x8x8xf32>, %y: memref<1x12x8x8xf32>) {
   // expected-error @+1 {{#irl.conv: groups (4) must divide the input (6) and output (12) channels}}
   irl.gemm im2col %w, %x -> %y sizes [3, 64, 13] tiles [6, 32, 27, 6] strides [] conv <input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 4> parallel 0 : memref<12x27xf32>, memref<1x6x8x8xf32>, memref<1x12x8x8xf32> {

@@ -161,6 +161,36 @@ def test_nan_and_inf_propagate_like_eager():
     check(lambda x: torch.sigmoid(x) + torch.tanh(x), x, equal_nan=True)
 
 
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.relu(x), F.relu6, lambda x: F.hardtanh(x, -0.0, 1.0), lambda x: torch.clamp(x, min=-1.0, max=-0.0),
+    lambda x: torch.clamp(x, max=6.0), lambda x: F.hardswish(x) + torch.clamp(x, min=0.5), lambda x: torch.relu(-x) * 2,
+], ids=["relu", "relu6", "hardtanh", "clamp_to_minus_zero", "clamp_max", "hardswish_clamp_min", "relu_neg"])
+def test_constant_bounds_propagate_nan_and_keep_zero_signs_like_eager(fn):
+    """Max/min against a constant bound (irc_maxk/irc_mink: one vmaxps/vminps each): NaN
+    propagates, infinities and ties clamp, and a zero keeps eager's sign (relu(-0.0) is -0.0, a
+    bound of -0.0 is not +0.0), in vector lanes and in the scalar remainder (43 columns)."""
+    row = [float("nan"), float("inf"), -float("inf"), -1.0, -0.0, 0.0, 6.0, 7.0, 0.5, -6.0, 1.0]
+    x = torch.tensor([row * 4 + row[:-2]] * 3)
+    cm = check(fn, x, equal_nan=True)
+    got, expected = cm(x), fn(x)
+    assert torch.equal(torch.signbit(got), torch.signbit(expected))
+
+
+@pytest.mark.parametrize("act", [nn.ReLU(), nn.ReLU6(), nn.Hardtanh(-0.5, 0.25)], ids=["relu", "relu6", "hardtanh"])
+def test_gemm_and_conv_epilogue_bounds_propagate_nan(act):
+    """The same bounds in a GEMM's and a conv's epilogue (vectors of the engine's tile): an input
+    NaN reaches every output it feeds, +-inf clamp to the bounds."""
+    torch.manual_seed(0)
+    lin = nn.Sequential(nn.Linear(12, 37), act).eval()
+    x = torch.randn(5, 12)
+    x[1, 3], x[3, 0], x[4, 7] = float("nan"), float("inf"), -float("inf")
+    check(lin, x, equal_nan=True)
+    conv = nn.Sequential(nn.Conv2d(3, 20, 3, padding=1), act).eval()
+    img = torch.randn(1, 3, 9, 11)
+    img[0, 1, 4, 5], img[0, 2, 0, 0] = float("nan"), float("inf")
+    check(conv, img, equal_nan=True)
+
+
 def test_irc_opt_reproduces_the_cpp_and_compiles_imported_ir(tmp_path):
     """From the folded IR, irc-opt's loop passes with the compile's options (the Target's) give
     exactly the C++ irc.compile built; from the imported IR (weights not folded: irc-opt has no

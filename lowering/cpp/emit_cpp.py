@@ -80,7 +80,7 @@ CMPI = {0: "==", 1: "!=", 2: "<", 3: "<=", 4: ">", 5: ">=", 6: "<", 7: "<=", 8: 
 CMPF = {1: "==", 2: ">", 3: ">=", 4: "<", 5: "<=", 13: "!="}
 """arith.cmpf predicates irc emits (oeq, ogt, oge, olt, ole: false with a NaN, as C++'s
 comparisons are; une: true with a NaN, as C++'s != is)."""
-CALLS = {arith.MaximumfOp: "irc_maxf", arith.MinimumfOp: "irc_minf", xmath.ExpOp: "irc_exp",
+CALLS = {xmath.ExpOp: "irc_exp",
          xmath.TanhOp: "irc_tanh", xmath.ErfOp: "irc_erf", xmath.SqrtOp: "__builtin_sqrtf",
          xmath.LogOp: "irc_log", xmath.AbsFOp: "__builtin_fabsf", xmath.CosOp: "__builtin_cosf",
          xmath.SinOp: "__builtin_sinf", xmath.PowFOp: "__builtin_powf"}
@@ -145,6 +145,15 @@ def _signature_entry(t: Attribute) -> list:
     return [SIGNATURE_DTYPES[ctype(t.element_type)], [d if isinstance(d, int) else format_dim(d) for d in dims_of(t)]]
 
 
+def bound_of(value: SSAValue) -> float | None:
+    """The value of an f32 constant that is not NaN (a max/min against it is `irc_maxk`/`irc_mink`),
+    else None."""
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, FloatAttr) and not math.isnan(owner.value.value.data):
+        return owner.value.value.data
+    return None
+
+
 def float_literal(value: float) -> str:
     if math.isnan(value):
         return '__builtin_nanf("")'
@@ -168,6 +177,7 @@ class CppEmitter:
     lanes: str | None = None  # see vector_lanes()
     uses_gemm: bool = False  # an irl.gemm was emitted: the GEMM engine goes into the prelude
     uses_thread_arena: bool = False  # a function with sizes has an arena: irc_thread_arena goes into the prelude
+    bounds: dict[str, str] = field(default_factory=dict)  # a max/min bound's literal -> its irc_opaque name (`declare_bounds`)
 
     def line(self, text: str) -> None:
         self.out.write("  " * self.depth + text + "\n")
@@ -271,7 +281,12 @@ class CppEmitter:
             params.append(f"{ctype(arg.type.element_type)}* __restrict__ {self.fresh(arg, 'arg')}")
         self.line("")
         self.line(f'extern "C" void {name}({", ".join(params)})')
-        self.nested(op.body.block)
+        self.line("{")
+        self.depth += 1
+        self.declare_bounds(op)
+        self.block(op.body.block)
+        self.depth -= 1
+        self.line("}")
         # Its twin taking one array of pointers: the Python wrapper's cheap call (runtime/wrapper.py).
         # Sizes travel as the pointer-sized integers themselves; the arena of a function with sizes
         # is this thread's scratch, grown to the size this call needs (the caller passes none).
@@ -290,6 +305,20 @@ class CppEmitter:
         signature = json.dumps({"args": [_signature_entry(a.type) for a in args]}, separators=(",", ":"))
         self.line(f'extern "C" const char* {op.sym_name.data}{SIGNATURE_SUFFIX}() {{ return {json.dumps(signature)}; }}')
 
+    def declare_bounds(self, op: func.FuncOp) -> None:
+        """One `const float irc_boundN = irc_opaque(c);` at the top of the function per constant c that
+        bounds a max or min (relu's 0, relu6's 0 and 6, a clamp's bounds): GCC, not seeing c, makes
+        each such max/min one vmaxps/vminps (`irc_maxk`); seeing it, relu6 was 4x that in compare
+        and mask logic."""
+        self.bounds = {}
+        for inner in op.walk():
+            if isinstance(inner, (arith.MaximumfOp, arith.MinimumfOp)):
+                for k in filter(lambda k: k is not None, map(bound_of, inner.operands)):
+                    literal = float_literal(k)
+                    if literal not in self.bounds:
+                        self.bounds[literal] = self.fresh_name(f"irc_bound{len(self.bounds)}")
+                        self.line(f"const float {self.bounds[literal]} = irc_opaque({literal});")
+
     @emit.register
     def _(self, op: func.ReturnOp) -> None:
         self.line("return;")
@@ -299,7 +328,8 @@ class CppEmitter:
         attr = op.value
         if isinstance(attr, FloatAttr) and self.lanes:
             name = self.fresh(op.result, "c")
-            self.line(f"const {self.lanes} {name} = irc_splat<{self.lanes}>({float_literal(attr.value.data)});")
+            # unused when its only users are max/min, which splat its `declare_bounds` name instead
+            self.line(f"[[maybe_unused]] const {self.lanes} {name} = irc_splat<{self.lanes}>({float_literal(attr.value.data)});")
         elif isinstance(attr, FloatAttr):
             self.names[op.result] = float_literal(attr.value.data)
         elif isinstance(attr, IntegerAttr):
@@ -360,6 +390,20 @@ class CppEmitter:
 
     @emit.register(arith.MaximumfOp)
     @emit.register(arith.MinimumfOp)
+    def _(self, op: arith.MaximumfOp | arith.MinimumfOp) -> None:
+        """irc_maxf/irc_minf (NaN in either propagates); against a constant bound that is not NaN,
+        irc_maxk/irc_mink on its `declare_bounds` name (the other operand's NaN propagates)."""
+        is_max = isinstance(op, arith.MaximumfOp)
+        x, k = op.lhs, bound_of(op.rhs)
+        if k is None or bound_of(x) is not None:
+            x, k = op.rhs, bound_of(op.lhs)
+        if k is None or bound_of(x) is not None:
+            self.value(op, f"{'irc_maxf' if is_max else 'irc_minf'}({self.n(op.lhs)}, {self.n(op.rhs)})")
+            return
+        bound = self.bounds[float_literal(k)]
+        bound = f"irc_splat<{self.lanes}>({bound})" if self.lanes else bound
+        self.value(op, f"{'irc_maxk' if is_max else 'irc_mink'}({self.n(x)}, {bound})")
+
     @emit.register(xmath.ExpOp)
     @emit.register(xmath.TanhOp)
     @emit.register(xmath.ErfOp)

@@ -730,7 +730,7 @@ static inline float irc_softmax_row(float* s, int64_t n, int64_t valid) {
   }
   mv = irc_maxf(mv, mw);
   for (; j + IRC_VL <= n; j += IRC_VL) mv = irc_maxf(irc_vload(s + j), mv);
-  float mx = irc_fold(mv, [](auto a, auto b) { return ((a != a) | (a > b)) ? a : b; });  // irc_maxf
+  float mx = irc_fold(mv, [](auto a, auto b) { const auto m = a > b ? a : b; return a != a ? a : m; });  // irc_maxf
   for (; j < n; ++j) mx = irc_maxf(s[j], mx);
   irc_vec sv = irc_vec{};
   const irc_vec mm = irc_vsplat(mx);

@@ -23,11 +23,23 @@
 typedef float irc_vec __attribute__((vector_size(IRC_VL * 4)));
 typedef int32_t irc_veci __attribute__((vector_size(IRC_VL * 4)));
 
-// maximum/minimum that propagate NaN, as arith.maximumf/minimumf (and torch.relu) do.
-static inline float irc_maxf(float a, float b) { return (a != a || a > b) ? a : b; }
-static inline float irc_minf(float a, float b) { return (a != a || a < b) ? a : b; }
-static inline irc_vec irc_maxf(irc_vec a, irc_vec b) { return ((a != a) | (a > b)) ? a : b; }
-static inline irc_vec irc_minf(irc_vec a, irc_vec b) { return ((a != a) | (a < b)) ? a : b; }
+// maximum/minimum that propagate NaN, as arith.maximumf/minimumf (and torch.maximum) do; a tie
+// gives b. `a > b ? a : b` is one vmaxps (it returns b when either is NaN), then a's NaN is put
+// back: 3 instructions. (`a != a || a > b ? a : b` was 1.3x slower, in mask logic.)
+static inline float irc_maxf(float a, float b) { const float m = a > b ? a : b; return a != a ? a : m; }
+static inline float irc_minf(float a, float b) { const float m = a < b ? a : b; return a != a ? a : m; }
+static inline irc_vec irc_maxf(irc_vec a, irc_vec b) { const irc_vec m = a > b ? a : b; return a != a ? a : m; }
+static inline irc_vec irc_minf(irc_vec a, irc_vec b) { const irc_vec m = a < b ? a : b; return a != a ? a : m; }
+// The same against a bound k that is not NaN (a constant: relu, relu6, clamp): one vmaxps/vminps,
+// `k > a ? k : a`, NaN in a propagating. A tie gives a, so relu(-0.0) is -0.0, as torch's clamp
+// family gives (irc_maxf gives k). The emitter passes k through irc_opaque once per function:
+// GCC folds a literal bound into compare-and-blend chains (relu6: 4x the cost).
+static inline float irc_maxk(float a, float k) { return k > a ? k : a; }
+static inline float irc_mink(float a, float k) { return k < a ? k : a; }
+static inline irc_vec irc_maxk(irc_vec a, irc_vec k) { return k > a ? k : a; }
+static inline irc_vec irc_mink(irc_vec a, irc_vec k) { return k < a ? k : a; }
+// x, but a value the compiler cannot fold (the bounds above): no instruction.
+static inline float irc_opaque(float x) { __asm__("" : "+r"(x)); return x; }
 
 static inline int32_t irc_bits(float x) { int32_t i; __builtin_memcpy(&i, &x, 4); return i; }
 static inline irc_veci irc_bits(irc_vec x) { return (irc_veci)x; }

@@ -14,7 +14,12 @@
 // CHECK-NOT:   #include <{{(vector|algorithm|cmath|iostream)}}>
 // CHECK:       typedef float irc_vec __attribute__((vector_size(IRC_VL * 4)));
 // CHECK:       template <class F> static inline F irc_exp(F x) {
+// ReLU's bound 0 is declared once per function through irc_opaque, and each ReLU is
+// irc_maxk against it (one vmaxps: GCC folds a literal bound into compare and mask logic).
 // CHECK-LABEL: extern "C" void mlp(float* __restrict__ x, float* __restrict__ w1, float* __restrict__ b1, float* __restrict__ w2, float* __restrict__ b2, float* __restrict__ out0)
+// CHECK-NEXT:  {
+// CHECK-NEXT:    const float [[ZERO:irc_bound0]] = irc_opaque(0.0f);
+// CHECK-NOT:     irc_opaque
 // CHECK:         float* __restrict__ h = static_cast<float*>(std::aligned_alloc(64, 128));
 // CHECK-NEXT:    // kernel 0: irt.contract linear (irt.linear + irt.relu) -> 2x16
 // CHECK-NEXT:    #pragma omp parallel for collapse(2) schedule(static)
@@ -33,7 +38,7 @@
 // CHECK-NEXT:      }
 // CHECK-NEXT:      const float [[B:v[0-9]+]] = b1[i1];
 // CHECK-NEXT:      const float [[Y:v[0-9]+]] = acc + [[B]];
-// CHECK-NEXT:      const float [[R:v[0-9]+]] = irc_maxf([[Y]], 0.0f);
+// CHECK-NEXT:      const float [[R:v[0-9]+]] = irc_maxk([[Y]], [[ZERO]]);
 // CHECK-NEXT:      h[i0*16 + i1] = [[R]];
 // CHECK-NEXT:    }
 // CHECK-NEXT:    // kernel 1: irt.contract linear (irt.linear + irt.relu) -> 2x4

@@ -151,6 +151,24 @@ def test_depthwise_column_phases(stride, dilation, column_loops):
     assert len(re.findall(r"scf.for %ow\S* = ", loops)) == column_loops
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("stride", [1, 2])
+def test_depthwise_padded_planes_per_chunk_of_channels(threads, stride):
+    """A padded depthwise conv writes each channel's padded input into its chunk's plane (4 per
+    thread it is compiled for: 4, 8 and 12 planes for 13 channels, chunks of 3-4, 1-2 and 1-2
+    channels), the zeros once per chunk: each channel overwrites exactly the previous one's
+    input, at batch 2, stride 1 (14 columns copied as [1, 9) + [7, 15)) and stride 2 (phases)."""
+    from irc.target import Target
+
+    model = nn.Sequential(nn.Conv2d(13, 13, 3, stride=stride, padding=1, groups=13), nn.ReLU6()).eval()
+    x = torch.randn(2, 13, 14, 14)
+    cm = irc.compile(model, (x,), fallback=False, target=Target.host().replace(threads=threads))
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x))
+    slots, width = 4 * threads, 16 if stride == 1 else 2 * 8
+    assert re.search(rf"%padded = memref.reinterpret_cast %arena .* to memref<2x{slots}x16x{width}xf32>", cm.ir("loops"))
+
+
 def test_depthwise_conv_columns_run_in_simd_lanes():
     """The interior column loop, with the 3 taps of a row unrolled, is marked for SIMD; no loop
     over kernel taps carries an accumulator (the scalar nest's form, which GCC cannot vectorize)."""

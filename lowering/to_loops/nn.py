@@ -206,11 +206,17 @@ def borders(ax: Axis) -> list[int]:
     return [*range(lo), *range(hi, ax.out)]
 
 
-def _padded_buffer(fl: FunctionLowering, op: irt_nn.Conv2dOp, ah: Axis, width: int) -> SSAValue:
-    """A buffer for the input with its zero padding written out, [N, C, H + 2*ph, width] (width:
-    W + 2*pw, or its column phases side by side, `_column_phases`)."""
-    n, c = shape_of(op.input)[:2]
-    t = memref_of(f32, [n, c, ah.size + 2 * ah.pad, width])
+PADDED_SLOTS_PER_THREAD = 4
+"""Padded planes a depthwise conv keeps per thread it was compiled for (`_padded_buffer`)."""
+
+
+def _padded_buffer(fl: FunctionLowering, op: irt_nn.Conv2dOp, ah: Axis, width: int, slots: int) -> SSAValue:
+    """A buffer for planes of the input with their zero padding written out, [N, slots, H + 2*ph,
+    width] (width: W + 2*pw, or its column phases side by side, `_column_phases`): one plane per
+    chunk of channels, rewritten for each channel of the chunk, so it stays in L1 (a plane per
+    channel, MobileNet-v2's 96 x 58 x 58 of them, is 1.3 MB: every store of the copy missed)."""
+    n = shape_of(op.input)[0]
+    t = memref_of(f32, [n, slots, ah.size + 2 * ah.pad, width])
     alloc = fl.b.insert(memref.AllocOp([], [], t, IntegerAttr(64, 64)))
     alloc.memref.name_hint = "padded"
     fl.allocs.append(alloc.memref)
@@ -226,42 +232,54 @@ def _column_phases(aw: Axis) -> tuple[int, int]:
     return (aw.stride, -(-wp // aw.stride)) if aw.stride > 1 else (1, wp)
 
 
-def _pad_plane(fl: FunctionLowering, b: Builder, x: SSAValue, padded: SSAValue, n: SSAValue, c: SSAValue,
-               aw: Axis) -> SSAValue:
-    """Fill plane (n, c) of `padded` from `x`: zero rows above and below, each input row with zero
-    columns on both sides, its column phases side by side (`_column_phases`); every loop runs
-    over a row's columns of one phase (stored at the loop's index)."""
-    _, _, hp, width = padded.type.get_shape()
-    _, _, h, w = x.type.get_shape()
-    ph, pw = (hp - h) // 2, aw.pad
+def _pad_plane(fl: FunctionLowering, b: Builder, x: SSAValue, padded: SSAValue, nc: tuple[SSAValue, SSAValue],
+               axes: tuple[Axis, Axis], slot: SSAValue, zeros_too: bool = True, input_too: bool = True) -> None:
+    """Fill plane (n, slot) of `padded` from plane nc = (n, c) of `x` (axes: the conv's unpadded
+    row and column axes): zero rows above and below, each input row with zero columns on both
+    sides, its column phases side by side (`_column_phases`); every loop runs over a row's columns
+    of one phase (stored at the loop's index). Only the zeros, or only the input: a plane that
+    takes the inputs of several channels keeps its zeros."""
+    n, c = nc
+    ah, aw = axes
+    width = padded.type.get_shape()[-1]
+    (ph, h), (pw, w) = (ah.pad, ah.size), (aw.pad, aw.size)
     phases, wq = _column_phases(aw)
 
     def zeros(rb: Builder, r: SSAValue, lo: int, hi: int) -> None:
-        if lo < hi:
-            for_loop(fl, rb, hi, [], lambda zb, j, _: store_at(zb, fconst(zb, 0.0), padded, [n, c, r, j]) or [], "j", lb=lo)
+        if lo < hi and zeros_too:
+            for_loop(fl, rb, hi, [], lambda zb, j, _: store_at(zb, fconst(zb, 0.0), padded, [n, slot, r, j]) or [], "j", lb=lo)
 
-    def copy(rb: Builder, r: SSAValue, _: list) -> list:
+    # per phase p: the columns [q_lo, q_hi) of its part of the row that hold input columns
+    # q*phases + p - pw; the rest of its wq columns are zeros
+    spans = []
+    for p in range(phases):
+        q_lo = min(max(0, -(-(pw - p) // phases)), wq)
+        spans.append((q_lo, min(max(q_lo, -(-(pw + w - p) // phases)), wq)))
+
+    def row(rb: Builder, r: SSAValue, _: list) -> list:
         src_row = _i(rb, arith.SubiOp, r, fl.index(ph)) if ph else r
-        for p in range(phases):  # padded column q*phases + p, input column q*phases + p - pw
-            q_lo = min(max(0, -(-(pw - p) // phases)), wq)
-            q_hi = min(max(q_lo, -(-(pw + w - p) // phases)), wq)
+        for p, (q_lo, q_hi) in enumerate(spans):  # padded column q*phases + p, input column q*phases + p - pw
             zeros(rb, r, p * wq, p * wq + q_lo)
 
             def element(eb: Builder, j: SSAValue, _: list, p: int = p) -> list:
                 src = _plus(fl, eb, _mul(fl, eb, j, phases), p - p * wq * phases - pw)
-                store_at(eb, load_at(eb, x, [n, c, src_row, src]), padded, [n, c, r, j])
+                store_at(eb, load_at(eb, x, [n, c, src_row, src]), padded, [n, slot, r, j])
                 return []
 
-            if q_lo < q_hi:
-                for_loop(fl, rb, p * wq + q_hi, [], element, "j", lb=p * wq + q_lo)
+            # a row of one phase in whole vectors (`column_chunks`, the last overlapping): 14
+            # columns were a scalar loop (GCC's remainder), 15% of a 14x14 depthwise conv's time; strided
+            # column phases measured slower so (MobileNet-v2's 3x3/s2 on 1x96x56x56: 51 -> 78 us)
+            runs = column_chunks(q_hi - q_lo) if phases == 1 and q_hi - q_lo >= 8 else [(0, q_hi - q_lo)]
+            for lo, hi in runs if q_lo < q_hi and input_too else []:
+                for_loop(fl, rb, p * wq + q_lo + hi, [], element, "j", lb=p * wq + q_lo + lo)
             zeros(rb, r, p * wq + q_hi, (p + 1) * wq)
         return []
 
-    for lo, hi in ((0, ph), (ph + h, hp)):
+    for lo, hi in ((0, ph), (ph + h, ph + h + ah.pad)) if zeros_too else ():
         if lo < hi:
             for_loop(fl, b, hi, [], lambda rb, r, _: zeros(rb, r, 0, width) or [], "r", lb=lo)
-    for_loop(fl, b, ph + h, [], copy, "r", lb=ph)
-    return padded
+    if input_too or (zeros_too and any(q_lo > 0 or q_hi < wq for q_lo, q_hi in spans)):
+        for_loop(fl, b, ph + h, [], row, "r", lb=ph)
 
 
 def _plane_rows(fl: FunctionLowering, b: Builder, x: SSAValue, n: SSAValue, c: SSAValue) -> SSAValue:
@@ -378,8 +396,9 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     Each output adds its taps in (kh, kw) order after the bias, as the scalar nest does.
 
     Outside strict builds a padded convolution with a channel multiplier of 1 first writes its
-    plane's input, zero padding included, into a buffer of its own in the same parallel iteration
-    (so the convolution reads it back from cache); then every row and column is interior and the
+    plane's input, zero padding included, into a padded plane in the same iteration (so the
+    convolution reads it back from cache; one plane per chunk of channels, reused by each channel
+    of the chunk: `_depthwise_nest`); then every row and column is interior and the
     borders' scalar code disappears (with a 7x7 kernel on 56 columns that code took most of the
     time). A padded tap then adds x*0 (which differs only for an infinite weight or a -0 sum),
     so strict builds keep the borders and sum exactly the scalar nest's terms in its order. Other
@@ -399,10 +418,10 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     o_count, _, kh, kw = shape_of(op.weight)
     multiplier = o_count // op.group_count
     ah, aw = _axes(op, shape_of(op.input), shape, (kh, kw))
-    padded, raw_aw, phases, wq = None, aw, 1, 0
+    padded, raw_axes, phases, wq, slots = None, (ah, aw), 1, 0, min(o_count, PADDED_SLOTS_PER_THREAD * fl.threads)
     if (ah.pad or aw.pad) and multiplier == 1 and not fl.strict:
         phases, wq = _column_phases(aw)
-        padded = _padded_buffer(fl, op, ah, phases * wq)
+        padded = _padded_buffer(fl, op, ah, phases * wq, slots)
         ah, aw = (Axis(a.size + 2 * a.pad, a.kernel, a.stride, 0, a.dilation, a.out) for a in (ah, aw))
 
     def shifted(b: Builder, v: SSAValue | int, ax: Axis, t: int) -> SSAValue:
@@ -415,13 +434,15 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
                and interior(ah) == (0, ah.out) and interior(aw) == (0, aw.out)
                and (kh * kw > MAX_TAPS_PER_LOOP or aw.out % 8 != 0))
 
-    def body(b: Builder, ivs: list[SSAValue]) -> None:
-        n, o = ivs
+    def body(b: Builder, n: SSAValue, o: SSAValue, slot: SSAValue | None) -> None:
+        """Output plane (n, o), its padded input written to plane (n, slot) of `padded` first."""
         c = o if multiplier == 1 else _i(b, arith.DivSIOp, o, fl.index(multiplier))
-        src = _pad_plane(fl, b, x, padded, n, o, raw_aw) if padded is not None else x
+        if padded is not None and slot is not None:
+            _pad_plane(fl, b, x, padded, (n, o), raw_axes, slot, zeros_too=slots == o_count)
+        src = x if padded is None else padded
         weights = [[load_at(b, w, [o, fl.index(0), fl.index(i), fl.index(j)]) for j in range(kw)] for i in range(kh)]
         init = load_at(b, bias, [o]) if bias is not None else None
-        plane = _plane_rows(fl, b, src, n, c)
+        plane = _plane_rows(fl, b, src, n, c if slot is None else slot)
         if blocked:
             _depthwise_blocked(fl, b, op, src, plane, out, [n, o], weights, init, ah, aw)
             return
@@ -462,7 +483,28 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
         for oh in borders(ah):
             row(b, oh, valid_taps(ah, oh))
 
-    fl.nest(shape[:2], describe(op), body)
+    _depthwise_nest(fl, op, body, padded, raw_axes)
+
+
+def _depthwise_nest(fl: FunctionLowering, op: irt_nn.Conv2dOp, body: Callable, padded: SSAValue | None,
+                    axes: tuple[Axis, Axis]) -> None:
+    """The parallel nest of a depthwise conv calling body(b, n, o, slot) for every output plane
+    (n, o), slot: the plane of `padded` its input is written to (None: no padded buffer). A plane
+    per channel, or one per chunk of channels [q*C/slots, (q+1)*C/slots) taken one after another
+    (its zeros written once, before them)."""
+    shape = shape_of(op.result)
+    channels, slots = shape[1], None if padded is None else padded.type.get_shape()[1]
+    if slots is None or slots == channels:
+        fl.nest(shape[:2], describe(op), lambda b, ivs: body(b, *ivs, None if slots is None else ivs[1]))
+        return
+
+    def chunk(b: Builder, ivs: list[SSAValue]) -> None:
+        n, q = ivs
+        _pad_plane(fl, b, fl.buffers[op.input], padded, (n, q), axes, q, input_too=False)
+        lo, hi = (_i(b, arith.DivSIOp, _mul(fl, b, v, channels), fl.index(slots)) for v in (q, _plus(fl, b, q, 1)))
+        for_loop(fl, b, hi, [], lambda ob, o, _: body(ob, n, o, q) or [], "o", lb=lo)
+
+    fl.nest([shape[0], slots], describe(op), chunk)
 
 
 def _plus(fl: FunctionLowering, b: Builder, v: SSAValue | int, k: int) -> SSAValue:

@@ -235,3 +235,43 @@ func.func @kernel7(%x: tensor<1x2x9x9xf32>, %w: tensor<2x1x7x7xf32>, %b: tensor<
   %r = irt.relu6 %y : tensor<1x2x9x9xf32>
   func.return %r : tensor<1x2x9x9xf32>
 }
+
+// -----
+
+// More channels than padded planes (4 per thread the pass is told of, 2 by default: 8): the
+// nest runs over (n, chunk q), channels [q*20/8, (q+1)*20/8) one after another, each writing its
+// input into the chunk's plane, which stays in cache (a plane per channel missed on every store);
+// the plane's zeros are written once per chunk. A row of 14 columns is copied as [1, 9) + [7, 15),
+// whole vectors (GCC's remainder was scalar).
+// CHECK-LABEL: func.func @channel_chunks(
+// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<1x8x16x16xf32>
+// CHECK-NEXT:    "scf.parallel"(%c0, %c0, %c1, %c8, %c1, %c1)
+// CHECK-NEXT:    ^bb0(%i0: index, %i1: index):
+// CHECK-NEXT:      scf.for %r = %c0 to %c1 step %c1 {
+// CHECK:             memref.store %{{.*}}, %padded[%i0, %i1, %r, %j] : memref<1x8x16x16xf32>
+// CHECK:           scf.for %[[R:.*]] = %c1 to %c15 step %c1 {
+// CHECK-NOT:         memref.load %x
+// CHECK:           %[[NEXT:.*]] = arith.addi %i1, %c1 : index
+// CHECK-NEXT:      %[[LO0:.*]] = arith.muli %i1, %c20 : index
+// CHECK-NEXT:      %[[LO:.*]] = arith.divsi %[[LO0]], %c8 : index
+// CHECK-NEXT:      %[[HI0:.*]] = arith.muli %[[NEXT]], %c20 : index
+// CHECK-NEXT:      %[[HI:.*]] = arith.divsi %[[HI0]], %c8 : index
+// CHECK-NEXT:      scf.for %o = %[[LO]] to %[[HI]] step %c1 {
+// CHECK-NEXT:        scf.for %[[RO:.*]] = %c1 to %c15 step %c1 {
+// CHECK-NEXT:          %[[SRC:.*]] = arith.subi %[[RO]], %c1 : index
+// CHECK-NEXT:          scf.for %[[J:.*]] = %c1 to %c9 step %c1 {
+// CHECK:                 memref.load %x[%i0, %o, %[[SRC]], %{{.*}}] : memref<1x20x14x14xf32>
+// CHECK:               } {irc.vectorize}
+// CHECK-NEXT:          scf.for %{{.*}} = %c7 to %c15 step %c1 {
+// CHECK:               } {irc.vectorize}
+// CHECK-NEXT:        }
+// CHECK-NEXT:        memref.load %w[%o, %c0, %c0, %c0] : memref<20x1x3x3xf32>
+// CHECK:             %[[NQ:.*]] = arith.muli %i0, %c8 : index
+// CHECK-NEXT:        arith.addi %[[NQ]], %i1 : index
+// STRICT-LABEL: func.func @channel_chunks(
+// STRICT-NOT:     %padded
+// STRICT:         "scf.parallel"(%c0, %c0, %c1, %c20, %c1, %c1)
+func.func @channel_chunks(%x: tensor<1x20x14x14xf32>, %w: tensor<20x1x3x3xf32>) -> tensor<1x20x14x14xf32> {
+  %y = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 20 : (tensor<1x20x14x14xf32>, tensor<20x1x3x3xf32>) -> tensor<1x20x14x14xf32>
+  func.return %y : tensor<1x20x14x14xf32>
+}

@@ -16,7 +16,7 @@ from torch import nn
 
 import irc
 from irc.lowering.cpp.headers import INCLUDE_DIR
-from irc.lowering.to_loops.gemm import A_BLOCK_BYTES, KC_MAX, NC_MAX, blocking, choose_tiles
+from irc.lowering.to_loops.gemm import A_BLOCK_BYTES, KC_MAX, KC_MIN, NC_MAX, blocking, choose_tiles
 
 torch.manual_seed(0)
 
@@ -374,8 +374,30 @@ def test_blocking_from_the_cache_sizes():
     assert blocking(16, 2, (32768, 512 << 10, 32 << 20)) == (512, 256 << 10, NC_MAX)
     assert blocking(32, 2, (0, 1 << 20, 4 << 20)) == (1024, 512 << 10, 256)  # 4 MiB of L3 for 2 threads
     # K = 4096 in 4 steps of 1024; MC: 128 rows of 4 KiB in 512 KiB, a multiple of the tile's rows
-    assert choose_tiles(256, 4096, 4096, 32, 1, rows=12, caches=(32768, 1 << 20, 32 << 20)) == (120, 1024, 1024, 256)
-    assert choose_tiles(256, 4096, 4096, 32, 1, rows=14, caches=(32768, 1 << 20, 32 << 20))[0] == 126
+    zen4 = (32768, 1 << 20, 32 << 20)
+    assert choose_tiles(256, 4096, 4096, 32, 1, rows=12, caches=zen4, all_rows=False) == (120, 1024, 1024, 256)
+    assert choose_tiles(256, 4096, 4096, 32, 1, rows=14, caches=zen4, all_rows=False)[0] == 126
+    # ... unless one lhs block of all 264 rows (9 steps of 456) costs less: 9 x 2 x 256 + 4096
+    # against 4 x 2 x 256 + 3 x 4096 (C_PASS_WEIGHT)
+    assert choose_tiles(256, 4096, 4096, 32, 1, rows=12, caches=zen4) == (264, 1024, 456, 256)
+
+
+@pytest.mark.parametrize("m,n,k,one_block", [(256, 4096, 4096, True), (256, 2048, 2048, True), (512, 1024, 1024, False),
+                                             (1024, 1024, 4096, False), (128, 1024, 256, True), (1, 4096, 4096, True)])
+def test_k_steps_shorten_for_one_lhs_block_where_that_pays(m, n, k, one_block):
+    """On a 2 MiB L2: where one lhs block of all M rows saves more passes over the rhs than the
+    shorter K steps add over C, KC shrinks (not below KC_MIN) and MC covers M; else the long K
+    steps stay. The same rule built as arith ops for a run-time M gives the same tiles."""
+    caches = (49152, 2 << 20, 480 << 20)
+    mc, nc, kc, ms = choose_tiles(m, n, k, 32, 1, rows=6, caches=caches)
+    assert (mc >= m) == one_block and kc >= min(k, KC_MIN)
+    if one_block and kc < min(k, 2048):
+        assert choose_tiles(m, n, k, 32, 1, rows=6, caches=caches, all_rows=False)[0] < m
+    model = nn.Linear(k, n).eval()
+    x = torch.randn(m, k)
+    cm = irc.compile(model, (x,), fallback=False)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-4, atol=1e-4)
 
 
 _GUARDED_DIRECT = r"""

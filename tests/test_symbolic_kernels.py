@@ -172,10 +172,11 @@ def test_gemm_tiles_at_call_time_are_the_static_rule(threads):
     """The blocking computed by arith ops at call time is the one chosen at compile time for
     the same sizes (one rule, `choose_tiles`, evaluated both ways)."""
     for m, n, k in [(1, 256, 256), (128, 256, 256), (7, 13, 65), (129, 1, 700), (2048, 64, 64), (6, 4096, 33),
-                    (256, 4096, 4096)]:
+                    (256, 4096, 4096), (256, 2048, 2048), (512, 1024, 1024), (1024, 1024, 4096)]:
         for width in (16, 32):
             assert call_time_tiles(m, n, k, width, threads) == choose_tiles(m, n, k, width, threads)
-            for rows, caches in ((12, (32768, 1 << 20, 32 << 20)), (14, (0, 512 << 10, 4 << 20))):
+            for rows, caches in ((12, (32768, 1 << 20, 32 << 20)), (14, (0, 512 << 10, 4 << 20)),
+                                 (6, (49152, 2 << 20, 480 << 20))):
                 options = dict(rows=rows, caches=caches)
                 assert (call_time_tiles(m, n, k, width, threads, **options)
                         == choose_tiles(m, n, k, width, threads, **options))

@@ -53,6 +53,18 @@ MR = GEMM_ROWS  # the default register tile rows (the Target's gemm_rows; 2 x MR
 KC_MAX = 320  # a 16 x KC rhs panel (20 KiB) stays in a 32 KiB L1 (Zen 3; 40 KiB at width 32 in 48 KiB)
 A_BLOCK_BYTES = 160 * 1024  # the packed MC x KC lhs block, well inside a 512 KiB L2
 NC_MAX = 1024
+KC_MIN = 256
+C_PASS_WEIGHT = 2
+"""`choose_tiles` shortens K steps (down to KC_MIN) so that one lhs block holds every row of A
+where the passes over the rhs that saves outweigh the passes over C it adds: cost = K steps x
+C_PASS_WEIGHT x M + lhs blocks x K (per column; a pass over C weighs as two over as many rhs
+elements: C is read and written on the register tile's critical path, the rhs streams in).
+Measured on an Intel Xeon (AVX-512, 2 FMA ports, 2 MiB L2, 215 GFLOP/s peak), one thread,
+GFLOP/s with long K steps -> one lhs block (costs): 256 x 4096 x 4096 123 -> 144 (9216 ->
+6144, taken), 256 x 2048 x 2048 126 -> 141 (4608 -> 3072, taken), 512 x 1024 x 1024 154 -> 142
+(3072 -> 4096, kept), 1024 x 4096 x 1024 135 -> 109 (a tie, kept). The rule costs elsewhere:
+on a Zen 4 (1 MiB L2, one 512-bit FMA per cycle) 240 x 1024 x 4096 ran at 107 GFLOP/s with KC
+1024 in two lhs blocks and 105 with KC 512 in one, which the rule takes (10112 -> 7936)."""
 PARALLEL_FLOPS = 400_000
 """Products smaller than this run on the calling thread: OpenMP's fork/join (a few µs) would
 cost more than it saves."""
@@ -86,10 +98,11 @@ def blocking(width: int, threads: int, caches: tuple[int, int, int] = (0, 0, 0))
 
 def choose_tiles(m: Index, n: Index, k: Index, width: int, threads: int,
                  ix: IndexArith = STATIC, *, rows: int = MR,
-                 caches: tuple[int, int, int] = (0, 0, 0)) -> tuple[Index, Index, Index, Index]:
+                 caches: tuple[int, int, int] = (0, 0, 0), all_rows: bool = True) -> tuple[Index, Index, Index, Index]:
     """[MC, NC, KC, MS] for an M x N x K product with a `rows` x `width` register tile, the cache
-    budgets from `blocking(caches)`: K in equal steps of at most KC_MAX; MC rows of
-    packed A per L2 block; OpenMP tasks of MS rows x NC columns (`width`-column panels), in a
+    budgets from `blocking(caches)`: K in equal steps of at most KC_MAX (shorter with `all_rows`
+    where that pays, see C_PASS_WEIGHT; convolutions, whose rhs is the image, keep the longer
+    steps); MC rows of packed A per L2 block; OpenMP tasks of MS rows x NC columns (`width`-column panels), in a
     multiple of `threads` tasks so that the threads get the same work. Every task packs the A rows and B columns it
     uses, so splitting by columns packs A once per task and splitting by rows packs B once per
     task: split the larger of M and N (a 512-channel conv on a 7x7 image by rows, a wide layer
@@ -102,10 +115,25 @@ def choose_tiles(m: Index, n: Index, k: Index, width: int, threads: int,
     if all(isinstance(v, int) for v in (m, n, k)) and min(m, n, k) < 1:  # type: ignore[type-var]
         raise ValueError(f"the GEMM engine needs M, N, K >= 1, got {m} x {n} x {k} (see `engine_runs`)")
     kc_max, a_block_bytes, nc_max = blocking(width, threads, caches)
-    steps = ix.max(ix.ceil_div(k, kc_max), 1)
-    kc = ix.max(ix.ceil_div(k, steps), 1)
-    a_rows = ix.max(rows, ix.mul(ix.div(ix.div(a_block_bytes, ix.mul(4, kc)), rows), rows))
-    mc = ix.min(ix.max(ix.round_up(m, rows), rows), a_rows)
+    m_rows = ix.max(ix.round_up(m, rows), rows)
+
+    def plan(kc_limit: Index) -> tuple[Index, Index, Index]:
+        """K steps, KC and MC when K steps are at most kc_limit long."""
+        steps = ix.max(ix.ceil_div(k, kc_limit), 1)
+        kc = ix.max(ix.ceil_div(k, steps), 1)
+        a_rows = ix.max(rows, ix.mul(ix.div(ix.div(a_block_bytes, ix.mul(4, kc)), rows), rows))
+        return steps, kc, ix.min(m_rows, a_rows)
+
+    steps, kc, mc = plan(kc_max)
+    if all_rows and not (isinstance(k, int) and k <= min(KC_MIN, kc_max)):  # (else one K step either way)
+        # Shorter K steps so that one lhs block holds all M rows, where the passes over the rhs
+        # (K x N, a layer's weights: streamed from memory once per lhs block) that this saves
+        # outweigh the passes over C (M x N, one per K step) it adds.
+        kc_one_block = ix.max(ix.min(kc_max, ix.div(a_block_bytes, ix.mul(4, m_rows))), min(KC_MIN, kc_max))
+        steps_1, kc_1, mc_1 = plan(kc_one_block)
+        cost = lambda st, mc_: ix.add(ix.mul(ix.mul(st, C_PASS_WEIGHT), m), ix.mul(ix.ceil_div(m, mc_), k))  # noqa: E731
+        shorter = ix.lt(cost(steps_1, mc_1), cost(steps, mc))
+        kc, mc = ix.select(shorter, kc_1, kc), ix.select(shorter, mc_1, mc)
     panels = ix.ceil_div(n, width)
     split_rows = ix.ge(m, threads * rows)
     by_rows = ix.and_(ix.gt(m, n), split_rows)
@@ -376,7 +404,7 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     else:
         layout = {(False, False): irl.GemmLayout.IM2COL, (False, True): irl.GemmLayout.IM2COL_PANELS,
                   (True, False): irl.GemmLayout.DIRECT, (True, True): irl.GemmLayout.DIRECT_PANELS}[direct, packed]
-        tiles = choose_tiles(mg, columns, kg, width, fl.threads, rows=rows, caches=fl.caches)
+        tiles = choose_tiles(mg, columns, kg, width, fl.threads, rows=rows, caches=fl.caches, all_rows=False)
     gemm = irl.GemmOp(
         layout,
         fl.buffers[op.packed if packed else op.weight],  # type: ignore[index]

@@ -4,16 +4,17 @@
 // RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 gemm_width=32 gemm_rows=12},irc-to-loops{gemm_width=32 gemm_rows=12}' -t 'cpp{gemm_width=32 gemm_rows=12}' -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
 
 // A 12-row register tile (AVX-512's 32 registers: 24 accumulators) and the blocking from the
-// cache sizes (a 1 MiB L2, a 32 MiB L3): KC = L2 / 1 KiB = 1024, so K = 4096 goes in 4 steps of
-// 1024; MC = the rows of a 512 KiB lhs block of 1024-long rows, 128, down to a multiple of 12;
-// NC = 1024 (the 4 MiB rhs block fits a thread's half of L3); MS all 256 rows (the columns are
-// split).
+// cache sizes (a 1 MiB L2, a 32 MiB L3): KC = L2 / 1 KiB = 1024 would take K = 4096 in 4 steps
+// with lhs blocks of 120 rows (512 KiB of 1024-long rows, down to a multiple of 12), three passes
+// over the rhs; one block of all 264 rows (256 rounded up to 12) costs less (C_PASS_WEIGHT): K in
+// 9 steps of 456, MC 264; NC = 1024 (the rhs block fits a thread's half of L3); MS all 256 rows
+// (the columns are split).
 // CHECK-LABEL: func.func @linear
-// CHECK:         irl.gemm panels %x, %w_packed -> %out0 sizes [256, 4096, 4096] tiles [120, 1024, 1024, 256]
+// CHECK:         irl.gemm panels %x, %w_packed -> %out0 sizes [256, 4096, 4096] tiles [264, 1024, 456, 256]
 // CPP:           #define IRC_NR 32
 // CPP-NEXT:      #define IRC_MR 12
 // CPP-LABEL:     extern "C" void linear(
-// CPP:           irc_gemm(256, 4096, 4096, irc_a, irc_b, irc_c, 4096, irc_epi, 120, 1024, 1024, 256, true);
+// CPP:           irc_gemm(256, 4096, 4096, irc_a, irc_b, irc_c, 4096, irc_epi, 264, 1024, 456, 256, true);
 // MISMATCH:      extern "C" void linear(
 func.func @linear(%x: tensor<256x4096xf32>, %w: tensor<4096x4096xf32>) -> tensor<256x4096xf32> {
   %y = irt.linear %x, %w : (tensor<256x4096xf32>, tensor<4096x4096xf32>) -> tensor<256x4096xf32>

@@ -14,7 +14,8 @@
 // the result are seen as [s0 * s1, K] and [s0 * s1, N] (views with a run-time size), the sizes
 // list holds M as an index value, and the tiles that depend on M (MC; NC and MS, which split the
 // work between the 2 threads by rows or by columns) are computed by arith ops at call time with
-// the same rule the static sizes use (KC depends on K only: static). Whether the
+// the same rule the static sizes use (KC: static, K = 48 is one step whatever M is; a
+// longer K's step would depend on M too, see C_PASS_WEIGHT). Whether the
 // product runs on threads (2MNK >= 400000 FLOPs) is decided at call time: `parallel 1 if %p`.
 // CHECK-LABEL: func.func @rows(%s0: index, %s1: index, %x: memref<?x?x48xf32, #irt.dims<"s0", "s1">>,
 // CHECK:         %[[M:.*]] = arith.muli %s0, %s1 : index

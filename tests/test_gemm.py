@@ -122,6 +122,11 @@ PIXEL_CONVS = {
     "s2x1-unpadded": dict(cin=64, cout=32, k=3, stride=(2, 1), pad=0, dil=1, groups=1, hw=(9, 8)),
     "s3-dilated": dict(cin=64, cout=32, k=3, stride=3, pad=2, dil=2, groups=1, hw=(11, 13)),
     "s9": dict(cin=32, cout=32, k=3, stride=9, pad=1, dil=1, groups=1, hw=(20, 19)),
+    # tiles of 12 (and 11) pixels, each inside one output row: broadcast from one pointer (RUN);
+    # one panel, its pixels split between two threads
+    "run-12": dict(cin=128, cout=64, k=3, stride=1, pad=1, dil=1, groups=1, hw=(3, 48)),
+    "run-11": dict(cin=128, cout=64, k=3, stride=1, pad=1, dil=1, groups=1, hw=(3, 33)),
+    "run-split": dict(cin=192, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(6, 36)),
 }
 
 

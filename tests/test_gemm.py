@@ -23,7 +23,7 @@ torch.manual_seed(0)
 
 def _gemm_kernels(cm) -> int:
     """Calls of the engine in the generated functions (not its definition)."""
-    return len(re.findall(r"^\s+(irc_gemm|irc_conv_direct<\d+>|irc_conv_pixels<\d+>)\(\d", cm.cpp_source, re.M))
+    return len(re.findall(r"^\s+(irc_gemm|irc_conv_direct<\d+>|irc_conv_pixels<\d+(?:, \d+)?>)\(\d", cm.cpp_source, re.M))
 
 
 # M: one row, a ragged 6-row tile, several tiles; N: ragged 16-column panels; K: one KC step or more.
@@ -127,6 +127,9 @@ PIXEL_CONVS = {
     "run-12": dict(cin=128, cout=64, k=3, stride=1, pad=1, dil=1, groups=1, hw=(3, 48)),
     "run-11": dict(cin=128, cout=64, k=3, stride=1, pad=1, dil=1, groups=1, hw=(3, 33)),
     "run-split": dict(cin=192, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(6, 36)),
+    # ... at column stride 2 (two output rows of 24 pixels), and at stride 3 past a ragged row
+    "run-s2": dict(cin=64, cout=64, k=3, stride=2, pad=1, dil=1, groups=1, hw=(4, 48)),
+    "run-s3": dict(cin=64, cout=64, k=3, stride=(1, 3), pad=1, dil=1, groups=1, hw=(3, 70)),
 }
 
 
@@ -458,3 +461,31 @@ def test_direct_conv_reads_nothing_past_the_image(tmp_path, width):
     subprocess.run(["g++", "-std=c++17", "-O2", "-fopenmp", "-march=native", f"-I{INCLUDE_DIR}", str(src), "-o", str(exe)],
                    check=True)
     assert subprocess.run([str(exe)]).returncode == 0
+
+
+# The first tile to read a panel of compiled-in weights prefetches it (IRC_PF_K steps ahead, in
+# lowering/cpp/include/irc_gemm.h): at a whole tile, at one row, and (pixels) at the first tile of
+# each panel, RUN-shaped or not. The sums must be the same to the bit as with no prefetch.
+PREFETCH_CASES = {
+    "gemv": (nn.Linear(300, 70), (1, 300)),
+    "whole-tiles": (nn.Linear(200, 96), (13, 200)),
+    "ragged-first-tile": (nn.Linear(130, 33), (4, 130)),
+    "pixels-7x7": (nn.Conv2d(64, 56, 3, padding=1), (1, 64, 7, 7)),
+    "pixels-in-one-row": (nn.Conv2d(128, 64, 3, padding=1), (1, 128, 3, 48)),
+}
+
+
+@pytest.mark.parametrize("name", PREFETCH_CASES)
+def test_prefetching_the_weights_changes_no_bit(name, monkeypatch):
+    from irc.runtime.build import DEFAULT_CXXFLAGS
+
+    layer, shape = PREFETCH_CASES[name]
+    model = nn.Sequential(layer, nn.ReLU()).eval()
+    x = torch.randn(shape)
+    outs = []
+    for extra in ([], ["-DIRC_PF_K=0"]):
+        monkeypatch.setenv("IRC_CXXFLAGS", " ".join([*DEFAULT_CXXFLAGS, *extra]))
+        cm = check(model, x)
+        assert "irc_prepacked<IRC_NR>" in cm.cpp_source
+        outs.append(cm(x))
+    assert torch.equal(outs[0], outs[1])

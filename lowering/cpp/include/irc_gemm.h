@@ -5,6 +5,9 @@
 #define IRC_MR 6
 #endif
 #define IRC_L (IRC_NR / 2)  // floats per vector: the tile row is two vectors
+#ifndef IRC_PF_K
+#define IRC_PF_K 64  // how many K steps ahead the first reader of a weights panel prefetches
+#endif
 typedef float irc_vf __attribute__((vector_size(IRC_L * 4)));
 
 static inline irc_vf irc_fmav(irc_vf a, irc_vf b, irc_vf c) {
@@ -61,6 +64,7 @@ static float* irc_scratch(int slot, int64_t n) {
 // Panels packed at compile time (irt.pack): [panels][K][R].
 template <int R> struct irc_prepacked {
   static constexpr bool rows_in_place = false;
+  static constexpr bool in_memory = true;  // not packed just now: its first reader prefetches it
   const float* p; int64_t K;
   irc_prepacked at(int64_t offset) const { return {p + offset, K}; }  // a batched product's n-th operand
   irc_panels get(int, int64_t i0, int64_t, int64_t p0, int64_t) const { return {p + (i0 / R) * K * R + p0 * R, K * R}; }
@@ -75,6 +79,7 @@ template <int R, bool cols> struct irc_dense {
   // broadcast per row and k, a cache line per row serving 16 k): packing them is a transpose
   // that cost 5-6% of a 128 x 256 x 256 product.
   static constexpr bool rows_in_place = !cols;
+  static constexpr bool in_memory = false;  // packed into scratch just before use
   irc_panels rows(int64_t i0, int64_t p0) const { return {x + i0 * ld + p0, R * ld}; }
   irc_panels get(int slot, int64_t i0, int64_t n, int64_t p0, int64_t kc) const {
     float* buf = irc_scratch(slot, (n + R - 1) / R * R * kc);
@@ -109,6 +114,7 @@ template <int R, bool cols> struct irc_dense {
 // source offsets are worked out once (the divisions), then every channel's row of that tap is a
 // plain (strided) row copy.
 struct irc_im2col {
+  static constexpr bool in_memory = false;  // packed into scratch just before use
   const float* x; int64_t C, H, W, KH, KW, SH, SW, PH, PW, DH, DW, OW;
   irc_panels get(int slot, int64_t j0, int64_t n, int64_t p0, int64_t kc) const {
     float* buf = irc_scratch(slot, (n + IRC_NR - 1) / IRC_NR * IRC_NR * kc);
@@ -165,7 +171,14 @@ struct irc_im2col {
 // A's element (k, r) is a[k*IRC_MR + r] in a packed panel, a[r*lda + k] read in place (lda > 0:
 // rows of a row-major A). It does not depend on the epilogue, so a translation unit compiles it
 // once per row count and A layout, not once per GEMM (noinline: compile time).
-template <int ROWS, bool ROWMAJOR>
+// PF: this tile is the first to read its B panel, compiled in with the weights (irc_prepacked):
+// it runs with the panel still in memory, and prefetches the panel's rows IRC_PF_K steps ahead
+// (past the panel's end, the next panel's first rows). The hardware prefetcher stops at every
+// 4 KiB page (32 steps of the panel), so without this the first tile waits on memory every page.
+// Measured on an Intel Xeon, one thread, weights evicted between calls (as in `irc bench`):
+// 64x1024x1024 1.59 -> 1.33 ms, 1x1024x1024 0.63 -> 0.52 ms, mlp-medium 2.06 -> 1.89 ms. Tiles that
+// are neither whole nor one row do not prefetch: each PF height is one more K loop to compile.
+template <int ROWS, bool ROWMAJOR, bool PF = false>
 __attribute__((noinline)) static void irc_accumulate(int64_t kc, const float* __restrict__ a, int64_t lda,
                                                       const float* __restrict__ b, irc_vf (*acc)[2]) {
   // U independent partial sums per accumulator, so that even one row keeps 8 FMA chains in
@@ -179,6 +192,10 @@ __attribute__((noinline)) static void irc_accumulate(int64_t kc, const float* __
 #pragma GCC unroll 4
   for (; k + U <= kc; k += U)
     for (int u = 0; u < U; ++u) {
+      if constexpr (PF && IRC_PF_K > 0) {
+        __builtin_prefetch(b + (k + u + IRC_PF_K) * IRC_NR, 0, 3);
+        if constexpr (IRC_NR * 4 > 64) __builtin_prefetch(b + (k + u + IRC_PF_K) * IRC_NR + 16, 0, 3);
+      }
       const irc_vf b0 = irc_loadv(b + (k + u) * IRC_NR), b1 = irc_loadv(b + (k + u) * IRC_NR + IRC_L);
       for (int r = 0; r < ROWS; ++r) {
         const irc_vf ar = irc_bcastv(at(k + u, r));
@@ -215,10 +232,13 @@ static inline void irc_accumulate_rows(int64_t rows, int64_t kc, const float* __
 template <bool ROWMAJOR, class Epi>
 static inline void irc_tile(int64_t rows, int64_t kc, const float* __restrict__ a, int64_t lda, const float* __restrict__ b,
                             float* __restrict__ c, int64_t ldc, int64_t cols, bool first, bool last,
-                            const Epi& epi, int64_t i0, int64_t j0) {
+                            const Epi& epi, int64_t i0, int64_t j0, bool pf = false) {
   irc_vf acc[IRC_MR][2];
   for (int64_t r = 0; r < rows; ++r) __builtin_prefetch(c + r * ldc, 1);
-  irc_accumulate_rows<IRC_MR, ROWMAJOR>(rows, kc, a, lda, b, acc);
+  // The first reader of a panel prefetches it when it is a whole tile or one row (a GEMV).
+  if (pf && rows == IRC_MR) irc_accumulate<IRC_MR, ROWMAJOR, true>(kc, a, lda, b, acc);
+  else if (pf && rows == 1) irc_accumulate<1, ROWMAJOR, true>(kc, a, lda, b, acc);
+  else irc_accumulate_rows<IRC_MR, ROWMAJOR>(rows, kc, a, lda, b, acc);
   if (cols == IRC_NR) {
     for (int64_t r = 0; r < rows; ++r) {
       float* cr = c + r * ldc;
@@ -271,7 +291,8 @@ static inline void irc_gemm_task(int64_t K, const PA& pa, const PB& pb, float* c
         for (int64_t ir = 0; ir < mc; ir += IRC_MR)
           irc_tile<in_place>(mc - ir < IRC_MR ? mc - ir : IRC_MR, kc, A.p + (ir / IRC_MR) * A.stride, lda,
                         B.p + (jr / IRC_NR) * B.stride, c + (ic + ir) * ldc + j0 + jr, ldc,
-                        nc - jr < IRC_NR ? nc - jr : IRC_NR, p0 == 0, p0 + kc >= K, epi, ic + ir, j0 + jr);
+                        nc - jr < IRC_NR ? nc - jr : IRC_NR, p0 == 0, p0 + kc >= K, epi, ic + ir, j0 + jr,
+                        PB::in_memory && ic == i0 && ir == 0);
     }
   }
 }
@@ -637,15 +658,22 @@ static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& g, float*
 #define IRC_PR (IRC_NR == 32 ? 12 : 6)  // the emitter defines it (irc/target.py PIXEL_ROWS)
 #endif
 
-// RUN: the tile's pixels are consecutive in one output row of a conv with column stride 1
-// (voff[r] = voff[0] + r), so every broadcast is addressed from one pointer: with a pointer
+// RUN > 0: the tile's pixels lie in one output row of a conv with column stride RUN
+// (voff[r] = voff[0] + RUN*r), so every broadcast is addressed from one pointer: with a pointer
 // per pixel, 12 of them, GCC reloads them from the stack, a load per broadcast (measured on an
-// Intel Xeon, one thread, ResNet-18's 3x3 convs: 6-10% faster from one pointer).
-template <int ROWS, int TAPS, bool RUN>
+// Intel Xeon, one thread, ResNet-18's 3x3 convs: 6-10% faster from one pointer; a 3 -> 32
+// channel 3x3/2 on 224x224: 380 -> 355 us).
+// pf (RUN = 0 only): how far ahead of b the weights panel is prefetched: IRC_PF_K steps in the
+// panel's first tile, which always runs with RUN = 0 (irc_pixels_task), else 0 (a prefetch of the
+// line being read, which hits: no branch, and no second copy of the twelve tile heights to
+// compile). RUN tiles, most of a large plane's, have no prefetch at all: with one in every tile
+// ResNet-18's 64-channel 3x3 on 56x56 was 3% slower. The first tile's prefetch: its 512-channel
+// 3x3 on 7x7 (five tiles a panel) 2430 -> 2160 us, one thread, weights evicted between calls.
+template <int ROWS, int TAPS, int RUN>
 __attribute__((noinline)) static void irc_accumulate_pixels(int64_t C, int64_t taps, const int64_t* __restrict__ toff,
                                                              int64_t plane, const int64_t* __restrict__ voff,
                                                              const float* __restrict__ x, const float* __restrict__ b,
-                                                             irc_vf (*acc)[2]) {
+                                                             irc_vf (*acc)[2], int64_t pf = 0) {
   irc_vf part[ROWS][2];
   const float* px[ROWS];
   for (int r = 0; r < ROWS; ++r) { part[r][0] = part[r][1] = irc_vf{}; px[r] = x + (RUN ? voff[0] : voff[r]); }
@@ -654,9 +682,13 @@ __attribute__((noinline)) static void irc_accumulate_pixels(int64_t C, int64_t t
 #pragma GCC unroll 9
     for (int64_t t = 0; t < nt; ++t, b += IRC_NR) {
       const int64_t o = base + toff[t];
+      if constexpr (!RUN && IRC_PF_K > 0) {
+        __builtin_prefetch(b + pf, 0, 3);
+        if constexpr (IRC_NR * 4 > 64) __builtin_prefetch(b + pf + 16, 0, 3);
+      }
       const irc_vf b0 = irc_loadv(b), b1 = irc_loadv(b + IRC_L);
       for (int r = 0; r < ROWS; ++r) {
-        const irc_vf ar = irc_bcastv(RUN ? px[0][o + r] : px[r][o]);
+        const irc_vf ar = irc_bcastv(RUN ? px[0][o + RUN * r] : px[r][o]);
         part[r][0] = irc_fmav(ar, b0, part[r][0]);
         part[r][1] = irc_fmav(ar, b1, part[r][1]);
       }
@@ -664,12 +696,13 @@ __attribute__((noinline)) static void irc_accumulate_pixels(int64_t C, int64_t t
   for (int r = 0; r < ROWS; ++r) { acc[r][0] = part[r][0]; acc[r][1] = part[r][1]; }
 }
 
-template <int R, int TAPS, bool RUN>
+template <int R, int TAPS, int RUN>
 static inline void irc_accumulate_pixels_rows(int64_t rows, int64_t C, int64_t taps, const int64_t* toff, int64_t plane,
-                                              const int64_t* voff, const float* x, const float* b, irc_vf (*acc)[2]) {
+                                              const int64_t* voff, const float* x, const float* b, irc_vf (*acc)[2],
+                                              int64_t pf) {
   if constexpr (R > 1)
-    if (rows < R) return irc_accumulate_pixels_rows<R - 1, TAPS, RUN>(rows, C, taps, toff, plane, voff, x, b, acc);
-  irc_accumulate_pixels<R, TAPS, RUN>(C, taps, toff, plane, voff, x, b, acc);
+    if (rows < R) return irc_accumulate_pixels_rows<R - 1, TAPS, RUN>(rows, C, taps, toff, plane, voff, x, b, acc, pf);
+  irc_accumulate_pixels<R, TAPS, RUN>(C, taps, toff, plane, voff, x, b, acc, pf);
 }
 
 // The tile's `rows` pixels from p0 x `cols` channels from i0 (acc[r]: pixel p0 + r's channels)
@@ -701,8 +734,9 @@ static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __res
 }
 
 // One task: channels [i0, i0 + ms) (i0 a multiple of IRC_NR) x pixels [p0, p0 + np), in
-// ceil(np / IRC_PR) pixel tiles of balanced heights, per panel of IRC_NR channels.
-template <int TAPS, class PB, class Epi>
+// ceil(np / IRC_PR) pixel tiles of balanced heights, per panel of IRC_NR channels. SW: the conv's
+// column stride, which its run tiles (irc_accumulate_pixels's RUN) are compiled for.
+template <int TAPS, int SW, class PB, class Epi>
 static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const Epi& epi, int64_t i0, int64_t ms,
                             int64_t p0, int64_t np) {
   const int64_t K = d.C * d.taps, tiles = (np + IRC_PR - 1) / IRC_PR;
@@ -720,11 +754,13 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
       irc_vf acc[IRC_PR][2];
       // One run of consecutive pixels, as tall as balanced tiles are (IRC_PR or one less; no
       // other heights compiled: each costs build time)
-      if (d.vw == 1 && rows >= IRC_PR - 1 && pr % d.OW + rows <= d.OW) {
-        if (rows == IRC_PR) irc_accumulate_pixels<IRC_PR, TAPS, true>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
-        else irc_accumulate_pixels<IRC_PR - 1, TAPS, true>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
+      const bool first = PB::in_memory && u == 0;  // the panel's first reader: it prefetches the panel
+      if (!first && d.vw == SW && rows >= IRC_PR - 1 && pr % d.OW + rows <= d.OW) {
+        if (rows == IRC_PR) irc_accumulate_pixels<IRC_PR, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
+        else irc_accumulate_pixels<IRC_PR - 1, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
       } else {
-        irc_accumulate_pixels_rows<IRC_PR, TAPS, false>(rows, d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
+        irc_accumulate_pixels_rows<IRC_PR, TAPS, 0>(rows, d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc,
+                                                    first ? IRC_PF_K * IRC_NR : 0);
       }
       irc_pixels_store(rows, acc, c, d.OH * d.OW, epi, i0 + jr, cols, pr);
     }
@@ -733,8 +769,9 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
 
 // C[M, OH*OW] = epilogue(A x B) for the direct B of `image`, with the register tile over IRC_PR
 // output pixels x IRC_NR output channels (pb: the weights as B panels [ceil(M/NR)][K][NR]): tasks
-// of MS channels x NP pixels shared among OpenMP threads when `parallel`.
-template <int TAPS, class PB, class Epi>
+// of MS channels x NP pixels shared among OpenMP threads when `parallel`. SW: g.SW, as the
+// emitter knows it (irc_pixels_task).
+template <int TAPS, int SW = 1, class PB, class Epi>
 static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float* c, const Epi& epi, int64_t NP,
                             int64_t MS, bool parallel) {
   const int64_t taps = g.KH * g.KW, P = g.OH * g.OW;
@@ -747,7 +784,7 @@ static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float*
   for (int64_t bi = 0; bi < mb; ++bi)
     for (int64_t bj = 0; bj < nb; ++bj) {
       const int64_t i0 = bi * MS, p0 = bj * NP;
-      irc_pixels_task<TAPS>(d, pb, c, epi, i0, M - i0 < MS ? M - i0 : MS, p0, P - p0 < NP ? P - p0 : NP);
+      irc_pixels_task<TAPS, SW>(d, pb, c, epi, i0, M - i0 < MS ? M - i0 : MS, p0, P - p0 < NP ? P - p0 : NP);
     }
   if (offs != toff) std::free(offs);
 }

@@ -121,6 +121,19 @@ func.func @conv_on_pixels(%x: tensor<1x32x4x4xf32>, %w: tensor<24x32x3x3xf32>, %
 
 // -----
 
+// The same layout at column stride 2: the stride is a template argument, so the tiles of pixels
+// in one output row are compiled to broadcast from one pointer at that stride (irc_pixels_task).
+// CHECK-LABEL: func.func @conv_on_pixels_stride2
+// CHECK:         irl.gemm pixels %w, %x -> %out0 sizes [24, 16, 288] {{.*}} stride 2x2
+// CPP-LABEL:   extern "C" void conv_on_pixels_stride2(
+// CPP:           irc_conv_pixels<9, 2>(24, irc_a, irc_b, irc_c, irc_epi, 16, 16, false);
+func.func @conv_on_pixels_stride2(%x: tensor<1x32x8x8xf32>, %w: tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32> {
+  %y = irt.conv2d %x, %w stride [2, 2] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x32x8x8xf32>, tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32>
+  func.return %y : tensor<1x24x4x4xf32>
+}
+
+// -----
+
 // Strided windows that do not overlap (2x2 with stride 2) keep the im2col matrix, packed
 // panel by panel: it is no larger than the image. Overlapping ones (3x3 with stride 2) are
 // read in place from four phase planes (virtual columns oh*5 + ow: 3*5 + 4 = 19), an

@@ -69,6 +69,31 @@ def test_epilogue_operands_per_row_column_and_element(batch):
     assert "irc_splat<V>(" in cm.cpp_source  # the per-row scale is one value for 8 columns
 
 
+class RowScaled(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(24, 40)
+
+    def forward(self, x, s):
+        return torch.relu(self.fc(x)) * s
+
+
+def test_a_per_row_epilogue_operand_keeps_the_sign_of_zero():
+    """A per-row operand is broadcast over the row's columns (`irc_splat`). It was 0 + x, which
+    turns -0.0 into +0.0: relu(x W^T) * -0.0 came out +0.0 where eager gives -0.0 (and -0.0 where
+    eager gives +0.0 for a negative product). assert_close cannot see a zero's sign; signbit can."""
+    torch.manual_seed(0)
+    m = RowScaled().eval()
+    x = torch.randn(13, 24)
+    s = torch.where(torch.arange(13).unsqueeze(1) % 2 == 0, -0.0, 1.0).float()
+    cm = irc.compile(m, (x, s), fallback=False)
+    assert "irc_splat<V>(" in cm.cpp_source
+    with torch.no_grad():
+        out, expected = cm(x, s), m(x, s)
+    torch.testing.assert_close(out, expected)
+    assert torch.equal(torch.signbit(out), torch.signbit(expected))
+
+
 def test_epilogue_broadcast_over_batch_only_keeps_scalar_loops():
     """[T, N] against [B, T, N] is not affine in the flattened row: the scalar nest, still right."""
     m = Epilogues(8, 5).eval()

@@ -65,7 +65,17 @@ static inline irc_vec irc_fma(irc_vec a, irc_vec b, irc_vec c) {
   return a * b + c;
 #endif
 }
-static inline irc_vec irc_vsplat(float x) { return irc_vec{} + x; }
+// x in every lane: a broadcast (`irc_vec{} + x` was one too, plus an add of 0 that GCC must keep,
+// because 0 + -0 is +0: an extra vaddps on the FMA ports per splat, and -0 turned into +0).
+static inline irc_vec irc_vsplat(float x) {
+#if IRC_VL == 16
+  return irc_vec{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
+#elif IRC_VL == 8
+  return irc_vec{x, x, x, x, x, x, x, x};
+#else
+  return irc_vec{x, x, x, x};
+#endif
+}
 static inline irc_vec irc_vload(const float* p) { irc_vec v; __builtin_memcpy(&v, p, sizeof v); return v; }
 static inline void irc_vstore(float* p, irc_vec v) { __builtin_memcpy(p, &v, sizeof v); }
 // The first n (0 <= n <= IRC_VL) lanes of v to p[0, n); nothing past them is read or written

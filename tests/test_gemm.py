@@ -152,7 +152,7 @@ PIXEL_CONVS = {
     "run-12": dict(cin=128, cout=64, k=3, stride=1, pad=1, dil=1, groups=1, hw=(3, 48)),
     "run-11": dict(cin=128, cout=64, k=3, stride=1, pad=1, dil=1, groups=1, hw=(3, 33)),
     "run-split": dict(cin=192, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(6, 36)),
-    # ... at column stride 2 (two output rows of 24 pixels), and at stride 3 past a ragged row
+    # ... at column stride 2 (two output rows of 24 pixels) and 3 (three rows of 24)
     "run-s2": dict(cin=64, cout=64, k=3, stride=2, pad=1, dil=1, groups=1, hw=(4, 48)),
     "run-s3": dict(cin=64, cout=64, k=3, stride=(1, 3), pad=1, dil=1, groups=1, hw=(3, 70)),
 }

@@ -131,7 +131,11 @@ def choose_tiles(m: Index, n: Index, k: Index, width: int, threads: int,
         # outweigh the passes over C (M x N, one per K step) it adds.
         kc_one_block = ix.max(ix.min(kc_max, ix.div(a_block_bytes, ix.mul(4, m_rows))), min(KC_MIN, kc_max))
         steps_1, kc_1, mc_1 = plan(kc_one_block)
-        cost = lambda st, mc_: ix.add(ix.mul(ix.mul(st, C_PASS_WEIGHT), m), ix.mul(ix.ceil_div(m, mc_), k))  # noqa: E731
+
+        def cost(k_steps: Index, block_rows: Index) -> Index:
+            """K steps x C_PASS_WEIGHT x M + lhs blocks x K (see C_PASS_WEIGHT)."""
+            return ix.add(ix.mul(ix.mul(k_steps, C_PASS_WEIGHT), m), ix.mul(ix.ceil_div(m, block_rows), k))
+
         shorter = ix.lt(cost(steps_1, mc_1), cost(steps, mc))
         kc, mc = ix.select(shorter, kc_1, kc), ix.select(shorter, mc_1, mc)
     panels = ix.ceil_div(n, width)

@@ -69,3 +69,48 @@ def test_folding_without_fusion_matches_eager():
         for got, want in zip(cm(x), m(x)):
             torch.testing.assert_close(got, want)
     assert "irt.sigmoid" not in cm.ir("fused")
+
+
+class PreActivation(nn.Module):
+    """DenseNet's order: a batch norm with no conv before it (after a pool), then ReLU."""
+
+    def __init__(self, channels: int = 6):
+        super().__init__()
+        self.pool, self.bn = nn.MaxPool2d(2), nn.BatchNorm2d(channels)
+        with torch.no_grad():
+            self.bn.running_mean.normal_()
+            self.bn.running_var.uniform_(0.3, 3.0)
+            self.bn.weight.normal_()
+            self.bn.bias.normal_()
+
+    def forward(self, x):
+        return torch.relu(self.bn(self.pool(x)))
+
+
+def _kernel_code(cm) -> str:
+    return cm.cpp_source.split('extern "C" void forward(', 1)[1]
+
+
+def test_a_batch_norms_per_channel_math_is_folded_not_run_per_element():
+    """gamma / sqrt(var + eps) of a batch norm no conv absorbs is parameter-only: it becomes a
+    folded parameter, and the kernel has no square root or division left, fused with the ReLU
+    or not."""
+    x = torch.randn(2, 6, 10, 14)
+    for fuse in (True, False):
+        m = PreActivation().eval()
+        cm = irc.compile(m, (x,), fuse=fuse)
+        with torch.no_grad():
+            torch.testing.assert_close(cm(x), m(x))
+        code = _kernel_code(cm)
+        assert "sqrt" not in code and "1.0f /" not in code, code
+        assert "param_math" in cm.ir("fused")
+
+
+def test_a_folded_batch_norm_scale_follows_in_place_updates():
+    m, x = PreActivation().eval(), torch.randn(1, 6, 8, 8)
+    cm = irc.compile(m, (x,))
+    for _ in range(2):
+        with torch.no_grad():
+            m.bn.running_var.mul_(2.0)
+            m.bn.weight.neg_()
+            torch.testing.assert_close(cm(x), m(x))

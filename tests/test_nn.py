@@ -477,9 +477,11 @@ def test_conv_with_two_users_is_not_folded():
             return torch.relu(self.bn(y)) + y
 
     cm = check(TwoUsers(), torch.randn(1, 3, 6, 6))
-    # Not folded (the other user needs the conv's own output): the BN is computed per element in
-    # the epilogue, after relu(bn(y)) + y became one elementwise op that reads y twice.
-    assert "sqrt" in kernel_code(cm) and "folded_weight" not in cm.ir("fused")
+    # Not folded into the weights (the other user needs the conv's own output): the BN is
+    # computed per element in the epilogue, after relu(bn(y)) + y became one elementwise op that
+    # reads y twice; its gamma / sqrt(var + eps) is folded at compile time (irc-fold-params).
+    assert "folded_weight" not in cm.ir("fused") and "param_math" in cm.ir("fused")
+    assert "sqrt" not in kernel_code(cm)
     assert kernels(cm) == ["irt.conv2d (irt.conv2d + irt.batch_norm + irt.relu + irt.add) -> 1x4x6x6"]
 
 

@@ -61,3 +61,79 @@ func.func @mask(%x: tensor<?x?xf32, #irt.dims<"s0", "s0">>) -> tensor<?x?xi1, #i
   %m = irt.tril %full diagonal 0 : tensor<?x?xi1, #irt.dims<"s0", "s0">>
   func.return %m : tensor<?x?xi1, #irt.dims<"s0", "s0">>
 }
+
+// -----
+
+// Inside a scalar body: a batch norm's gamma / sqrt(var + eps) reads parameters only, so it
+// becomes an irt.elementwise over their [4, 1, 1] (%param_math), folded with the rest; the
+// body keeps x's part and reads the folded value as a new argument; %var and %g are dropped.
+// CHECK-LABEL: func.func @bn(%x: tensor<1x4x5x5xf32>, %mean: tensor<4x1x1xf32>, %b: tensor<4x1x1xf32>, %param_math: tensor<4x1x1xf32>) -> tensor<1x4x5x5xf32> attributes {irc.params = array<i64: 0, 3>} {
+// CHECK-NEXT:    %y = irt.elementwise ins(%x, %mean, %b, %param_math : {{.*}}) -> tensor<1x4x5x5xf32> {
+// CHECK-NEXT:    ^bb0(%x0: f32, %x1: f32, %x4: f32, %param0: f32):
+// CHECK-NEXT:      %c = arith.subf %x0, %x1
+// CHECK-NEXT:      %n = arith.mulf %c, %param0
+// CHECK-NEXT:      %o = arith.addf %n, %x4
+// CHECK-NOT:       math.sqrt
+// CHECK:         func.func @bn__fold(%var: tensor<4x1x1xf32>, %g: tensor<4x1x1xf32>) -> tensor<4x1x1xf32> attributes {irc.compile_time, irc.params = array<i64: 1, 2>} {
+// CHECK-NEXT:    %param_math = irt.elementwise ins(%var, %g : tensor<4x1x1xf32>, tensor<4x1x1xf32>) -> tensor<4x1x1xf32> {
+// CHECK-NEXT:    ^bb0(%x2: f32, %x3: f32):
+// CHECK:           %r = math.sqrt %v
+// CHECK-NEXT:      %inv = arith.divf %one, %r
+// CHECK-NEXT:      %s = arith.mulf %x3, %inv
+// CHECK-NEXT:      irt.yield %s : f32
+// CHECK:           func.return %param_math
+func.func @bn(%x: tensor<1x4x5x5xf32>, %mean: tensor<4x1x1xf32>, %var: tensor<4x1x1xf32>, %g: tensor<4x1x1xf32>, %b: tensor<4x1x1xf32>) -> tensor<1x4x5x5xf32> {
+  %y = irt.elementwise ins(%x, %mean, %var, %g, %b : tensor<1x4x5x5xf32>, tensor<4x1x1xf32>, tensor<4x1x1xf32>, tensor<4x1x1xf32>, tensor<4x1x1xf32>) -> tensor<1x4x5x5xf32> {
+  ^bb0(%x0: f32, %x1: f32, %x2: f32, %x3: f32, %x4: f32):
+    %one = arith.constant 1.000000e+00 : f32
+    %eps = arith.constant 1.000000e-05 : f32
+    %v = arith.addf %x2, %eps : f32
+    %r = math.sqrt %v : f32
+    %inv = arith.divf %one, %r : f32
+    %s = arith.mulf %x3, %inv : f32
+    %c = arith.subf %x0, %x1 : f32
+    %n = arith.mulf %c, %s : f32
+    %o = arith.addf %n, %x4 : f32
+    %zero = arith.constant 0.000000e+00 : f32
+    %relu = arith.maximumf %o, %zero : f32
+    irt.yield %relu : f32
+  }
+  func.return %y : tensor<1x4x5x5xf32>
+}
+
+// -----
+
+// A plain (unfused) batch norm is split the same way, as an irt.elementwise that records it.
+// CHECK-LABEL: func.func @plain(%x: tensor<2x3xf32>, %mean: tensor<3xf32>, %b: tensor<3xf32>, %param_math: tensor<3xf32>)
+// CHECK-NEXT:    %y = irt.elementwise ins(%x, %mean, %b, %param_math : {{.*}}) -> tensor<2x3xf32> attributes {irc.fused = ["irt.batch_norm"]} {
+// CHECK-NOT:       math.sqrt
+// CHECK:         func.func @plain__fold(%var: tensor<3xf32>, %g: tensor<3xf32>) -> tensor<3xf32>
+// CHECK:           math.sqrt
+func.func @plain(%x: tensor<2x3xf32>, %mean: tensor<3xf32>, %var: tensor<3xf32>, %g: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %y = irt.batch_norm %x, %mean, %var, %g, %b eps 1.000000e-05 : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  func.return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// A convolution's epilogue: tanh of a per-channel parameter moves out; the accumulator and the
+// residual-like %q (read with it) stay.
+// CHECK-LABEL: func.func @epi(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x1x1xf32>, %q: tensor<1x3x4x4xf32>, %param_math: tensor<3x1x1xf32>)
+// CHECK-NEXT:    %y = irt.conv2d %x, %w epilogue(%q, %param_math : tensor<1x3x4x4xf32>, tensor<3x1x1xf32>)
+// CHECK-NEXT:    ^bb0(%acc: f32, %e1: f32, %param0: f32):
+// CHECK-NEXT:      %m = arith.mulf %acc, %param0
+// CHECK-NEXT:      %a = arith.addf %m, %e1
+// CHECK:         func.func @epi__fold(%p: tensor<3x1x1xf32>) -> tensor<3x1x1xf32>
+// CHECK-NEXT:    %param_math = irt.elementwise ins(%p : tensor<3x1x1xf32>)
+// CHECK-NEXT:    ^bb0(%e0: f32):
+// CHECK-NEXT:      %t = math.tanh %e0
+func.func @epi(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x1x1xf32>, %p: tensor<3x1x1xf32>, %q: tensor<1x3x4x4xf32>) -> tensor<1x3x4x4xf32> {
+  %y = irt.conv2d %x, %w epilogue(%p, %q : tensor<3x1x1xf32>, tensor<1x3x4x4xf32>) stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : (tensor<1x2x4x4xf32>, tensor<3x2x1x1xf32>) -> tensor<1x3x4x4xf32> {
+  ^bb0(%acc: f32, %e0: f32, %e1: f32):
+    %t = math.tanh %e0 : f32
+    %m = arith.mulf %acc, %t : f32
+    %a = arith.addf %m, %e1 : f32
+    irt.yield %a : f32
+  }
+  func.return %y : tensor<1x3x4x4xf32>
+}

@@ -39,7 +39,10 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
   [ceil(O/W), C*kH*kW, W] (`irt.pack "rows" W`, W the panel width, groups 1). It reads the
   image in place at any stride (a padded one from a zero-padded copy, no phase planes) and on a
   small plane wastes none of its tile on virtual columns.
-  `tiles` MS counts output channels per task (a multiple of W), NC output pixels per task.
+  `tiles` MS counts output channels per task (a multiple of W), NC output pixels per task, and
+  MC output rows per band: below the output height (`pixels_panels`, a padded image, tasks of
+  every channel), each task copies the padded rows its output rows read a band of MC output
+  rows at a time, rather than the whole padded image once.
 
 `batch [count, sa, sb, sc]` (optional, not with im2col) makes it `count` products, the n-th reading
 A, B and C `sa`, `sb`, `sc` elements further on (0: shared, a broadcast batch dim) and its

@@ -4,6 +4,7 @@ convolutions through im2col or read in place (stride 1) and attention through tw
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
@@ -218,6 +219,52 @@ def test_conv_with_pixels_as_the_tiles_rows(name, batch, threads, monkeypatch):
     assert "irc_prepacked<IRC_NR> irc_a" in cm.cpp_source
 
 
+# Padded pixels-layout convs whose image is copied a band of output rows at a time
+# (`pixel_band_rows`), each at the L2 sizes (bytes) that give bands of one and of several rows.
+PIXEL_BAND_CONVS = {
+    "3x3": (dict(cin=32, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(12, 17)), (81920, 262144)),
+    "3x3-s2": (dict(cin=32, cout=32, k=3, stride=2, pad=1, dil=1, groups=1, hw=(29, 36)), (81920, 524288)),
+    "5x5-dilated": (dict(cin=16, cout=32, k=5, stride=1, pad=(4, 2), dil=(2, 1), groups=1, hw=(16, 20)),
+                    (114688, 262144)),
+    "1x3-pad-w-only": (dict(cin=48, cout=32, k=(1, 3), stride=1, pad=(0, 1), dil=1, groups=1, hw=(10, 20)),
+                       (65536, 262144)),
+}
+
+
+def _band_rows(cm) -> list[int]:
+    """irc_conv_pixels's BH in the C++ (its 6th argument)."""
+    return [int(args.split(", ")[5]) for args in re.findall(r"irc_conv_pixels<[^>]*>\(([^;]*)\);", cm.cpp_source)]
+
+
+@pytest.mark.parametrize("name", PIXEL_BAND_CONVS)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pixels_conv_copies_its_padded_image_in_bands(name, threads, monkeypatch):
+    """A padded image copied a band of output rows at a time, by each thread for its own rows,
+    gives the same bits as one copy of the whole image (the tiles sum K in the same order), and
+    matches eager: bands of one row and of several, strides, dilation, padding on one axis only,
+    row counts the threads and bands do not divide."""
+    monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
+    g, l2s = PIXEL_BAND_CONVS[name]
+    m = _conv_block(g)
+    x = torch.randn(1, g["cin"], *g["hw"])
+    with torch.no_grad():
+        res = torch.randn_like(m.conv(x))
+        expected = m(x, res)
+    whole = irc.compile(m, (x, res), target=dataclasses.replace(irc.Target.host(), l2=0), fallback=False)
+    oh = res.shape[2]
+    assert _band_rows(whole) == [oh]
+    reference = whole(x, res)
+    torch.testing.assert_close(reference, expected)
+    seen = set()
+    for l2 in l2s:
+        cm = irc.compile(m, (x, res), target=dataclasses.replace(irc.Target.host(), l2=l2), fallback=False)
+        (rows,) = _band_rows(cm)
+        assert rows < oh and "irc_prepacked<IRC_NR> irc_a" in cm.cpp_source
+        seen.add(rows == 1)
+        assert torch.equal(cm(x, res), reference), (l2, rows)
+    assert seen == {True, False}  # bands of one row and of more
+
+
 @pytest.mark.parametrize("name", ["7x7-ragged-channels", "stride2", "1x1-s2"])
 def test_conv_with_pixels_on_run_time_weights(name):
     """A weight that is an input: the pixels layout packs its panels of channels per call."""
@@ -343,7 +390,11 @@ def test_conv_pixels_split_for_the_targets_thread_count(cout, hw, threads, monke
     cm = check(model, x)
     p = hw * hw
     ms, np_ = (cout // threads, p) if (cout, hw) == (64, 7) else (cout, -(-p // threads))
-    assert f"irc_conv_pixels<9>({cout}, irc_a, irc_b, irc_c, irc_epi, {np_}, {ms}, true);" in cm.cpp_source
+    # (its argument before NP is the band height, the output rows whose padded input a task
+    # copies at a time: whole planes on 7x7 at any L2, see test_pixels_conv_copies_...)
+    bands = re.findall(rf"irc_conv_pixels<9>\({cout}, irc_a, irc_b, irc_c, irc_epi, (\d+), {np_}, {ms}, true\);",
+                       cm.cpp_source)
+    assert len(bands) == 1 and (int(bands[0]) == 7 if hw == 7 else 1 <= int(bands[0]) <= hw), bands
     monkeypatch.setenv("IRC_NUM_THREADS", str(3 - threads))
     with torch.no_grad():
         torch.testing.assert_close(cm(x), model(x))

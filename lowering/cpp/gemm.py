@@ -127,10 +127,10 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
     batch = [_ix(em, v) for v in op.mixed("batch")]  # [count, sa, sb, sc]: the n-th product is irc_n
     _emit_epilogue(em, op, strides, row, "irc_n" if g is not None or batch else None, per_batch=bool(batch))
     mc, nc, kc, ms = (_ix(em, v) for v in op.mixed("tiles"))
-    if layout in irl.PIXEL_LAYOUTS:  # MS output channels x NC pixels per task
+    if layout in irl.PIXEL_LAYOUTS:  # bands of MC output rows, MS output channels x NC pixels per task
         # the column stride, when not 1: run tiles for that stride (irc_pixels_task)
         args = f"{g.kernel_h * g.kernel_w}" + (f", {g.stride_w}" if g.stride_w != 1 else "")
-        em.line(f"irc_conv_pixels<{args}>({m}, irc_a, irc_b, irc_c, irc_epi, {nc}, {ms}, {_parallel(em, op)});")
+        em.line(f"irc_conv_pixels<{args}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, {_parallel(em, op)});")
     elif layout in irl.DIRECT_LAYOUTS:  # the taps per channel are a template argument: the K loop's inner trip count
         em.line(f"irc_conv_direct<{g.kernel_h * g.kernel_w}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, "
                 f"{_parallel(em, op)});")

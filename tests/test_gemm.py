@@ -103,20 +103,20 @@ def test_epilogue_broadcast_over_batch_only_keeps_scalar_loops():
 
 
 CONVS = {
-    "3x3-pad": dict(cin=8, cout=16, k=3, stride=1, pad=1, dil=1, groups=1, hw=(9, 7)),
+    "3x3-pad": dict(cin=8, cout=12, k=3, stride=1, pad=1, dil=1, groups=1, hw=(9, 7)),
     "stride2": dict(cin=6, cout=12, k=3, stride=2, pad=1, dil=1, groups=1, hw=(11, 10)),
     "stem7x7": dict(cin=3, cout=8, k=7, stride=2, pad=3, dil=1, groups=1, hw=(32, 30)),
     "1x1": dict(cin=16, cout=32, k=1, stride=1, pad=0, dil=1, groups=1, hw=(12, 12)),
     "dilated": dict(cin=4, cout=6, k=3, stride=1, pad=2, dil=2, groups=1, hw=(8, 8)),
     "groups": dict(cin=8, cout=12, k=3, stride=1, pad=1, dil=1, groups=2, hw=(6, 6)),
     "groups-8": dict(cin=4, cout=16, k=3, stride=1, pad=1, dil=1, groups=2, hw=(6, 6)),  # 8 rows a group: not packed
-    "deep-K": dict(cin=64, cout=7, k=3, stride=1, pad=0, dil=1, groups=1, hw=(6, 9)),  # K = 576: two KC steps
+    "deep-K": dict(cin=64, cout=7, k=3, stride=1, pad=0, dil=1, groups=1, hw=(4, 30)),  # K = 576: two KC steps
     # K = 333 in two steps of 167: the second starts at channel 18, tap 5 (im2col is walked tap-major)
     "K-mid-channel": dict(cin=37, cout=6, k=3, stride=2, pad=1, dil=1, groups=1, hw=(7, 9)),
     # stride 1 reads the image in place (irc_conv_direct): virtual columns oh*W + ow, the last
     # tile ragged and packed; rows of 41 columns that tiles of 16/32 straddle; a rectangular
     # kernel with its own paddings; padding on one axis
-    "1x1-ragged": dict(cin=16, cout=24, k=1, stride=1, pad=0, dil=1, groups=1, hw=(7, 5)),
+    "1x1-ragged": dict(cin=16, cout=24, k=1, stride=1, pad=0, dil=1, groups=1, hw=(7, 13)),
     "wide": dict(cin=5, cout=13, k=3, stride=1, pad=1, dil=1, groups=1, hw=(23, 41)),
     "3x5": dict(cin=8, cout=12, k=(3, 5), stride=1, pad=(1, 2), dil=1, groups=1, hw=(10, 17)),
     "pad-h-only": dict(cin=6, cout=7, k=3, stride=1, pad=(1, 0), dil=(1, 2), groups=1, hw=(9, 12)),

@@ -303,8 +303,17 @@ def lower_batch_matmul_gemm(fl: FunctionLowering, op: irt_reduce.BatchMatmulOp) 
     _emit(fl, op, gemm)
 
 
-PIXELS_TILE_COST = 32
-"""The pixels tile's fixed cost per output element (its store through a transpose), in steps of K."""
+PIXELS_TILE_COST = 16
+"""The pixels tile's fixed cost per output element (its store through a transpose), in steps of K.
+Was 32 (fit on a Zen 4); on an Intel Xeon (AVX-512), one thread, weights evicted between calls,
+with padded images copied in bands (`pixel_band_rows`), the 41 distinct ungrouped convs of the
+built-in models measured in both layouts chose 350 us worse than the best in all at 32 and 42 at
+16 (a refit from 0-64 x 0-32 x gain 0.95-1.1 found none below 41). What changed: the 7x7 stride-2
+stems now take pixels (ResNet-18's 2078 -> 1807 us, DenseNet's 238 -> 189), and, worse by 18 us,
+ResNet-18's 128 -> 256 1x1 stride-2 shortcut. Whole models, 32 -> 16: ResNet-18 29.9 -> 28.8 ms
+(two threads 16.4 -> 15.8), DenseNet 1.64 -> 1.50 ms (1.03 -> 0.97), MobileNet-v2 unchanged;
+at the AVX2 tile shape (16-wide panels, 8-float vectors, emulated on the same CPU) ResNet-18
+44.3 -> 43.3 ms and DenseNet 2.16 -> 2.12."""
 DIRECT_TILE_COST = 8
 """The direct tile's fixed cost per output element (its store), in steps of K."""
 PIXELS_GAIN = {32: 1.0, 16: 0.92}
@@ -335,8 +344,8 @@ def conv_on_pixels(op: irt_nn.Conv2dOp, rows: int, width: int) -> bool:
     element through a transpose, which only a long K hides. Measured on a Zen 4, one thread,
     GFLOP/s direct -> pixels: ResNet-18's 512-channel 3x3 on 7x7 84 -> 110, its 256-channel 3x3
     on 14x14 97 -> 112, 32 -> 64 channels 3x3 on 8x8 62 -> 92; not taken, a 1x1 conv 64 -> 192
-    channels on 14x14 (85 -> 82) or 16 -> 96 on 56x56 (64 -> 49). Refitting both costs to 22
-    such convs changed two choices by 5-11% and took a 7x7 stem that ran slower, so they stay."""
+    channels on 14x14 (85 -> 82) or 16 -> 96 on 56x56 (64 -> 49). The costs were refit since
+    (`PIXELS_TILE_COST`): 7x7 stems with three input channels now take pixels."""
     w = shape_of(op.input)[3]
     o, cg, kh, kw = shape_of(op.weight)
     oh, ow = shape_of(op.result)[2:]

@@ -57,9 +57,9 @@ func.func @runtime_rhs(%x: tensor<8x5xf32>, %w: tensor<3x8xf32>) -> tensor<3x5xf
 // CHECK-LABEL: func.func @conv
 // CHECK-NEXT:    %w_packed = irt.pack %w "rows" 6 : (tensor<16x3x3x3xf32>) -> tensor<3x27x6xf32>
 // CHECK-NEXT:    %y = irt.conv2d %x, %w packed(%w_packed : tensor<3x27x6xf32>) bias(%b : tensor<16xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 1
-func.func @conv(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>, %b: tensor<16xf32>) -> tensor<1x16x8x8xf32> {
-  %y = irt.conv2d %x, %w bias(%b : tensor<16xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x8x8xf32>
-  func.return %y : tensor<1x16x8x8xf32>
+func.func @conv(%x: tensor<1x3x32x32xf32>, %w: tensor<16x3x3x3xf32>, %b: tensor<16xf32>) -> tensor<1x16x32x32xf32> {
+  %y = irt.conv2d %x, %w bias(%b : tensor<16xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x3x32x32xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x32x32xf32>
+  func.return %y : tensor<1x16x32x32xf32>
 }
 
 // -----

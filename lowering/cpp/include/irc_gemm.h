@@ -807,31 +807,28 @@ template <int TAPS, int SW = 1, class PB, class Epi>
 static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float* c, const Epi& epi, int64_t BH,
                             int64_t NP, int64_t MS, bool parallel) {
   const int64_t taps = g.KH * g.KW, P = g.OH * g.OW;
-  if (PB::in_memory && BH < g.OH && (g.PH || g.PW)) {
-    const int64_t tasks = irc_one_thread(parallel) ? 1 : (P + NP - 1) / NP;
-#pragma omp parallel for schedule(static) if (parallel)
-    for (int64_t t = 0; t < tasks; ++t) {
-      int64_t toff[64];
-      int64_t* offs = taps <= 64 ? toff : static_cast<int64_t*>(std::malloc(taps * sizeof(int64_t)));
-      const int64_t r0 = t * g.OH / tasks, r1 = (t + 1) * g.OH / tasks, bands = (r1 - r0 + BH - 1) / BH;
-      for (int64_t b = 0; b < bands; ++b) {  // balanced bands
-        const int64_t oh0 = r0 + b * (r1 - r0) / bands, oh1 = r0 + (b + 1) * (r1 - r0) / bands;
-        irc_pixels_task<TAPS, SW>(irc_padded_band(g, offs, oh0, oh1), pb, c, epi, 0, M, oh0 * g.OW, (oh1 - oh0) * g.OW);
-      }
-      if (offs != toff) std::free(offs);
-    }
-    return;
-  }
+  if (irc_one_thread(parallel)) MS = M, NP = P;
+  const bool banded = PB::in_memory && BH < g.OH && (g.PH || g.PW) && MS >= M;
   int64_t toff[64];
   int64_t* offs = taps <= 64 ? toff : static_cast<int64_t*>(std::malloc(taps * sizeof(int64_t)));
-  const irc_direct_b d = irc_padded_image(g, offs, parallel);
-  if (irc_one_thread(parallel)) MS = M, NP = P;
+  const irc_direct_b whole = banded ? irc_direct_b{} : irc_padded_image(g, offs, parallel);
   const int64_t mb = (M + MS - 1) / MS, nb = (P + NP - 1) / NP;
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t bi = 0; bi < mb; ++bi)
     for (int64_t bj = 0; bj < nb; ++bj) {
-      const int64_t i0 = bi * MS, p0 = bj * NP;
-      irc_pixels_task<TAPS, SW>(d, pb, c, epi, i0, M - i0 < MS ? M - i0 : MS, p0, P - p0 < NP ? P - p0 : NP);
+      const int64_t i0 = bi * MS, ms = M - i0 < MS ? M - i0 : MS;
+      // banded: the task's whole output rows [r0, r1), in balanced bands of at most BH; else
+      // its NP pixels from the whole image, as one "band". (One call of irc_pixels_task: a
+      // second one was a second copy of it per conv, 2 s of ResNet-18's build.)
+      const int64_t r0 = bj * g.OH / nb, r1 = (bj + 1) * g.OH / nb, bands = banded ? (r1 - r0 + BH - 1) / BH : 1;
+      int64_t band_toff[64];
+      int64_t* band_offs = !banded || taps <= 64 ? band_toff : static_cast<int64_t*>(std::malloc(taps * sizeof(int64_t)));
+      for (int64_t b = 0; b < bands; ++b) {
+        const int64_t oh0 = r0 + b * (r1 - r0) / bands, oh1 = r0 + (b + 1) * (r1 - r0) / bands;
+        const int64_t p0 = banded ? oh0 * g.OW : bj * NP, np = banded ? (oh1 - oh0) * g.OW : P - p0 < NP ? P - p0 : NP;
+        irc_pixels_task<TAPS, SW>(banded ? irc_padded_band(g, band_offs, oh0, oh1) : whole, pb, c, epi, i0, ms, p0, np);
+      }
+      if (band_offs != band_toff) std::free(band_offs);
     }
   if (offs != toff) std::free(offs);
 }

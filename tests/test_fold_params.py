@@ -114,3 +114,27 @@ def test_a_folded_batch_norm_scale_follows_in_place_updates():
             m.bn.running_var.mul_(2.0)
             m.bn.weight.neg_()
             torch.testing.assert_close(cm(x), m(x))
+
+
+class MaskedScale(nn.Module):
+    """Parameter-only math that reads a boolean buffer, inside a body that reads the input."""
+
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Parameter(torch.randn(7)), nn.Parameter(torch.randn(7))
+        self.register_buffer("mask", torch.tensor([True, False, True, True, False, False, True]))
+
+    def forward(self, x):
+        return x * torch.exp(torch.where(self.mask, self.a, self.b)) + 1.0
+
+
+def test_parameter_math_reading_a_boolean_buffer_is_folded():
+    """(Folded as whole ops here; a fused body reading a mask parameter is the golden's @mask.)"""
+    m, x = MaskedScale(), torch.randn(3, 7)
+    cm = irc.compile(m, (x,))
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+        assert "irc_exp" not in _kernel_code(cm)
+        m.mask.logical_not_()
+        m.a.mul_(-1.0)
+        torch.testing.assert_close(cm(x), m(x))

@@ -147,7 +147,8 @@ def _part(block: Block, root: SSAValue, args: list[BlockArgument], operands: lis
     shape = broadcast_shapes(*(irt.shape_of(v) for v in operands))
     assert shape is not None  # they broadcast to the op's result
     names = [a.name_hint or f"p{a.index}" for a in args]
-    part = irt.ElementwiseFusedOp(operands, TensorType(f32, list(shape)), irt.scalar_region(names, body))
+    region = irt.scalar_region(names, body, [a.type for a in args])  # a mask's i1, say, not only f32
+    part = irt.ElementwiseFusedOp(operands, TensorType(f32, list(shape)), region)
     part.results[0].name_hint = "param_math"
     return part
 

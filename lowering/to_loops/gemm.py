@@ -398,11 +398,12 @@ def pixel_band_rows(op: irt_nn.Conv2dOp, ms: int, caches: tuple[int, int, int]) 
     every channel (`pixel_tiles` split its pixels) and the copy would not stay in L2 while the
     weights do. Banded, each task copies its rows' padded inputs a band at a time, which every
     channel panel reads before the next band's copy overwrites it. Intel Xeon (2 MiB L2),
-    ResNet-18, one thread, 30.8 -> 29.8 ms, two threads 16.4 -> 15.7 (bands of 7 rows for its
-    64-channel 3x3s on 56x56, 861 KB padded, and 128-channel ones on 28x28, 460 KB); 4-row bands
-    measured the same at one thread, and also banding its 256-channel 14x14s (262 KB image,
-    2.4 MB of weights) was slower."""
-    _, c, h, w = shape_of(op.input)
+    ResNet-18 (bands of 6 output rows for its 64-channel 3x3s on 56x56, 861 KB padded, and its
+    128-channel ones on 28x28, 460 KB; 3 for the stride-2 conv between them), A/B in one process
+    over five runs: 1-3% faster at one thread and at two (30.2 -> 29.2 ms, 15.6 -> 15.2). Bands
+    of L2/16 measured best among L2/6, /10, /16, /24 and /32; also banding its 256-channel 3x3s
+    on 14x14 (262 KB image, 2.4 MB of weights, read again by every band) was slower."""
+    _, _, h, w = shape_of(op.input)
     o, cg, kh, kw = shape_of(op.weight)
     oh = shape_of(op.result)[2]
     (sh, _), (ph, pw), (dh, _) = op.strides, op.paddings, op.dilations

@@ -137,3 +137,25 @@ func.func @epi(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x1x1xf32>, %p: tensor<3x1x
   }
   func.return %y : tensor<1x3x4x4xf32>
 }
+
+// -----
+
+// A moved part may read a parameter of another element type (a boolean mask): its new body's
+// arguments keep their types.
+// CHECK-LABEL: func.func @mask(%x: tensor<2x3xf32>, %param_math: tensor<3xf32>)
+// CHECK-NEXT:    %y = irt.elementwise ins(%x, %param_math : tensor<2x3xf32>, tensor<3xf32>)
+// CHECK:         func.func @mask__fold(%m: tensor<3xi1>, %a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<3xf32>
+// CHECK-NEXT:    %param_math = irt.elementwise ins(%m, %a, %b : tensor<3xi1>, tensor<3xf32>, tensor<3xf32>) -> tensor<3xf32> {
+// CHECK-NEXT:    ^bb0(%x1: i1, %x2: f32, %x3: f32):
+// CHECK-NEXT:      %s = arith.select %x1, %x2, %x3 : f32
+// CHECK-NEXT:      %e = math.exp %s : f32
+func.func @mask(%x: tensor<2x3xf32>, %m: tensor<3xi1>, %a: tensor<3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %y = irt.elementwise ins(%x, %m, %a, %b : tensor<2x3xf32>, tensor<3xi1>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32> {
+  ^bb0(%x0: f32, %x1: i1, %x2: f32, %x3: f32):
+    %s = arith.select %x1, %x2, %x3 : f32
+    %e = math.exp %s : f32
+    %o = arith.mulf %x0, %e : f32
+    irt.yield %o : f32
+  }
+  func.return %y : tensor<2x3xf32>
+}

@@ -52,6 +52,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.interfaces import broadcast_shapes
 from irc.dialects.symbolic import DimsAttr, all_static
+from irc.lowering.tensor.irc_fuse import FUSED_ATTR  # the provenance a rebuilt plain op is given
 
 COMPILE_TIME_ATTR = "irc.compile_time"
 """Marks a function evaluated when the module is created (from its parameters), never lowered."""
@@ -74,7 +75,6 @@ def foldable(op: Operation, known: set[SSAValue]) -> bool:
 
 # ---- parameter-only parts of scalar bodies ---------------------------------------------------
 
-FUSED_ATTR = "irc.fused"  # irc-fuse's provenance (irc_fuse.FUSED_ATTR), given to a rebuilt plain op
 
 
 def _body_operands(op: Operation) -> tuple[Region, list[SSAValue], int] | None:

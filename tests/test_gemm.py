@@ -24,7 +24,7 @@ torch.manual_seed(0)
 
 def _gemm_kernels(cm) -> int:
     """Calls of the engine in the generated functions (not its definition)."""
-    return len(re.findall(r"^\s+(irc_gemm|irc_conv_direct<\d+>|irc_conv_pixels<\d+(?:, \d+)?>)\(\d", cm.cpp_source, re.M))
+    return len(re.findall(r"^\s+(irc_gemm|irc_conv_direct<\d+>|irc_conv_pixels<\d+(?:, \d+)*>)\(\d", cm.cpp_source, re.M))
 
 
 # M: one row, a ragged 6-row tile, several tiles; N: ragged 16-column panels; K: one KC step or more.
@@ -156,6 +156,11 @@ PIXEL_CONVS = {
     # ... at column stride 2 (two output rows of 24 pixels) and 3 (three rows of 24)
     "run-s2": dict(cin=64, cout=64, k=3, stride=2, pad=1, dil=1, groups=1, hw=(4, 48)),
     "run-s3": dict(cin=64, cout=64, k=3, stride=(1, 3), pad=1, dil=1, groups=1, hw=(3, 70)),
+    # rows cut into run tiles of their own (`pixel_run_rows`): 16 into 8 + 8, 13 into 7 + 6 (at
+    # two threads a task's pixels start mid-row), a column of one pixel per row
+    "rows-16": dict(cin=128, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(5, 16)),
+    "rows-13": dict(cin=96, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(9, 13)),
+    "rows-1": dict(cin=128, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(9, 1)),
 }
 
 
@@ -392,7 +397,7 @@ def test_conv_pixels_split_for_the_targets_thread_count(cout, hw, threads, monke
     ms, np_ = (cout // threads, p) if (cout, hw) == (64, 7) else (cout, -(-p // threads))
     # (its argument before NP is the band height, the output rows whose padded input a task
     # copies at a time: whole planes on 7x7 at any L2, see test_pixels_conv_copies_...)
-    bands = re.findall(rf"irc_conv_pixels<9>\({cout}, irc_a, irc_b, irc_c, irc_epi, (\d+), {np_}, {ms}, true\);",
+    bands = re.findall(rf"irc_conv_pixels<9, \d+, \d+>\({cout}, irc_a, irc_b, irc_c, irc_epi, (\d+), {np_}, {ms}, true\);",
                        cm.cpp_source)
     assert len(bands) == 1 and (int(bands[0]) == 7 if hw == 7 else 1 <= int(bands[0]) <= hw), bands
     monkeypatch.setenv("IRC_NUM_THREADS", str(3 - threads))
@@ -537,6 +542,73 @@ def test_direct_conv_reads_nothing_past_the_image(tmp_path, width):
     subprocess.run(["g++", "-std=c++17", "-O2", "-fopenmp", "-march=native", f"-I{INCLUDE_DIR}", str(src), "-o", str(exe)],
                    check=True)
     assert subprocess.run([str(exe)]).returncode == 0
+
+
+# irc_pixels_task's tiles, seen through the epilogue: it is called once per tile (per channel) with
+# a vector of the tile's pixels from the tile's first, except near the plane's end (one by one).
+# Prints OW, then the first pixel of every vector call for channel 0.
+_PIXEL_TILES = r"""
+#define IRC_VL 16
+#include "irc_prelude.h"
+#define IRC_NR 32
+#define IRC_PR 12
+#include "irc_gemm.h"
+#include <cstdio>
+#include <vector>
+template <int RH> static void tiles(int64_t H, int64_t W, int64_t NP) {
+  const int64_t C = 2, M = 32, P = H * W;
+  std::vector<float> x(C * H * W, 1.0f), w(C * 9 * M, 0.5f), out(M * P);
+  const irc_dense<IRC_NR, false> pb{w.data(), C * 9, M};
+  const irc_direct g{x.data(), C, H, W, 3, 3, 1, 1, 1, 1, 1, 1, H, W};
+  std::vector<int64_t> starts;
+  const auto epi = [&](auto acc, int64_t i, int64_t j) {
+    if constexpr (!std::is_same_v<decltype(acc), float>)
+      if (i == 0) starts.push_back(j);
+    return acc;
+  };
+  irc_conv_pixels<9, 1, RH>(M, pb, g, out.data(), epi, H, NP, M, true);  // parallel: tasks of NP pixels
+  std::printf("%ld", (long)W);
+  for (int64_t j : starts) std::printf(" %ld", (long)j);
+  std::printf("\n");
+}
+int main() {
+  omp_set_num_threads(1);  // one thread runs the tasks in order; NP < P: tasks start mid-row
+  tiles<__RH16__>(20, 16, 20 * 16);
+  tiles<__RH13__>(20, 13, 75);
+  tiles<__RH28__>(12, 28, 12 * 28);
+  tiles<0>(20, 16, 20 * 16);
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_pixels_conv_cuts_each_row_into_run_tiles(tmp_path):
+    """A row of OW output pixels is cut into ceil(OW / 12) balanced tiles (`pixel_run_rows`):
+    every tile is one run of a row (the broadcast from one pointer), of the two heights compiled
+    for it, also where a task starts mid-row. Tiles balanced over the whole plane (RH = 0, the
+    last case) straddle rows."""
+    from irc.lowering.cpp.gemm import pixel_run_rows
+
+    src = tmp_path / "tiles.cpp"
+    rh = {ow: pixel_run_rows(ow, 12) for ow in (16, 13, 28)}
+    assert rh == {16: 8, 13: 7, 28: 10}
+    text = _PIXEL_TILES
+    for ow, h in rh.items():
+        text = text.replace(f"__RH{ow}__", str(h))
+    src.write_text(text)
+    exe = tmp_path / "tiles"
+    subprocess.run(["g++", "-std=c++17", "-O1", "-fopenmp", f"-I{INCLUDE_DIR}", str(src), "-o", str(exe)], check=True)
+    lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
+    # (16: whole rows in one task; 13: tasks of 75 pixels, starting mid-row; 28; 16 with RH = 0)
+    for line, run_tiles in zip(lines, (True, True, True, False)):
+        ow, *starts = map(int, line.split())
+        assert len(starts) > 10
+        tiles = [(a, b) for a, b in zip(starts, starts[1:]) if b - a <= 12]  # not across a task's end
+        straddles = [a // ow != (b - 1) // ow for a, b in tiles]
+        if run_tiles and ow != 13:  # whole rows: every tile RH or RH - 1 pixels
+            assert {b - a for a, b in tiles} <= {rh[ow], rh[ow] - 1}, (ow, starts)
+        assert any(straddles) != run_tiles, (ow, starts)
 
 
 # The first tile to read a panel of compiled-in weights prefetches it (IRC_PF_K steps ahead, in

@@ -761,36 +761,48 @@ static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __res
   }
 }
 
-// One task: channels [i0, i0 + ms) (i0 a multiple of IRC_NR) x pixels [p0, p0 + np), in
-// ceil(np / IRC_PR) pixel tiles of balanced heights, per panel of IRC_NR channels. SW: the conv's
-// column stride, which its run tiles (irc_accumulate_pixels's RUN) are compiled for.
-template <int TAPS, int SW, class PB, class Epi>
+// One task: channels [i0, i0 + ms) (i0 a multiple of IRC_NR) x pixels [p0, p0 + np), per panel of
+// IRC_NR channels. RH > 0: the pixels of each output row in [p0, p0 + np) are cut into
+// ceil(n / IRC_PR) tiles of balanced heights, RH or RH - 1 on a whole row (the emitter's
+// irc_run_rows(OW)), so that every tile is one run of a row: a tile straddling two rows reads
+// through a pointer per pixel (irc_accumulate_pixels's RUN = 0). RH = 0: ceil(np / IRC_PR)
+// balanced tiles over the whole range, of heights IRC_PR or one less. SW: the conv's column
+// stride, which its run tiles are compiled for.
+template <int TAPS, int SW, int RH, class PB, class Epi>
 static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const Epi& epi, int64_t i0, int64_t ms,
                             int64_t p0, int64_t np) {
-  const int64_t K = d.C * d.taps, tiles = (np + IRC_PR - 1) / IRC_PR;
+  const int64_t K = d.C * d.taps;
   const irc_panels B = pb.get(1, i0, ms, 0, K);
   for (int64_t jr = 0; jr < ms; jr += IRC_NR) {
     const int64_t cols = ms - jr < IRC_NR ? ms - jr : IRC_NR;
     const float* b = B.p + (jr / IRC_NR) * B.stride;
-    for (int64_t u = 0; u < tiles; ++u) {
-      const int64_t pr = p0 + u * np / tiles, rows = p0 + (u + 1) * np / tiles - pr;
-      int64_t voff[IRC_PR];  // where the pixels' windows start in a channel of the image
-      for (int64_t r = 0, oh = pr / d.OW, ow = pr - oh * d.OW; r < rows; ++r) {
-        voff[r] = (oh - d.oh0) * d.vh + ow * d.vw;
-        if (++ow == d.OW) { ow = 0; ++oh; }
+    bool first = PB::in_memory;  // the panel's first reader: it prefetches the panel
+    // segments [s, e) of the range: its rows' pieces (RH > 0), or the whole range
+    for (int64_t s = p0, e; s < p0 + np; s = e) {
+      e = RH > 0 ? (s / d.OW + 1) * d.OW : p0 + np;
+      if (e > p0 + np) e = p0 + np;
+      const int64_t n = e - s, tiles = (n + IRC_PR - 1) / IRC_PR;
+      for (int64_t u = 0; u < tiles; ++u) {
+        const int64_t pr = s + u * n / tiles, rows = s + (u + 1) * n / tiles - pr;
+        int64_t voff[IRC_PR];  // where the pixels' windows start in a channel of the image
+        for (int64_t r = 0, oh = pr / d.OW, ow = pr - oh * d.OW; r < rows; ++r) {
+          voff[r] = (oh - d.oh0) * d.vh + ow * d.vw;
+          if (++ow == d.OW) { ow = 0; ++oh; }
+        }
+        irc_vf acc[IRC_PR][2];
+        // One run of consecutive pixels of a row, of one of the two heights compiled for it (each
+        // height costs build time)
+        constexpr int H = RH > 0 ? RH : IRC_PR;
+        if (!first && d.vw == SW && (rows == H || rows == H - 1) && pr % d.OW + rows <= d.OW) {
+          if (rows == H) irc_accumulate_pixels<H, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
+          else if constexpr (H > 1) irc_accumulate_pixels<H - 1, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
+        } else {
+          irc_accumulate_pixels_rows<IRC_PR, TAPS, 0>(rows, d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc,
+                                                      first ? IRC_PF_K * IRC_NR : 0);
+        }
+        first = false;
+        irc_pixels_store(rows, acc, c, d.OH * d.OW, epi, i0 + jr, cols, pr);
       }
-      irc_vf acc[IRC_PR][2];
-      // One run of consecutive pixels, as tall as balanced tiles are (IRC_PR or one less; no
-      // other heights compiled: each costs build time)
-      const bool first = PB::in_memory && u == 0;  // the panel's first reader: it prefetches the panel
-      if (!first && d.vw == SW && rows >= IRC_PR - 1 && pr % d.OW + rows <= d.OW) {
-        if (rows == IRC_PR) irc_accumulate_pixels<IRC_PR, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
-        else irc_accumulate_pixels<IRC_PR - 1, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
-      } else {
-        irc_accumulate_pixels_rows<IRC_PR, TAPS, 0>(rows, d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc,
-                                                    first ? IRC_PF_K * IRC_NR : 0);
-      }
-      irc_pixels_store(rows, acc, c, d.OH * d.OW, epi, i0 + jr, cols, pr);
     }
   }
 }
@@ -803,7 +815,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
 // rows and copies its padded image in bands of at most BH of them (irc_padded_band), each band
 // used by all the channels before the next: the copy stays in cache where a whole padded image
 // went to memory and back (ResNet-18's 64-channel 3x3 on 56x56: 861 KB).
-template <int TAPS, int SW = 1, class PB, class Epi>
+template <int TAPS, int SW = 1, int RH = 0, class PB, class Epi>
 static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float* c, const Epi& epi, int64_t BH,
                             int64_t NP, int64_t MS, bool parallel) {
   const int64_t taps = g.KH * g.KW, P = g.OH * g.OW;
@@ -826,7 +838,7 @@ static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float*
       for (int64_t b = 0; b < bands; ++b) {
         const int64_t oh0 = r0 + b * (r1 - r0) / bands, oh1 = r0 + (b + 1) * (r1 - r0) / bands;
         const int64_t p0 = banded ? oh0 * g.OW : bj * NP, np = banded ? (oh1 - oh0) * g.OW : P - p0 < NP ? P - p0 : NP;
-        irc_pixels_task<TAPS, SW>(banded ? irc_padded_band(g, band_offs, oh0, oh1) : whole, pb, c, epi, i0, ms, p0, np);
+        irc_pixels_task<TAPS, SW, RH>(banded ? irc_padded_band(g, band_offs, oh0, oh1) : whole, pb, c, epi, i0, ms, p0, np);
       }
       if (band_offs != band_toff) std::free(band_offs);
     }

@@ -405,10 +405,93 @@ __attribute__((noinline)) static void irc_accumulate_direct(int64_t C, int64_t t
   for (int r = 0; r < ROWS; ++r) { acc[r][0] = part[r][0]; acc[r][1] = part[r][1]; }
 }
 
+template <int R, int TAPS>
+static inline void irc_accumulate_direct_rows(int64_t rows, int64_t C, int64_t taps, const int64_t* toff, int64_t plane,
+                                              const float* a, const float* x, irc_vf (*acc)[2]) {
+  if constexpr (R > 1)
+    if (rows < R) return irc_accumulate_direct_rows<R - 1, TAPS>(rows, C, taps, toff, plane, a, x, acc);
+  irc_accumulate_direct<R, TAPS>(C, taps, toff, plane, a, x, acc);
+}
+
+// Where a tile of `cols` virtual columns from v0 goes in C: runs of real columns, the u-th from
+// the tile's column s[u] to C's column j[u], n[u] long. Runs on consecutive output rows that are
+// adjacent in C too (every virtual column real: W == OW, an unpadded 1x1 conv) are one run.
+// Worked out once per column tile, for all its row tiles.
+struct irc_runs {
+  int64_t s[IRC_NR], j[IRC_NR], n[IRC_NR], count = 0;
+  irc_runs(int64_t v0, int64_t cols, int64_t W, int64_t OW) {
+    if (W == OW) {  // no dropped columns: the tile is one run, v = j
+      s[0] = 0; j[0] = v0; n[0] = cols; count = 1;
+      return;
+    }
+    int64_t oh = v0 / W, ow = v0 - oh * W;
+    for (int64_t at = 0; at < cols; ++oh, ow = 0) {
+      const int64_t left = W - ow < cols - at ? W - ow : cols - at;
+      if (ow < OW) { s[count] = at; j[count] = oh * OW + ow; n[count] = OW - ow < left ? OW - ow : left; ++count; }
+      at += left;
+    }
+  }
+};
+
+// Lanes [o, o + IRC_VL) of a tile row (its IRC_NR accumulators, then zeros), o in [0, IRC_NR):
+// taken in registers where a tile row is two vectors of IRC_VL (a two-source permute), else
+// through memory. Loaded from a copy in memory at an offset that is not a multiple of the
+// vector, the window spans two stores, which the CPU cannot forward to the load: a 3 -> 32
+// channel 3x3 on 56x56, most of whose tiles span two output rows, took 71 us rather than 66
+// (Intel Xeon, one thread; cnn 71 -> 69 us, MobileNet-v2 863 -> 853).
+static inline irc_vec irc_tile_window(const irc_vf* row, int64_t o) {
+#if IRC_L == IRC_VL
+  irc_veci lane;
+  for (int q = 0; q < IRC_VL; ++q) lane[q] = q;
+  const irc_veci at = lane + (int32_t)o;
+  const irc_vec v = __builtin_shuffle(row[0], row[1], at);  // indices mod 2*IRC_VL
+  return at < 2 * IRC_VL ? v : irc_vec{};
+#else
+  float t[IRC_NR + IRC_VL] = {};
+  irc_storev(t, row[0]);
+  irc_storev(t + IRC_L, row[1]);
+  return irc_vload(t + o);
+#endif
+}
+
+// The epilogue and store of a tile of virtual columns (its runs): each run's columns go to C
+// IRC_VL floats at a time. A run's last < IRC_VL floats go through the epilogue as one vector
+// too when its reads stay inside the row of ldc columns (the epilogue reads its inputs at the
+// columns j..j+IRC_VL-1 of C's [rows, ldc] shape), and only the run's lanes are stored; at the
+// row's end they are done one by one.
+template <class Epi>
+static inline void irc_direct_store(int64_t rows, irc_vf (*acc)[2], float* __restrict__ c, int64_t ldc, const Epi& epi,
+                                    int64_t i0, const irc_runs& runs) {
+  if (runs.count == 1 && runs.n[0] == IRC_NR) {  // a whole tile: the epilogue on the accumulators, as irc_tile's
+    for (int64_t r = 0; r < rows; ++r) {
+      float* cr = c + (i0 + r) * ldc + runs.j[0];
+      irc_vec h[IRC_NR / IRC_VL];
+      __builtin_memcpy(h, acc[r], sizeof h);
+      for (int q = 0; q < IRC_NR / IRC_VL; ++q) irc_vstore(cr + IRC_VL * q, epi(h[q], i0 + r, runs.j[0] + IRC_VL * q));
+    }
+    return;
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    float* cr = c + (i0 + r) * ldc;
+    for (int64_t u = 0; u < runs.count; ++u) {
+      const int64_t j = runs.j[u], n = runs.n[u], o = runs.s[u];
+      int64_t e = 0;
+      for (; e + IRC_VL <= n; e += IRC_VL) irc_vstore(cr + j + e, epi(irc_tile_window(acc[r], o + e), i0 + r, j + e));
+      if (e < n && j + e + IRC_VL <= ldc) {  // lanes past the run are computed and never stored
+        irc_vstore_n(cr + j + e, epi(irc_tile_window(acc[r], o + e), i0 + r, j + e), n - e);
+        continue;
+      }
+      for (; e < n; ++e) cr[j + e] = epi(acc[r][(o + e) / IRC_L][(o + e) % IRC_L], i0 + r, j + e);
+    }
+  }
+}
+
 // A whole tile (IRC_MR rows, IRC_NR real columns in one run from C's column j0): the K loop, the
 // epilogue on the accumulators still in registers and the one store, in one body. With a short K
 // (a 1x1 conv of 16-32 channels) the accumulators' round trip through memory between
-// irc_accumulate_direct and irc_direct_store was a quarter of the tile's time.
+// irc_accumulate_direct and irc_direct_store was a quarter of the tile's time. (Tiles spanning
+// output rows stay out of it: with their store in this body too, a 16 -> 96 channel 1x1 on 56x56,
+// all whole tiles, went 83 -> 92 us.)
 template <int TAPS, class Epi>
 static inline void irc_direct_whole(int64_t C, int64_t taps, const int64_t* __restrict__ toff, int64_t plane,
                                     const float* __restrict__ a, const float* __restrict__ x, float* __restrict__ c,
@@ -420,67 +503,6 @@ static inline void irc_direct_whole(int64_t C, int64_t taps, const int64_t* __re
     irc_vec h[IRC_NR / IRC_VL];
     __builtin_memcpy(h, part[r], sizeof h);
     for (int q = 0; q < IRC_NR / IRC_VL; ++q) irc_vstore(cr + IRC_VL * q, epi(h[q], i0 + r, j0 + IRC_VL * q));
-  }
-}
-
-template <int R, int TAPS>
-static inline void irc_accumulate_direct_rows(int64_t rows, int64_t C, int64_t taps, const int64_t* toff, int64_t plane,
-                                              const float* a, const float* x, irc_vf (*acc)[2]) {
-  if constexpr (R > 1)
-    if (rows < R) return irc_accumulate_direct_rows<R - 1, TAPS>(rows, C, taps, toff, plane, a, x, acc);
-  irc_accumulate_direct<R, TAPS>(C, taps, toff, plane, a, x, acc);
-}
-
-// The epilogue and store of a tile of `cols` virtual columns from v0: each run of real columns
-// goes to C at its real column oh*OW + ow, IRC_VL floats at a time. A run's last < IRC_VL floats
-// go through the epilogue as one vector too when its reads stay inside the row of ldc columns
-// (the epilogue reads its inputs at the columns j..j+IRC_VL-1 of C's [rows, ldc] shape), and
-// only the run's lanes are stored; at the row's end they are done one by one. Runs on
-// consecutive output rows that are adjacent in C too (every virtual column real: W == OW, an
-// unpadded 1x1 conv) are one run.
-template <class Epi>
-static inline void irc_direct_store(int64_t rows, irc_vf (*acc)[2], float* __restrict__ c, int64_t ldc, const Epi& epi,
-                                    int64_t i0, int64_t v0, int64_t cols, int64_t W, int64_t OW) {
-  int64_t run_s[IRC_NR], run_j[IRC_NR], run_n[IRC_NR], runs = 0;
-  if (W == OW) {  // no dropped columns: the tile is one run, v = j
-    run_s[0] = 0; run_j[0] = v0; run_n[0] = cols; runs = 1;
-  } else {
-    for (int64_t s = 0; s < cols;) {
-      const int64_t v = v0 + s, oh = v / W, ow = v - oh * W, left = W - ow < cols - s ? W - ow : cols - s;
-      if (ow < OW) {
-        const int64_t j = oh * OW + ow, n = OW - ow < left ? OW - ow : left;
-        if (runs && run_s[runs - 1] + run_n[runs - 1] == s && run_j[runs - 1] + run_n[runs - 1] == j) run_n[runs - 1] += n;
-        else { run_s[runs] = s; run_j[runs] = j; run_n[runs] = n; ++runs; }
-      }
-      s += left;
-    }
-  }
-  if (runs == 1 && run_n[0] == IRC_NR) {  // a whole tile: the epilogue on the accumulators, as irc_tile's
-    for (int64_t r = 0; r < rows; ++r) {
-      float* cr = c + (i0 + r) * ldc + run_j[0];
-      irc_vec h[IRC_NR / IRC_VL];
-      __builtin_memcpy(h, acc[r], sizeof h);
-      for (int q = 0; q < IRC_NR / IRC_VL; ++q) irc_vstore(cr + IRC_VL * q, epi(h[q], i0 + r, run_j[0] + IRC_VL * q));
-    }
-    return;
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    float t[IRC_NR + IRC_VL];  // lanes past the tile's columns (zeros) are computed and never stored
-    irc_storev(t, acc[r][0]);
-    irc_storev(t + IRC_L, acc[r][1]);
-    irc_vstore(t + IRC_NR, irc_vec{});
-    float* cr = c + (i0 + r) * ldc;
-    for (int64_t u = 0; u < runs; ++u) {
-      const float* tu = t + run_s[u];
-      const int64_t j = run_j[u], n = run_n[u];
-      int64_t e = 0;
-      for (; e + IRC_VL <= n; e += IRC_VL) irc_vstore(cr + j + e, epi(irc_vload(tu + e), i0 + r, j + e));
-      if (e < n && j + e + IRC_VL <= ldc) {
-        irc_vstore_n(cr + j + e, epi(irc_vload(tu + e), i0 + r, j + e), n - e);
-        continue;
-      }
-      for (; e < n; ++e) cr[j + e] = epi(tu[e], i0 + r, j + e);
-    }
   }
 }
 
@@ -505,20 +527,19 @@ static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const
           }
         panel = buf;
       }
-      // One run of IRC_NR real columns (from C's column j0): stored by irc_direct_whole.
-      const int64_t oh = jr / d.ld, ow = jr - oh * d.ld, j0 = oh * d.OW + ow;
-      const bool whole = !panel && cols == IRC_NR && (d.ld == d.OW || ow + IRC_NR <= d.OW);
+      const irc_runs runs(jr, cols, d.ld, d.OW);  // one run of IRC_NR columns: stored by irc_direct_whole
+      const bool whole = !panel && runs.count == 1 && runs.n[0] == IRC_NR;
       for (int64_t ir = 0; ir < mc; ir += IRC_MR) {
         const int64_t rows = mc - ir < IRC_MR ? mc - ir : IRC_MR;
         const float* a = A.p + (ir / IRC_MR) * A.stride;
         if (whole && rows == IRC_MR) {
-          irc_direct_whole<TAPS>(d.C, d.taps, d.toff, d.cstride, a, d.x + jr, c, ldc, epi, ic + ir, j0);
+          irc_direct_whole<TAPS>(d.C, d.taps, d.toff, d.cstride, a, d.x + jr, c, ldc, epi, ic + ir, runs.j[0]);
           continue;
         }
         irc_vf acc[IRC_MR][2];
         if (panel) irc_accumulate_rows<IRC_MR>(rows, K, a, 0, panel, acc);
         else irc_accumulate_direct_rows<IRC_MR, TAPS>(rows, d.C, d.taps, d.toff, d.cstride, a, d.x + jr, acc);
-        irc_direct_store(rows, acc, c, ldc, epi, ic + ir, jr, cols, d.ld, d.OW);
+        irc_direct_store(rows, acc, c, ldc, epi, ic + ir, runs);
       }
     }
   }

@@ -545,8 +545,9 @@ def test_direct_conv_reads_nothing_past_the_image(tmp_path, width):
 
 
 # irc_pixels_task's tiles, seen through the epilogue: it is called once per tile (per channel) with
-# a vector of the tile's pixels from the tile's first, except near the plane's end (one by one).
-# Prints OW, then the first pixel of every vector call for channel 0.
+# a vector of the tile's pixels from the tile's first, except near the plane's end (the plane's
+# last vector). Prints OW, the plane's pixels, then the first pixel of every vector call for
+# channel 0.
 _PIXEL_TILES = r"""
 #define IRC_VL 16
 #include "irc_prelude.h"
@@ -567,7 +568,7 @@ template <int RH> static void tiles(int64_t H, int64_t W, int64_t NP) {
     return acc;
   };
   irc_conv_pixels<9, 1, RH>(M, pb, g, out.data(), epi, H, NP, M, true);  // parallel: tasks of NP pixels
-  std::printf("%ld", (long)W);
+  std::printf("%ld %ld", (long)W, (long)P);
   for (int64_t j : starts) std::printf(" %ld", (long)j);
   std::printf("\n");
 }
@@ -602,9 +603,10 @@ def test_pixels_conv_cuts_each_row_into_run_tiles(tmp_path):
     lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
     # (16: whole rows in one task; 13: tasks of 75 pixels, starting mid-row; 28; 16 with RH = 0)
     for line, run_tiles in zip(lines, (True, True, True, False)):
-        ow, *starts = map(int, line.split())
+        ow, plane, *starts = map(int, line.split())
         assert len(starts) > 10
-        tiles = [(a, b) for a, b in zip(starts, starts[1:]) if b - a <= 12]  # not across a task's end
+        # not across a task's end, nor near the plane's end (there: its last 16 pixels)
+        tiles = [(a, b) for a, b in zip(starts, starts[1:]) if 0 < b - a <= 12 and b + 16 < plane]
         straddles = [a // ow != (b - 1) // ow for a, b in tiles]
         if run_tiles and ow != 13:  # whole rows: every tile RH or RH - 1 pixels
             assert {b - a for a, b in tiles} <= {rh[ow], rh[ow] - 1}, (ow, starts)

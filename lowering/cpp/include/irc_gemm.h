@@ -757,27 +757,32 @@ static inline void irc_accumulate_pixels_rows(int64_t rows, int64_t C, int64_t t
 // The tile's `rows` pixels from p0 x `cols` channels from i0 (acc[r]: pixel p0 + r's channels)
 // into C[channel][pixel] (ldc = OH*OW), through the epilogue: IRC_VL x IRC_VL blocks of the tile
 // are transposed in registers (irc_transpose_block), so that the epilogue runs on a vector of
-// consecutive pixels per channel, stored with the tile's pixels only (irc_vstore_n). Where the
-// vector's columns would pass the end of the row (the epilogue reads its inputs at them), the
-// block's elements go one by one.
+// consecutive pixels per channel, stored with the tile's pixels only. Where the vector's columns
+// would pass the end of the row (the epilogue reads its inputs at them), the vector is the
+// row's last IRC_VL columns instead, the tile's pixels in its last lanes (shift > 0); only in a
+// row shorter than a vector do the block's elements go one by one. (One by one, the last two of
+// a 7x7 plane's seven tiles were a third of a 64 -> 384 channel 1x1 conv's time: 25.5 -> 17 us.)
 template <class Epi>
 static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __restrict__ c, int64_t ldc, const Epi& epi,
                                     int64_t i0, int64_t cols, int64_t p0) {
   float t[IRC_PR][IRC_NR];
   for (int64_t r = 0; r < rows; ++r) { irc_storev(t[r], acc[r][0]); irc_storev(t[r] + IRC_L, acc[r][1]); }
   for (int64_t pb = 0; pb < rows; pb += IRC_VL) {
-    const int64_t n = rows - pb < IRC_VL ? rows - pb : IRC_VL, j = p0 + pb;
+    const int64_t n = rows - pb < IRC_VL ? rows - pb : IRC_VL;
+    const int64_t shift = p0 + pb + IRC_VL > ldc ? p0 + pb + IRC_VL - ldc : 0, j = p0 + pb - shift;
     for (int64_t cb = 0; cb < cols; cb += IRC_VL) {
       const int64_t m = cols - cb < IRC_VL ? cols - cb : IRC_VL;
-      if (j + IRC_VL > ldc) {
+      if (j < 0) {
         for (int64_t q = 0; q < m; ++q)
-          for (int64_t r = 0; r < n; ++r) c[(i0 + cb + q) * ldc + j + r] = epi(t[pb + r][cb + q], i0 + cb + q, j + r);
+          for (int64_t r = 0; r < n; ++r)
+            c[(i0 + cb + q) * ldc + p0 + pb + r] = epi(t[pb + r][cb + q], i0 + cb + q, p0 + pb + r);
         continue;
       }
       irc_vec v[IRC_VL];
-      for (int i = 0; i < IRC_VL; ++i) v[i] = i < n ? irc_vload(t[pb + i] + cb) : irc_vec{};
+      for (int i = 0; i < IRC_VL; ++i) v[i] = i >= shift && i < shift + n ? irc_vload(t[pb + i - shift] + cb) : irc_vec{};
       irc_transpose_block<IRC_VL / 2>(v);
-      for (int64_t q = 0; q < m; ++q) irc_vstore_n(c + (i0 + cb + q) * ldc + j, epi(v[q], i0 + cb + q, j), n);
+      for (int64_t q = 0; q < m; ++q)
+        irc_vstore_lanes(c + (i0 + cb + q) * ldc + j, epi(v[q], i0 + cb + q, j), shift, shift + n);
     }
   }
 }

@@ -90,6 +90,17 @@ static inline void irc_vstore_n(float* p, irc_vec v, int64_t n) {
   for (int64_t q = 0; q < n; ++q) p[q] = v[q];
 #endif
 }
+// Lanes [lo, hi) of v (0 <= lo <= hi <= IRC_VL) to p[lo, hi); nothing else is read or written.
+static inline void irc_vstore_lanes(float* p, irc_vec v, int64_t lo, int64_t hi) {
+#if IRC_VL == 16 && defined(__AVX512F__)
+  __builtin_ia32_storeups512_mask(p, v, (unsigned short)(((1u << hi) - 1) & ~((1u << lo) - 1)));
+#elif IRC_VL == 8 && defined(__AVX__)
+  irc_veci lane = {0, 1, 2, 3, 4, 5, 6, 7};
+  __builtin_ia32_maskstoreps256((irc_vec*)p, (irc_veci)((lane >= (int32_t)lo) & (lane < (int32_t)hi)), v);
+#else
+  for (int64_t q = lo; q < hi; ++q) p[q] = v[q];
+#endif
+}
 template <class F> static inline F irc_k(float c) { return F{} + c; }  // c in every lane
 // op over a vector's lanes, folded in halves: log2(IRC_VL) dependent steps, not IRC_VL - 1
 // (a softmax row of 128 spent as long folding its max and sum lane by lane as on its exps).

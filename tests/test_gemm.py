@@ -118,6 +118,9 @@ CONVS = {
     # kernel with its own paddings; padding on one axis
     "1x1-ragged": dict(cin=16, cout=24, k=1, stride=1, pad=0, dil=1, groups=1, hw=(7, 13)),
     "wide": dict(cin=5, cout=13, k=3, stride=1, pad=1, dil=1, groups=1, hw=(23, 41)),
+    # output rows a multiple of the panel width (16 and 32): tiles in rows, dropped columns skipped
+    "rows-of-32": dict(cin=3, cout=16, k=3, stride=1, pad=1, dil=1, groups=1, hw=(19, 32)),
+    "rows-of-32-s2": dict(cin=4, cout=13, k=3, stride=2, pad=1, dil=1, groups=1, hw=(11, 64)),
     "3x5": dict(cin=8, cout=12, k=(3, 5), stride=1, pad=(1, 2), dil=1, groups=1, hw=(10, 17)),
     "pad-h-only": dict(cin=6, cout=7, k=3, stride=1, pad=(1, 0), dil=(1, 2), groups=1, hw=(9, 12)),
     # strided, overlapping windows: read in place from phase planes (a 2x1 stride: two of them;
@@ -285,7 +288,8 @@ def test_conv_with_pixels_on_run_time_weights(name):
 
 
 @pytest.mark.parametrize("widths", [(16, 8), (16, 4), (32, 16)], ids=["avx2", "portable", "avx512"])
-@pytest.mark.parametrize("name", ["pixels:7x7-ragged-channels", "pixels:dilated-3x5", "direct:wide", "direct:5x5-s2"])
+@pytest.mark.parametrize("name", ["pixels:7x7-ragged-channels", "pixels:dilated-3x5", "direct:wide", "direct:5x5-s2",
+                                  "direct:rows-of-32"])
 def test_conv_stores_at_every_vector_width(name, widths, monkeypatch):
     """The tile stores of both conv layouts at each vector width (16-wide panels with tiles of
     at most 6 pixels, `PIXEL_ROWS`, at the AVX2 and portable widths; on any host): the pixels

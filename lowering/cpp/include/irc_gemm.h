@@ -514,8 +514,22 @@ static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const
   for (int64_t ic = i0; ic < i0 + ms; ic += MC) {
     const int64_t mc = i0 + ms - ic < MC ? i0 + ms - ic : MC;
     const irc_panels A = pa.get(0, ic, mc, 0, K);
-    for (int64_t jr = v0; jr < v0 + nv; jr += IRC_NR) {
-      const int64_t cols = v0 + nv - jr < IRC_NR ? v0 + nv - jr : IRC_NR;
+    // Rows of whole tiles: where the output row is a multiple of IRC_NR, the tiles start at each
+    // row's first column and skip its dropped ones, so none spans two rows (a tile that does is
+    // stored run by run, after a K loop of its own: cnn's 3 -> 16 channel 3x3 on 32x32, 19.3 ->
+    // 14.5 us). Elsewhere the tiles run on through the virtual columns: rows cut into tiles of
+    // their own (56: 32 + 24) computed more columns than they saved in stores.
+    const bool by_rows = d.ld != d.OW && d.OW % IRC_NR == 0;
+    for (int64_t jr = v0, cols; jr < v0 + nv; jr += cols) {
+      cols = v0 + nv - jr < IRC_NR ? v0 + nv - jr : IRC_NR;
+      if (by_rows) {
+        const int64_t ow = jr % d.ld;
+        if (ow >= d.OW) {  // the row's dropped columns
+          cols = d.ld - ow;
+          continue;
+        }
+        if (d.OW - ow < cols) cols = d.OW - ow;  // a task that starts mid-row: up to the row's end
+      }
       const float* panel = nullptr;
       if (jr + IRC_NR > d.V) {  // the ragged last tile: packed, zeros past the last column
         float* buf = irc_scratch(1, K * IRC_NR);

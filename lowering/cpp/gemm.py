@@ -156,7 +156,7 @@ def pixel_run_rows(out_width: int, most: int) -> int:
     tiles of 8 rather than 12 across rows), on 8x8 69 -> 63, 128 channels on 28x28 1558 ->
     1499; DenseNet 1.59 -> 1.54 ms, MobileNet-v2 1.19 -> 1.13, cnn 148 -> 129 us, ResNet-18
     28.8 -> 28.3 ms; its cold build 6.55 -> 6.94 s (four more tile heights)."""
-    return -(-out_width // -(-out_width // most))
+    return -(-out_width // max(1, -(-out_width // most)))  # 0 for an empty row: tiles over the whole range
 
 
 def _emit_epilogue(em, op: irl.GemmOp, strides, row: str, batch: str | None, per_batch: bool = False) -> None:

@@ -590,9 +590,9 @@ int main() {
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_pixels_conv_cuts_each_row_into_run_tiles(tmp_path):
     """A row of OW output pixels is cut into ceil(OW / 12) balanced tiles (`pixel_run_rows`):
-    every tile is one run of a row (the broadcast from one pointer), of the two heights compiled
-    for it, also where a task starts mid-row. Tiles balanced over the whole plane (RH = 0, the
-    last case) straddle rows."""
+    every tile is one run of a row (the broadcast from one pointer), also where a task starts
+    mid-row, and on whole rows of the two heights compiled for it. Tiles balanced over the whole
+    plane (RH = 0, the last case) straddle rows."""
     from irc.lowering.cpp.gemm import pixel_run_rows
 
     src = tmp_path / "tiles.cpp"
@@ -615,6 +615,58 @@ def test_pixels_conv_cuts_each_row_into_run_tiles(tmp_path):
         if run_tiles and ow != 13:  # whole rows: every tile RH or RH - 1 pixels
             assert {b - a for a, b in tiles} <= {rh[ow], rh[ow] - 1}, (ow, starts)
         assert any(straddles) != run_tiles, (ow, starts)
+
+
+# irc_direct_task's column tiles, seen through the epilogue's vector calls for channel 0: a whole
+# tile is stored from its first column in vectors of 16; a tile spanning two output rows, run by
+# run from the columns where each run starts. Prints OW, then those columns.
+_DIRECT_TILES = r"""
+#define IRC_VL 16
+#include "irc_prelude.h"
+#define IRC_NR 32
+#include "irc_gemm.h"
+#include <cstdio>
+#include <vector>
+static void tiles(int64_t H, int64_t W) {
+  const int64_t C = 2, M = 6;
+  std::vector<float> x(C * H * W, 1.0f), w(M * C * 9, 0.5f), out(M * H * W);
+  const irc_dense<IRC_MR, false> a{w.data(), C * 9, M};
+  const irc_direct g{x.data(), C, H, W, 3, 3, 1, 1, 1, 1, 1, 1, H, W};  // 3x3, padding 1: rows of W + 2
+  std::vector<int64_t> at;
+  const auto epi = [&](auto acc, int64_t i, int64_t j) {
+    if constexpr (!std::is_same_v<decltype(acc), float>)
+      if (i == 0) at.push_back(j);
+    return acc;
+  };
+  irc_conv_direct<9>(M, a, g, out.data(), epi, M, H * (W + 2), M, false);  // one task
+  std::printf("%ld", (long)W);
+  for (int64_t j : at) std::printf(" %ld", (long)j);
+  std::printf("\n");
+}
+int main() {
+  tiles(9, 32);
+  tiles(9, 64);
+  tiles(9, 40);
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_direct_conv_tiles_whole_rows_of_a_multiple_of_the_panel(tmp_path):
+    """A padded conv's direct tiles run on through each row's padding columns, so they span two
+    output rows, except where the output row is a multiple of the panel width: there every tile
+    starts at a row's first column or a panel width after it and is stored whole (vector stores
+    at multiples of 16 only). A row of 40 (the last case) keeps tiles that span rows."""
+    src = tmp_path / "tiles.cpp"
+    src.write_text(_DIRECT_TILES)
+    exe = tmp_path / "tiles"
+    subprocess.run(["g++", "-std=c++17", "-O1", "-fopenmp", f"-I{INCLUDE_DIR}", str(src), "-o", str(exe)], check=True)
+    lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout.splitlines()
+    for line, whole in zip(lines, (True, True, False)):
+        ow, *at = map(int, line.split())
+        assert len(at) > 10
+        assert all(j % 16 == 0 for j in at) == whole, (ow, at)
 
 
 # The first tile to read a panel of compiled-in weights prefetches it (IRC_PF_K steps ahead, in

@@ -518,7 +518,7 @@ static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const
     // row's first column and skip its dropped ones, so none spans two rows (a tile that does is
     // stored run by run, after a K loop of its own: cnn's 3 -> 16 channel 3x3 on 32x32, 19.3 ->
     // 14.5 us). Elsewhere the tiles run on through the virtual columns: rows cut into tiles of
-    // their own (56: 32 + 24) computed more columns than they saved in stores.
+    // their own (56: 32 + 24) measured no better (a 3 -> 32 channel 3x3 on 56x56: 69.5 -> 69.4 us).
     const bool by_rows = d.ld != d.OW && d.OW % IRC_NR == 0;
     for (int64_t jr = v0, cols; jr < v0 + nv; jr += cols) {
       cols = v0 + nv - jr < IRC_NR ? v0 + nv - jr : IRC_NR;

@@ -12,7 +12,9 @@ induction variable `i` (the last one of an `scf.parallel`, the one of an `scf.fo
   `i*s + c` in the last index (s a constant up to `MAX_LOAD_STRIDE`, c invariant: a strided
   pooling window), which GCC does with a few contiguous loads and a permute. `i` in any other
   index position (a transpose, a walk down a column) or in other arithmetic disqualifies the loop;
-* every store is indexed by `i` (one element per lane: no two lanes write the same place);
+* every store is indexed by `i`, or `i + c` for a constant c, in the last place (one element per
+  lane); stores to one buffer at different constants are at least the (constant) trip count
+  apart (a pooling row's column phases), so no two lanes write the same place;
 * an `scf.for` carries no value, or exactly one marked `irc.reduction` ("add" or "max"): the
   emitter then makes it an OpenMP SIMD reduction.
 
@@ -129,40 +131,64 @@ def _straight_line_ok(op: Operation, iv: SSAValue, strided: dict[SSAValue, int])
             return False
         last = _last_index(op)
         if isinstance(op, memref.StoreOp):
-            return last is iv
+            return last is iv or _store_offset(last, iv) is not None
         return last not in strided or 0 < strided[last] <= MAX_LOAD_STRIDE  # type: ignore[index]
     if isinstance(op, (scf.YieldOp, scf.ReduceOp)):
         return True
     if op.dialect_name() not in ("arith", "math") or op.regions:
         return False
-    if op.results and op.results[0] in strided:  # the index arithmetic of a strided load
-        return all(isinstance(use.operation, memref.LoadOp) or any(r in strided for r in use.operation.results)
+    if op.results and op.results[0] in strided:  # the index arithmetic of a strided load or an offset store
+        return all(isinstance(use.operation, (memref.LoadOp, memref.StoreOp)) or any(r in strided for r in use.operation.results)
                    for use in op.results[0].uses)
     return all(operand not in strided for operand in op.operands)
 
 
-def body_vectorizable(ops: list[Operation], iv: SSAValue) -> bool:
-    """Every op allowed, and no buffer both stored and read at an index other than `iv` (a
-    later lane would read what an earlier one wrote)."""
+def _store_offset(index: SSAValue | None, iv: SSAValue) -> int | None:
+    """c for a store's last index `iv + c` (c a constant), 0 for `iv` itself, else None."""
+    if index is iv:
+        return 0
+    op = index.owner if index is not None else None
+    if isinstance(op, arith.AddiOp) and iv in (op.lhs, op.rhs):
+        return constant_int(op.rhs if op.lhs is iv else op.lhs)
+    return None
+
+
+def body_vectorizable(ops: list[Operation], iv: SSAValue, trips: int | None = None) -> bool:
+    """Every op allowed; no buffer both stored and read at an index other than `iv` (a
+    later lane would read what an earlier one wrote); and stores to one buffer at `iv` plus
+    different constants (a pooling row's column phases) only `trips` or more apart (a constant
+    trip count), so no two lanes write the same place."""
     strided = _strided_in(ops, iv)
     if not all(_straight_line_ok(op, iv, strided) for op in ops):
         return False
-    stored = {op.memref for op in ops if isinstance(op, memref.StoreOp)}
-    return not any(isinstance(op, memref.LoadOp) and op.memref in stored and _last_index(op) is not iv for op in ops)
+    stores = [op for op in ops if isinstance(op, memref.StoreOp)]
+    stored = {op.memref for op in stores}
+    if any(isinstance(op, memref.LoadOp) and op.memref in stored
+           and (_last_index(op) is not iv or any(_last_index(st) is not iv for st in stores if st.memref is op.memref))
+           for op in ops):
+        return False
+    for buffer in stored:
+        offsets = sorted({_store_offset(_last_index(st), iv) for st in stores if st.memref is buffer})  # type: ignore[type-var]
+        if len(offsets) > 1 and (trips is None or any(b - a < trips for a, b in zip(offsets, offsets[1:]))):
+            return False
+    return True
 
 
 def vectorizable(loop: Operation) -> bool:
     """The conditions in the module doc, for an scf.parallel or scf.for."""
     if isinstance(loop, scf.ParallelOp):
         block = loop.body.block
-        return bool(block.args) and body_vectorizable(list(block.ops), block.args[-1])
+        lo, hi = (constant_int(v) for v in (loop.lowerBound[-1], loop.upperBound[-1])) if block.args else (None, None)
+        trips = hi - lo if lo is not None and hi is not None and constant_int(loop.step[-1]) == 1 else None
+        return bool(block.args) and body_vectorizable(list(block.ops), block.args[-1], trips)
     if isinstance(loop, scf.ForOp):
         block = loop.body.block
         if loop.iter_args:
             kind = loop.attributes.get(REDUCTION_ATTR)
             if len(loop.iter_args) != 1 or not isinstance(kind, StringAttr) or kind.data not in REDUCTION_KINDS:
                 return False
-        return body_vectorizable(list(block.ops), block.args[0])
+        bounds = constant_bounds(loop)
+        return body_vectorizable(list(block.ops), block.args[0], bounds[1] if bounds else None)
     return False
 
 

@@ -95,13 +95,22 @@ func.func @softmax_dim0(%x: tensor<4x9xf32>) -> tensor<4x9xf32> {
   func.return %p : tensor<4x9xf32>
 }
 
-// Max pool's horizontal pass reads its row of window maxima at a stride of 2 (ow*2, ow*2 + 1,
-// ow*2 + 2) and writes the output row at ow: marked. A stride of 8 would be gathered element by
+// Max pool's vertical pass reads the input rows at a stride of 2 (q*2, q*2 + 1) and stores the
+// two column phases of its row of window maxima at q + 9 and q + 1, 8 trips apart: marked. The
+// horizontal pass reads the phases at ow, ow + 9, ow + 1 and writes the output row at ow:
+// marked. A stride of 8 keeps plain rows, and its horizontal pass would gather element by
 // element: not marked.
 
 // CHECK-LABEL: func.func @max_pool
-// CHECK:           scf.for %ow = %c0 to %c8 step %c1 {
-// CHECK-NEXT:        arith.muli %ow, %c2 : index
+// CHECK:           scf.for %q = %c0 to %c8 step %c1 {
+// CHECK-NEXT:        arith.muli %q, %c2 : index
+// CHECK-NEXT:        %[[P1:.*]] = arith.addi %q, %c9 : index
+// CHECK:             memref.store %{{.*}}, %window_rows[%i0, %i1, %[[P1]]]
+// CHECK:             %[[P0:.*]] = arith.addi %q, %c1 : index
+// CHECK:             memref.store %{{.*}}, %window_rows[%i0, %i1, %[[P0]]]
+// CHECK-NEXT:      } {irc.vectorize}
+// CHECK-NEXT:      scf.for %ow = %c0 to %c8 step %c1 {
+// CHECK:             memref.load %window_rows[%i0, %i1, %ow]
 // CHECK:           } {irc.vectorize}
 // At 4 lanes too, with no lanes mark (constant bounds).
 // W4-LABEL:    func.func @max_pool
@@ -134,7 +143,8 @@ func.func @softmax_dim0(%x: tensor<4x9xf32>) -> tensor<4x9xf32> {
 // STRICT-NOT:       irc.vectorize
 // STRICT:         func.return
 // CPP-LABEL:   extern "C" void max_pool(
-// CPP:               for (int64_t iw = 1; iw < 17; ++iw)
+// CPP:               #pragma omp simd simdlen(8)
+// CPP-NEXT:          for (int64_t q = 0; q < 8; ++q)
 // CPP:               #pragma omp simd simdlen(8)
 // CPP-NEXT:          for (int64_t ow = 0; ow < 8; ++ow)
 // CPP:                 irc_maxf(

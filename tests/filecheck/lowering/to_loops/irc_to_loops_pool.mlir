@@ -4,43 +4,51 @@
 
 // Max and avg pooling outside strict builds (`separable_pool`; the strict nests are in
 // irc_to_loops_nn.mlir). One parallel iteration per plane (n, c). Its row of window reductions
-// (`window_rows`, the input width plus the padding) gets its padding columns once: -inf for max.
-// Each output row then reduces the window's rows in bounds into it (contiguous loads at
-// iw - pad), and the window's columns from it (loads at ow*2, ow*2 + 1, ow*2 + 2). The interior
-// rows (every kernel row in bounds) are one loop; each border row is straight-line code with
-// its own rows (oh = 0: rows 0 and 1; oh = 3: rows 5 and 6). Every loop has constant bounds.
-// A max chain is maximumf(next, acc): GCC vectorizes that form.
+// (`window_rows`: the input width plus the padding, 9, rounded up to whole column phases, 10)
+// holds the stride's two column phases side by side: padded column j at (j % 2)*5 + j // 2. It
+// gets its padding columns once (0, 8 and 9 at 0, 4 and 9): -inf for max. Each output row then
+// reduces the window's rows in bounds into it: input columns 2q and 2q + 1 (q < 3: padded
+// 2q + 1 and 2q + 2) go to q + 5 and q + 1, the last column (6, padded 7) to 8. The window's
+// columns come from consecutive loads (ow, ow + 5, ow + 1: padded 2ow, 2ow + 1, 2ow + 2). The
+// interior rows (every kernel row in bounds) are one loop; each border row is straight-line
+// code with its own rows (oh = 0: rows 0 and 1; oh = 3: rows 5 and 6). Every loop has constant
+// bounds. A max chain is maximumf(next, acc): GCC vectorizes that form.
 
 // CHECK-LABEL: func.func @max_pool(%x: memref<1x2x7x7xf32>, %out0: memref<1x2x4x4xf32>)
-// CHECK:         %window_rows = memref.alloc() {alignment = 64 : i64} : memref<1x2x9xf32>
+// CHECK:         %window_rows = memref.alloc() {alignment = 64 : i64} : memref<1x2x10xf32>
 // CHECK:         "scf.parallel"(%c0, %c0, %c1, %c2, %c1, %c1)
 // CHECK-NEXT:    ^bb0(%i0: index, %i1: index):
-// CHECK-NEXT:      scf.for %j = %c0 to %c1 step %c1 {
-// CHECK-NEXT:        %[[NEGINF:.*]] = arith.constant 0xff800000 : f32
-// CHECK-NEXT:        memref.store %[[NEGINF]], %window_rows[%i0, %i1, %j]
-// CHECK-NEXT:      }
-// CHECK-NEXT:      scf.for %j_1 = %c8 to %c9 step %c1 {
-// CHECK-NEXT:        %[[NEGINF2:.*]] = arith.constant 0xff800000 : f32
-// CHECK-NEXT:        memref.store %[[NEGINF2]], %window_rows[%i0, %i1, %j_1]
-// CHECK-NEXT:      }
+// CHECK-NEXT:      %[[NEGINF:.*]] = arith.constant 0xff800000 : f32
+// CHECK-NEXT:      memref.store %[[NEGINF]], %window_rows[%i0, %i1, %c0]
+// CHECK-NEXT:      %[[NEGINF2:.*]] = arith.constant 0xff800000 : f32
+// CHECK-NEXT:      memref.store %[[NEGINF2]], %window_rows[%i0, %i1, %c4]
+// CHECK-NEXT:      %[[NEGINF3:.*]] = arith.constant 0xff800000 : f32
+// CHECK-NEXT:      memref.store %[[NEGINF3]], %window_rows[%i0, %i1, %c9]
 // CHECK:           scf.for %oh = %c1 to %c3 step %c1 {
 // CHECK:             %row = memref.reinterpret_cast %x
 // CHECK:             %row_1 = memref.reinterpret_cast %x
 // CHECK:             %row_2 = memref.reinterpret_cast %x
-// CHECK-NEXT:        scf.for %iw = %c1 to %c8 step %c1 {
-// CHECK-NEXT:          %[[IW:.*]] = arith.subi %iw, %c1 : index
-// CHECK-NEXT:          %[[R0:.*]] = memref.load %row[%[[IW]]]
-// CHECK-NEXT:          %[[R1:.*]] = memref.load %row_1[%[[IW]]]
-// CHECK-NEXT:          %[[R2:.*]] = memref.load %row_2[%[[IW]]]
+// CHECK-NEXT:        scf.for %q = %c0 to %c3 step %c1 {
+// CHECK-NEXT:          %[[E:.*]] = arith.muli %q, %c2 : index
+// CHECK-NEXT:          %[[AT1:.*]] = arith.addi %q, %c5 : index
+// CHECK-NEXT:          %[[R0:.*]] = memref.load %row[%[[E]]]
+// CHECK-NEXT:          %[[R1:.*]] = memref.load %row_1[%[[E]]]
+// CHECK-NEXT:          %[[R2:.*]] = memref.load %row_2[%[[E]]]
 // CHECK-NEXT:          %[[M01:.*]] = arith.maximumf %[[R1]], %[[R0]] : f32
 // CHECK-NEXT:          %[[M:.*]] = arith.maximumf %[[R2]], %[[M01]] : f32
-// CHECK-NEXT:          memref.store %[[M]], %window_rows[%i0, %i1, %iw]
+// CHECK-NEXT:          memref.store %[[M]], %window_rows[%i0, %i1, %[[AT1]]]
+// CHECK-NEXT:          %[[E2:.*]] = arith.muli %q, %c2 : index
+// CHECK-NEXT:          %[[O:.*]] = arith.addi %[[E2]], %c1 : index
+// CHECK-NEXT:          %[[AT0:.*]] = arith.addi %q, %c1 : index
+// CHECK-NEXT:          memref.load %row[%[[O]]]
+// CHECK:               memref.store %{{.*}}, %window_rows[%i0, %i1, %[[AT0]]]
 // CHECK-NEXT:        }
+// CHECK-NEXT:        memref.load %row[%c6]
+// CHECK:             memref.store %{{.*}}, %window_rows[%i0, %i1, %c8]
 // CHECK-NEXT:        scf.for %ow = %c0 to %c4 step %c1 {
-// CHECK-NEXT:          %[[C0:.*]] = arith.muli %ow, %c2 : index
-// CHECK-NEXT:          %[[C1:.*]] = arith.addi %[[C0]], %c1 : index
-// CHECK-NEXT:          %[[C2:.*]] = arith.addi %[[C0]], %c2 : index
-// CHECK-NEXT:          %[[T0:.*]] = memref.load %window_rows[%i0, %i1, %[[C0]]]
+// CHECK-NEXT:          %[[C1:.*]] = arith.addi %ow, %c5 : index
+// CHECK-NEXT:          %[[C2:.*]] = arith.addi %ow, %c1 : index
+// CHECK-NEXT:          %[[T0:.*]] = memref.load %window_rows[%i0, %i1, %ow]
 // CHECK-NEXT:          %[[T1:.*]] = memref.load %window_rows[%i0, %i1, %[[C1]]]
 // CHECK-NEXT:          %[[T2:.*]] = memref.load %window_rows[%i0, %i1, %[[C2]]]
 // CHECK-NEXT:          %[[N01:.*]] = arith.maximumf %[[T1]], %[[T0]] : f32
@@ -50,7 +58,10 @@
 // CHECK-NEXT:      }
 // CHECK:           %row_3 = memref.reinterpret_cast %x
 // CHECK:           %row_4 = memref.reinterpret_cast %x
-// CHECK-NEXT:      scf.for %iw_1 = %c1 to %c8 step %c1 {
+// CHECK-NEXT:      scf.for %q_1 = %c0 to %c3 step %c1 {
+// CHECK:             arith.maximumf
+// CHECK-NOT:         arith.maximumf
+// CHECK:             memref.store
 // CHECK:             arith.maximumf
 // CHECK-NOT:         arith.maximumf
 // CHECK:           }
@@ -60,11 +71,12 @@
 // CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c3, %ow_2]
 // CHECK:         }) {irc.kernel = "irt.max_pool2d -> 1x2x4x4"}
 // CHECK:         memref.dealloc %window_rows
-// Both passes of every row are marked for SIMD (the horizontal one reads at a stride of 2).
+// Both passes of every row are marked for SIMD (the vertical one reads at a stride of 2 and
+// stores its two phases 3 trips apart).
 // VEC-LABEL:   func.func @max_pool
-// VEC:               scf.for %iw = %c1 to %c8 step %c1 {
+// VEC:               scf.for %q = %c0 to %c3 step %c1 {
 // VEC:               } {irc.vectorize}
-// VEC-NEXT:          scf.for %ow = %c0 to %c4 step %c1 {
+// VEC:               scf.for %ow = %c0 to %c4 step %c1 {
 // VEC:               } {irc.vectorize}
 func.func @max_pool(%x: tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32> {
   %m = irt.max_pool2d %x kernel [3, 3] stride [2, 2] padding [1, 1] dilation [1, 1] : (tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32>
@@ -76,12 +88,12 @@ func.func @max_pool(%x: tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32> {
 // interior row, 4 in a border row), the interior columns by 9 or 6 in one loop.
 // CHECK-LABEL: func.func @avg_pool
 // CHECK:           %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:      memref.store %[[ZERO]], %window_rows[%i0, %i1, %j]
+// CHECK-NEXT:      memref.store %[[ZERO]], %window_rows[%i0, %i1, %c0]
 // CHECK:           scf.for %oh = %c1 to %c3 step %c1 {
-// CHECK:             scf.for %iw = %c1 to %c8 step %c1 {
+// CHECK:             scf.for %q = %c0 to %c3 step %c1 {
 // CHECK:               %[[S01:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
 // CHECK-NEXT:          %[[S:.*]] = arith.addf %[[S01]], %{{.*}} : f32
-// CHECK-NEXT:          memref.store %[[S]], %window_rows[%i0, %i1, %iw]
+// CHECK-NEXT:          memref.store %[[S]], %window_rows
 // CHECK:             %[[D6:.*]] = arith.constant 6.000000e+00 : f32
 // CHECK-NEXT:        %{{.*}} = arith.divf %{{.*}}, %[[D6]] : f32
 // CHECK-NEXT:        memref.store %{{.*}}, %out0[%i0, %i1, %oh, %c0]
@@ -102,13 +114,13 @@ func.func @avg_pool(%x: tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32> {
 }
 
 // ceil_mode: the last window (columns 6 and 7) overhangs the input, so window_rows is 8 wide,
-// column 7 is 0, and the last column divides by the window clipped to the (unpadded) input: 2
+// column 7 (phase 1, at 4 + 3) is 0, and the last column divides by the window clipped to the (unpadded) input: 2
 // in the interior rows, 1 in the last row.
 // CHECK-LABEL: func.func @avg_pool_ceil
 // CHECK:         %window_rows = memref.alloc() {alignment = 64 : i64} : memref<1x2x8xf32>
-// CHECK:           scf.for %j = %c7 to %c8 step %c1 {
+// CHECK:           memref.store %{{.*}}, %window_rows[%i0, %i1, %c7]
 // CHECK:           scf.for %oh = %c0 to %c3 step %c1 {
-// CHECK:             scf.for %iw = %c0 to %c7 step %c1 {
+// CHECK:             scf.for %q = %c0 to %c3 step %c1 {
 // CHECK:             scf.for %ow = %c0 to %c3 step %c1 {
 // CHECK:               arith.constant 4.000000e+00 : f32
 // CHECK:             arith.constant 2.000000e+00 : f32

@@ -284,3 +284,25 @@ func.func @channel_chunks(%x: tensor<1x20x14x14xf32>, %w: tensor<20x1x3x3xf32>) 
   %y = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 20 : (tensor<1x20x14x14xf32>, tensor<20x1x3x3xf32>) -> tensor<1x20x14x14xf32>
   func.return %y : tensor<1x20x14x14xf32>
 }
+
+// -----
+
+// A 3x3 kernel at stride 1 on rows of 16 columns (a multiple of 8, which took the row at a time
+// nest before the row blocks measured faster there too): blocks of 7 output rows (oh = 0, 1:
+// rows 0..13, 9 input rows = 162 elements of the padded plane), then one of rows 14 and 15.
+// CHECK-LABEL: func.func @rows_of_16
+// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<1x2x18x18xf32>
+// CHECK:         scf.for %oh = %c0 to %c2 step %c1 {
+// CHECK:           %row = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [162], strides: [1]
+// CHECK:           scf.for %ow = %c0 to %c16 step %c1 {
+// CHECK-COUNT-7:     memref.store %{{.*}}, %out0[%i0, %i1, %{{.*}}, %ow]
+// CHECK-NEXT:      } {irc.vectorize}
+// CHECK:         %row_1 = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [72], strides: [1]
+// CHECK-NEXT:    scf.for %ow_1 = %c0 to %c16 step %c1 {
+// CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c14, %ow_1]
+// CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c15, %ow_1]
+// CHECK-NEXT:    } {irc.vectorize}
+func.func @rows_of_16(%x: tensor<1x2x16x16xf32>, %w: tensor<2x1x3x3xf32>) -> tensor<1x2x16x16xf32> {
+  %y = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 2 : (tensor<1x2x16x16xf32>, tensor<2x1x3x3xf32>) -> tensor<1x2x16x16xf32>
+  func.return %y : tensor<1x2x16x16xf32>
+}

@@ -137,12 +137,13 @@ def test_depthwise_conv_matches_eager(cfg):
     assert "iter_args" not in loops  # no loop over taps carries an accumulator: the columns are innermost
 
 
-@pytest.mark.parametrize("stride,dilation,column_loops", [((2, 2), 2, 2), ((1, 2), 1, 2), ((2, 1), 1, 2), ((2, 3), 1, 1)])
+@pytest.mark.parametrize("stride,dilation,column_loops", [((2, 2), 2, 2), ((1, 2), 1, 4), ((2, 1), 1, 4), ((2, 3), 1, 2)])
 def test_depthwise_column_phases(stride, dilation, column_loops):
     """A strided padded depthwise conv reads its padded rows as column phases: row width
     stride_w x ceil(padded width / stride_w), every tap unit-stride; dilation and unequal
-    strides included. Output rows of 11, 12 and 23 columns run as two overlapping column loops
-    of whole vectors, 8 columns as one."""
+    strides included. It runs in row blocks (`_depthwise_blocked`: 7 output rows, so 7 rows
+    are one block, 15 and 8 two); output rows of 11, 12 and 23 columns run as two overlapping
+    column loops of whole vectors per block, 8 columns as one."""
     model = nn.Sequential(nn.Conv2d(4, 4, 3, stride=stride, padding=2, dilation=dilation, groups=4), nn.ReLU6())
     cm = check(model, torch.randn(2, 4, 13, 21))
     phases, wp = stride[1], 21 + 4

@@ -426,8 +426,8 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     column stride the buffer's rows hold the column phases side by side (`_column_phases`), so
     every tap reads consecutive columns.
 
-    Outside strict builds a stride-1 conv whose taps are then all in bounds takes
-    `_depthwise_blocked` instead: `ROW_BLOCK` output rows per column loop, each loaded input
+    Outside strict builds a conv whose taps are then all in bounds, at a column stride of 1 or
+    with column phases, takes `_depthwise_blocked` instead: `ROW_BLOCK` output rows per column loop, each loaded input
     feeding every output that reads it, columns in whole vectors (ConvNeXt's 7x7 on 1x64x28x28:
     194 -> 84 us, on 1x128x14x14: 152 -> 53 us)."""
     out = fl.result_buffer(op.result)
@@ -446,10 +446,12 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     def shifted(b: Builder, v: SSAValue | int, ax: Axis, t: int) -> SSAValue:
         return _shifted(fl, b, v, ax, t, (phases, wq) if ax is aw else (1, 0))
 
-    # the row blocks at stride 1 (at stride 2 the strided loads of 2R+1 rows were slower than the
-    # row at a time nest); rows of a multiple of 8 columns took the row at a time nest until
-    # measured: 3x3 on 1x32x56x56 35.7 -> 28.5 us (8 lanes: 40.9 -> 33.2), 5x5 83.9 -> 62.0
-    blocked = (not fl.strict and ah.stride == aw.stride == 1 and ah.out > 0 and aw.out > 0
+    # the row blocks at a column stride of 1, or with column phases (every tap reads consecutive
+    # columns; with strided loads the 2R+1 rows of a block were slower than the row at a time
+    # nest). Measured, one thread: 3x3 on 1x32x56x56 35.7 -> 28.5 us (8 lanes: 40.9 -> 33.2),
+    # 5x5 83.9 -> 62.0; 3x3/s2 on 1x96x56x56 48.4 -> 44.4, on 1x192x14x14 13.8 -> 10.8; 7x7/s2
+    # on 1x96x56x56 246 -> 110 (the row at a time nest's pass per kernel row stores partial sums)
+    blocked = (not fl.strict and (aw.stride == 1 or phases > 1) and ah.out > 0 and aw.out > 0
                and interior(ah) == (0, ah.out) and interior(aw) == (0, aw.out))
 
     def body(b: Builder, n: SSAValue, o: SSAValue, slot: SSAValue | None) -> None:
@@ -462,7 +464,7 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
         init = load_at(b, bias, [o]) if bias is not None else None
         plane = _plane_rows(fl, b, src, n, c if slot is None else slot)
         if blocked:
-            _depthwise_blocked(fl, b, op, src, plane, out, [n, o], weights, init, ah, aw)
+            _depthwise_blocked(fl, b, op, src, plane, out, [n, o], weights, init, ah, aw, (phases, wq))
             return
 
         def output(b: Builder, oh: SSAValue, rows: list, ow: SSAValue | int, cols: Sequence[int],
@@ -544,7 +546,7 @@ def _block_reads(rows: int, kernel: int, ah: Axis) -> dict[int, list[tuple[int, 
 
 def _depthwise_blocked(fl: FunctionLowering, b: Builder, op: irt_nn.Conv2dOp, src: SSAValue, plane: SSAValue,
                        out: SSAValue, nc: list[SSAValue], weights: list[list[SSAValue]], init: SSAValue | None,
-                       ah: Axis, aw: Axis) -> None:
+                       ah: Axis, aw: Axis, phases: tuple[int, int]) -> None:
     """One output plane of a depthwise conv whose every tap is in bounds (padding written out, or
     none), `ROW_BLOCK` output rows at a time, outside strict builds:
 
@@ -553,7 +555,7 @@ def _depthwise_blocked(fl: FunctionLowering, b: Builder, op: irt_nn.Conv2dOp, sr
             for ow in the range:
               acc_r = bias                       (r < R)
               for each input row t the block reads, each kernel column j:
-                v = x[t, ow*sw + j*dw]           (one load)
+                v = x[t, ow*sw + j*dw]           (one load; in column phases: x[t, ow + the tap's offset])
                 acc_r += v * w[i, j]             for every output r whose kernel row i reads row t
               out[oh0 + r, ow] = epilogue(acc_r, ...)
 
@@ -578,9 +580,7 @@ def _depthwise_blocked(fl: FunctionLowering, b: Builder, op: irt_nn.Conv2dOp, sr
             acc: list[SSAValue | None] = [init] * rows
             for t in sorted(reads):
                 for j in range(kw):
-                    col = _mul(fl, cb, ow, aw.stride)
-                    if t * width + j * aw.dilation:
-                        col = _i(cb, arith.AddiOp, col, fl.index(t * width + j * aw.dilation))
+                    col = _plus(fl, cb, _shifted(fl, cb, ow, aw, j, phases), t * width)
                     v = load_at(cb, view, [col])
                     for r, i in reads[t]:
                         term = cb.insert(arith.MulfOp(v, weights[i][j])).result

@@ -10,13 +10,17 @@
 // round robin over 4 partial sums, added pairwise), and the epilogue runs before the one store. A padded conv first writes its plane with the zero padding into a buffer
 // of its own (then every column is interior); strict builds keep the input as it is and give the
 // border rows and columns straight-line code over their in-bounds taps (compile-time ranges).
-// A stride-1 conv with a kernel above 25 taps or a row width not a multiple of 8 takes the row
-// blocks instead (7 output rows per column loop, columns in whole vectors: @kernel7).
+// A conv whose taps are all in bounds at stride 1, or padded at a column stride (its column
+// phases), takes the row blocks instead (up to 7 output rows per column loop, columns in whole
+// vectors: @depthwise, @kernel7, @rows_of_16); an unpadded strided one keeps the row at a time
+// nest (@kernel7_stride2, @unpadded_stride2).
 
 // 7 columns in, stride 2, padding 1: the padded rows hold the two column phases side by side
 // (padded columns 0, 2, .. 8 at [0, 5), 1, 3, .. 7 at [5, 9), one zero column to 10), so every
 // tap reads consecutive columns: tap 0 the even phase at ow, tap 1 the odd one at ow + 5, tap 2
-// the even one at ow + 1. The copy reads the input row in pairs (columns 2q and 2q + 1, q < 3:
+// the even one at ow + 1, in row blocks (`_depthwise_blocked`: the 4 output rows read padded
+// rows 0..8 through one view, each loaded input row feeding the outputs that read it: row 2
+// output 0's last kernel row and output 1's first). The copy reads the input row in pairs (columns 2q and 2q + 1, q < 3:
 // consecutive loads) and stores them at q + 5 and q + 1 (padded 2q + 1 and 2q + 2); the last
 // column (6, padded 7) goes to 8.
 // CHECK-LABEL: func.func @depthwise(%x: memref<2x4x7x7xf32>, %w: memref<4x1x3x3xf32>, %b: memref<4xf32>, %out0: memref<2x4x4x4xf32>)
@@ -54,40 +58,34 @@
 // CHECK-NEXT:      %[[NC:.*]] = arith.muli %i0, %c4 : index
 // CHECK-NEXT:      %[[PLANE:.*]] = arith.addi %[[NC]], %i1 : index
 // CHECK-NEXT:      %[[FIRST:.*]] = arith.muli %[[PLANE]], %c9 : index
-// CHECK-NEXT:      scf.for %oh = %c0 to %c4 step %c1 {
-// CHECK-NEXT:        %[[IH0:.*]] = arith.muli %oh, %c2 : index
-// CHECK-NEXT:        %[[R0:.*]] = arith.addi %[[FIRST]], %[[IH0]] : index
-// CHECK-NEXT:        %[[AT0:.*]] = arith.muli %[[R0]], %c10 : index
-// CHECK-NEXT:        %row = memref.reinterpret_cast %padded to offset: [%[[AT0]]], sizes: [10], strides: [1] : memref<2x4x9x10xf32> to memref<10xf32>
-// CHECK:             %row_1 = memref.reinterpret_cast %padded
-// CHECK:             %row_2 = memref.reinterpret_cast %padded
-// CHECK-NEXT:        scf.for %ow = %c0 to %c4 step %c1 {
-// CHECK-NEXT:          %[[X0:.*]] = memref.load %row[%ow] : memref<10xf32>
-// CHECK-NEXT:          %[[P0:.*]] = arith.mulf %[[X0]], %[[W00]] : f32
-// CHECK-NEXT:          %[[A0:.*]] = arith.addf %[[BIAS]], %[[P0]] : f32
-// CHECK-NEXT:          %[[IW1:.*]] = arith.addi %ow, %c5 : index
-// CHECK-NEXT:          %[[X1:.*]] = memref.load %row[%[[IW1]]] : memref<10xf32>
-// CHECK-NEXT:          %[[P1:.*]] = arith.mulf %[[X1]], %[[W01]] : f32
-// CHECK-NEXT:          %[[IW2:.*]] = arith.addi %ow, %c1 : index
-// CHECK-NEXT:          memref.load %row[%[[IW2]]] : memref<10xf32>
-// CHECK:               %[[X3:.*]] = memref.load %row_1
-// CHECK-NEXT:          %[[P3:.*]] = arith.mulf %[[X3]], %{{.*}} : f32
-// CHECK:               %[[X4:.*]] = memref.load %row_1
-// CHECK-NEXT:          %[[P4:.*]] = arith.mulf %[[X4]], %{{.*}} : f32
-// CHECK-NEXT:          %[[S0:.*]] = arith.addf %[[A0]], %[[P4]] : f32
-// CHECK:               %[[X5:.*]] = memref.load %row_1
-// CHECK-NEXT:          %[[P5:.*]] = arith.mulf %[[X5]], %{{.*}} : f32
-// CHECK-NEXT:          %[[S1:.*]] = arith.addf %[[P1]], %[[P5]] : f32
-// CHECK-COUNT-3:       memref.load %row_2
-// CHECK:               %[[S0B:.*]] = arith.addf %[[S0]], %{{.*}} : f32
-// CHECK-NEXT:          %[[L:.*]] = arith.addf %[[S0B]], %[[S1]] : f32
-// CHECK-NEXT:          %[[R:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
-// CHECK-NEXT:          %[[SUM:.*]] = arith.addf %[[L]], %[[R]] : f32
-// CHECK-NEXT:          %[[Z:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:          %[[RELU:.*]] = arith.maximumf %[[SUM]], %[[Z]] : f32
-// CHECK-NEXT:          memref.store %[[RELU]], %out0[%i0, %i1, %oh, %ow] : memref<2x4x4x4xf32>
-// CHECK-NEXT:        } {irc.vectorize}
-// CHECK-NEXT:      }
+// CHECK-NEXT:      %[[AT0:.*]] = arith.addi %[[FIRST]], %c0 : index
+// CHECK-NEXT:      %[[OFF:.*]] = arith.muli %[[AT0]], %c10 : index
+// CHECK-NEXT:      %row = memref.reinterpret_cast %padded to offset: [%[[OFF]]], sizes: [90], strides: [1] : memref<2x4x9x10xf32> to memref<90xf32>
+// CHECK-NEXT:      scf.for %ow = %c0 to %c4 step %c1 {
+// CHECK-NEXT:        %[[X0:.*]] = memref.load %row[%ow] : memref<90xf32>
+// CHECK-NEXT:        %[[P0:.*]] = arith.mulf %[[X0]], %[[W00]] : f32
+// CHECK-NEXT:        %[[A0:.*]] = arith.addf %[[BIAS]], %[[P0]] : f32
+// CHECK-NEXT:        %[[IW1:.*]] = arith.addi %ow, %c5 : index
+// CHECK-NEXT:        %[[X1:.*]] = memref.load %row[%[[IW1]]] : memref<90xf32>
+// CHECK-NEXT:        %[[P1:.*]] = arith.mulf %[[X1]], %[[W01]] : f32
+// CHECK-NEXT:        arith.addf %[[A0]], %[[P1]] : f32
+// CHECK-NEXT:        %[[IW2:.*]] = arith.addi %ow, %c1 : index
+// CHECK-NEXT:        memref.load %row[%[[IW2]]] : memref<90xf32>
+// CHECK:             %[[R1:.*]] = arith.addi %ow, %c10 : index
+// CHECK-NEXT:        memref.load %row[%[[R1]]] : memref<90xf32>
+// CHECK:             %[[R2:.*]] = arith.addi %ow, %c20 : index
+// CHECK-NEXT:        %[[X6:.*]] = memref.load %row[%[[R2]]] : memref<90xf32>
+// CHECK-NEXT:        arith.mulf %[[X6]], %{{.*}} : f32
+// CHECK-NEXT:        arith.addf
+// CHECK-NEXT:        %[[Y0:.*]] = arith.mulf %[[X6]], %[[W00]] : f32
+// CHECK-NEXT:        arith.addf %[[BIAS]], %[[Y0]] : f32
+// CHECK:             %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:        %[[RELU:.*]] = arith.maximumf %{{.*}}, %[[Z]] : f32
+// CHECK-NEXT:        memref.store %[[RELU]], %out0[%i0, %i1, %c0, %ow] : memref<2x4x4x4xf32>
+// CHECK:             memref.store %{{.*}}, %out0[%i0, %i1, %c1, %ow] : memref<2x4x4x4xf32>
+// CHECK:             memref.store %{{.*}}, %out0[%i0, %i1, %c2, %ow] : memref<2x4x4x4xf32>
+// CHECK:             memref.store %{{.*}}, %out0[%i0, %i1, %c3, %ow] : memref<2x4x4x4xf32>
+// CHECK-NEXT:      } {irc.vectorize}
 // CHECK-NEXT:      scf.reduce
 // CHECK-NEXT:    }) {irc.kernel = "irt.conv2d (irt.conv2d + irt.relu) -> 2x4x4x4"}
 // CHECK-NEXT:    memref.dealloc %padded : memref<2x4x9x10xf32>
@@ -120,7 +118,7 @@
 // STRICT:         memref.store %{{.*}}, %out0[%i0, %i1, %c0, %c0] : memref<2x4x4x4xf32>
 // CPP-LABEL:   extern "C" void depthwise(
 // CPP-NOT:       reduction(+
-// CPP:           for (int64_t oh = 0; oh < 4; ++oh)
+// CPP:           for (int64_t q = 0; q < 3; ++q)
 // CPP:           #pragma omp simd
 // CPP-NEXT:      for (int64_t ow = 0; ow < 4; ++ow)
 
@@ -152,13 +150,14 @@ func.func @multiplier(%x: tensor<1x3x5x5xf32>, %w: tensor<6x1x3x3xf32>) -> tenso
 
 // -----
 
-// A 7x7 kernel at stride 2 (no row blocks): 49 taps in one loop are too many registers for
-// GCC, so each output row takes a pass per kernel row (MAX_TAPS_PER_LOOP): the first starts
-// from the bias, the next ones from the partial sums stored in the row, the last applies the
-// epilogue (ReLU6: max, min).
+// A 7x7 kernel at stride 2 with no padding (no padded copy, so no column phases and no row
+// blocks: the strided loads of 2R + 5 rows were slower than a row at a time): 49 taps in one
+// loop are too many registers for GCC, so each output row takes a pass per kernel row
+// (MAX_TAPS_PER_LOOP): the first starts from the bias, the next ones from the partial sums
+// stored in the row, the last applies the epilogue (ReLU6: max, min).
 // CHECK-LABEL: func.func @kernel7_stride2
 // CHECK:         scf.for %oh = %c0 to %c5 step %c1 {
-// CHECK-COUNT-7:   memref.reinterpret_cast %padded
+// CHECK-COUNT-7:   memref.reinterpret_cast %x
 // CHECK-NEXT:      scf.for %ow = %c0 to %c5 step %c1 {
 // CHECK-NOT:         memref.load %out0
 // CHECK-COUNT-7:     memref.load %row
@@ -176,8 +175,8 @@ func.func @multiplier(%x: tensor<1x3x5x5xf32>, %w: tensor<6x1x3x3xf32>) -> tenso
 // CHECK-NEXT:    }
 // CHECK-NEXT:    scf.reduce
 
-func.func @kernel7_stride2(%x: tensor<1x2x9x9xf32>, %w: tensor<2x1x7x7xf32>, %b: tensor<2xf32>) -> tensor<1x2x5x5xf32> {
-  %y = irt.conv2d %x, %w bias(%b : tensor<2xf32>) stride [2, 2] padding [3, 3] dilation [1, 1] groups 2 : (tensor<1x2x9x9xf32>, tensor<2x1x7x7xf32>) -> tensor<1x2x5x5xf32>
+func.func @kernel7_stride2(%x: tensor<1x2x15x15xf32>, %w: tensor<2x1x7x7xf32>, %b: tensor<2xf32>) -> tensor<1x2x5x5xf32> {
+  %y = irt.conv2d %x, %w bias(%b : tensor<2xf32>) stride [2, 2] padding [0, 0] dilation [1, 1] groups 2 : (tensor<1x2x15x15xf32>, tensor<2x1x7x7xf32>) -> tensor<1x2x5x5xf32>
   %r = irt.relu6 %y : tensor<1x2x5x5xf32>
   func.return %r : tensor<1x2x5x5xf32>
 }
@@ -305,4 +304,46 @@ func.func @channel_chunks(%x: tensor<1x20x14x14xf32>, %w: tensor<20x1x3x3xf32>) 
 func.func @rows_of_16(%x: tensor<1x2x16x16xf32>, %w: tensor<2x1x3x3xf32>) -> tensor<1x2x16x16xf32> {
   %y = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 2 : (tensor<1x2x16x16xf32>, tensor<2x1x3x3xf32>) -> tensor<1x2x16x16xf32>
   func.return %y : tensor<1x2x16x16xf32>
+}
+
+// -----
+
+// A 3x3 kernel at stride 2 with no padding: rows of %x itself read at ow*2 + j (strided loads),
+// a row at a time (no row blocks without column phases). The taps round robin over 4 partial
+// sums (PARTIAL_SUMS), added pairwise, then the ReLU and one store.
+// CHECK-LABEL: func.func @unpadded_stride2
+// CHECK-NOT:     memref.alloc
+// CHECK:         scf.for %oh = %c0 to %c4 step %c1 {
+// CHECK:           %row = memref.reinterpret_cast %x
+// CHECK:           %row_1 = memref.reinterpret_cast %x
+// CHECK:           %row_2 = memref.reinterpret_cast %x
+// CHECK-NEXT:      scf.for %ow = %c0 to %c4 step %c1 {
+// CHECK-NEXT:        %[[C0:.*]] = arith.muli %ow, %c2 : index
+// CHECK-NEXT:        %[[X0:.*]] = memref.load %row[%[[C0]]] : memref<9xf32>
+// CHECK-NEXT:        %[[P0:.*]] = arith.mulf %[[X0]], %{{.*}} : f32
+// CHECK-NEXT:        %[[A0:.*]] = arith.addf %{{.*}}, %[[P0]] : f32
+// CHECK:             %[[X1:.*]] = memref.load %row[%{{.*}}] : memref<9xf32>
+// CHECK-NEXT:        %[[P1:.*]] = arith.mulf %[[X1]], %{{.*}} : f32
+// CHECK:             memref.load %row[%{{.*}}] : memref<9xf32>
+// CHECK:             %[[X3:.*]] = memref.load %row_1
+// CHECK-NEXT:        %[[P3:.*]] = arith.mulf %[[X3]], %{{.*}} : f32
+// CHECK:             %[[X4:.*]] = memref.load %row_1
+// CHECK-NEXT:        %[[P4:.*]] = arith.mulf %[[X4]], %{{.*}} : f32
+// CHECK-NEXT:        %[[S0:.*]] = arith.addf %[[A0]], %[[P4]] : f32
+// CHECK:             %[[X5:.*]] = memref.load %row_1
+// CHECK-NEXT:        %[[P5:.*]] = arith.mulf %[[X5]], %{{.*}} : f32
+// CHECK-NEXT:        %[[S1:.*]] = arith.addf %[[P1]], %[[P5]] : f32
+// CHECK-COUNT-3:     memref.load %row_2
+// CHECK:             %[[S0B:.*]] = arith.addf %[[S0]], %{{.*}} : f32
+// CHECK-NEXT:        %[[L:.*]] = arith.addf %[[S0B]], %[[S1]] : f32
+// CHECK-NEXT:        %[[R:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:        %[[SUM:.*]] = arith.addf %[[L]], %[[R]] : f32
+// CHECK-NEXT:        %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:        %[[RELU:.*]] = arith.maximumf %[[SUM]], %[[Z]] : f32
+// CHECK-NEXT:        memref.store %[[RELU]], %out0[%i0, %i1, %oh, %ow] : memref<2x4x4x4xf32>
+// CHECK-NEXT:      } {irc.vectorize}
+func.func @unpadded_stride2(%x: tensor<2x4x9x9xf32>, %w: tensor<4x1x3x3xf32>, %b: tensor<4xf32>) -> tensor<2x4x4x4xf32> {
+  %y = irt.conv2d %x, %w bias(%b : tensor<4xf32>) stride [2, 2] padding [0, 0] dilation [1, 1] groups 4 : (tensor<2x4x9x9xf32>, tensor<4x1x3x3xf32>) -> tensor<2x4x4x4xf32>
+  %r = irt.relu %y : tensor<2x4x4x4xf32>
+  func.return %r : tensor<2x4x4x4xf32>
 }

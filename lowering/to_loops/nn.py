@@ -281,7 +281,7 @@ def _phase_at(j: int, phases: int, width: int) -> int:
 
 
 def _column_groups(fl: FunctionLowering, b: Builder, count: int, phases: int, pad: int, width: int,
-                   column: Callable[[Builder, SSAValue, SSAValue], None]) -> None:
+                   column: Callable[[Builder, SSAValue, SSAValue], None], chunks: bool = True) -> None:
     """column(b, i, at) for every input column i < count of a row, `at` where its padded column
     i + pad is in a row of `phases` column phases each `width` wide (`_phase_at`). A loop over
     groups of `phases` input columns (q*phases .. q*phases + phases - 1): consecutive loads with
@@ -296,7 +296,7 @@ def _column_groups(fl: FunctionLowering, b: Builder, count: int, phases: int, pa
             column(gb, src, _plus(fl, gb, q, _phase_at(p + pad, phases, width)))
 
     full = count // phases
-    for lo, hi in column_chunks(full) if full >= 4 else [(0, full)] if full else []:
+    for lo, hi in column_chunks(full) if chunks and full >= 4 else [(0, full)] if full else []:
         for_loop(fl, b, hi, [], lambda gb, q, _: group(gb, q) or [], "q", lb=lo)
     if count % phases:
         group(b, full, count % phases)
@@ -700,6 +700,14 @@ then reads the input at that stride, which `irc-vectorize` runs in SIMD lanes up
 `MAX_LOAD_STRIDE` (4); a larger stride keeps plain rows (the vertical pass in lanes)."""
 
 
+def _pool_phases(aw: Axis) -> int:
+    """The column phases of `separable_pool`'s rows: the stride (up to `MAX_PHASES`) where the
+    horizontal pass's taps leave a gap in a group of `stride` columns, else 1 (plain rows: a
+    2x2/s2 window reads whole pairs, 20.5 us on 1x64x56x56 so and 29.7 in phases)."""
+    gap = not (aw.kernel == aw.stride and aw.dilation == 1)
+    return aw.stride if 1 < aw.stride <= MAX_PHASES and gap else 1
+
+
 def _window_rows(fl: FunctionLowering, shape: Sequence[int], aw: Axis, phases: int) -> SSAValue:
     """`separable_pool`'s buffer: one row per plane of the result `shape`, as wide as the padded
     input or the last window's reach (a ceil_mode window may overhang the padding), rounded up
@@ -725,6 +733,30 @@ def _fold_window(b: Builder, values: list[SSAValue], is_max: bool) -> SSAValue:
     return acc
 
 
+def _pool_vertical(fl: FunctionLowering, b: Builder, views: list[SSAValue], rows: SSAValue, nc: list[SSAValue],
+                   aw: Axis, phases: int, combine: Callable[[Builder, list[SSAValue]], SSAValue]) -> None:
+    """`separable_pool`'s vertical pass: every input column of the window's rows in bounds
+    (`views`) folded into its place in `rows` (padded, in `phases` column phases)."""
+    n, c = nc
+    # a row of fewer groups than the widest vector in overlapping chunks of whole vectors (one
+    # loop of 14 ran scalar: a 5x5/s1 max pool on 1x32x14x14 18.0 -> 14.3 us, a 3x3/s2 on
+    # 1x96x28x28 38.2 -> 23.2); longer ones in one loop (chunks measured no faster in phases, and
+    # 33.5 against 31.3 us for a 3x3/s1 pool on 1x64x28x28 in plain rows, whose one loop runs
+    # over the padded columns, storing at its index)
+    if phases > 1 or aw.size < MAX_CHUNK:
+        _column_groups(fl, b, aw.size, phases, aw.pad, rows.type.get_shape()[-1] // phases, lambda vb, src, dst:
+                       store_at(vb, combine(vb, [load_at(vb, view, [src]) for view in views]), rows, [n, c, dst]),
+                       aw.size // phases < MAX_CHUNK)
+        return
+
+    def column(vb: Builder, j: SSAValue, _: list) -> list:
+        src = _i(vb, arith.SubiOp, j, fl.index(aw.pad)) if aw.pad else j
+        store_at(vb, combine(vb, [load_at(vb, view, [src]) for view in views]), rows, [n, c, j])
+        return []
+
+    for_loop(fl, b, aw.pad + aw.size, [], column, "iw", lb=aw.pad)
+
+
 def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool2dOp) -> None:
     """Max or average pooling as two passes per output row, each a column loop `irc-vectorize`
     runs in SIMD lanes with constant bounds. One parallel iteration per plane (n, c):
@@ -735,29 +767,29 @@ def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool
                           rows in bounds, in order
           out[oh, ow] = rows[ow*sw] (op) rows[ow*sw + dw] (op) ... [/ count]   for ow < OW
 
-    `rows` is one padded input row per plane, RW wide: W plus the padding, or more when a
-    ceil_mode window overhangs it. With a column stride s (up to `MAX_PHASES`) it holds the
-    row's s column phases side by side (padded column j at (j % s)*RW/s + j // s), so the
-    horizontal pass reads consecutive columns; the vertical pass reads each group of s input
-    columns (q*s .. q*s + s - 1, q < W // s; the rest straight-line) and stores each phase at q
-    plus a constant. Read at a stride instead, the horizontal pass's taps left GCC a gap to peel
-    for: 16 columns ran scalar (DenseNet's 3x3/s2 pool on 1x64x32x32, one thread: 24.3 -> 15.9
-    us a call). The rows in bounds are compile-time lists: one loop over the
-    interior rows (every kernel row in bounds), straight-line code for each border row. So no
-    tap tests bounds and the horizontal pass reads the padding columns as values (-inf never
-    wins a max; NaN still propagates, and 0 adds nothing to a sum). An average divides by
-    PyTorch's divisor, a compile-time constant per output (`_window_count`): one column loop per
-    run of columns with the same divisor. The old nests visited each tap's clamped column range
-    in its own loop (nine short loops per output row with scalar remainders: 1.04 ms for
-    ResNet-18's 3x3 stride-2 pool at one thread, now 0.29) or summed each output's window alone
-    (2.4x eager's time); this one reorders a max's taps (ties of
-    -0 and +0 can differ) and a sum's terms, so strict builds keep the old nests."""
+    `rows` is one padded input row per plane, RW wide: W plus the padding, or more when a ceil_mode
+    window overhangs it. With a column stride s (up to `MAX_PHASES`) whose window leaves a gap in a
+    group of s columns (`_pool_phases`) it holds the row's s column phases side by side (padded
+    column j at (j % s)*RW/s + j // s), so the horizontal pass reads consecutive columns; the
+    vertical pass reads each group of s input columns (q*s .. q*s + s - 1, q < W // s; the rest
+    straight-line) and stores each phase at q plus a constant (`_pool_vertical`). Read at a stride
+    instead, the horizontal pass's taps left GCC a gap to peel for: 16 columns ran scalar
+    (DenseNet's 3x3/s2 pool on 1x64x32x32, one thread: 24.3 -> 15.9 us a call). The rows in bounds
+    are compile-time lists: one loop over the interior rows (every kernel row in bounds),
+    straight-line code for each border row. So no tap tests bounds and the horizontal pass reads
+    the padding columns as values (-inf never wins a max; NaN still propagates, and 0 adds nothing
+    to a sum). An average divides by PyTorch's divisor, a compile-time constant per output
+    (`_window_count`): one column loop per run of columns with the same divisor. The old nests
+    visited each tap's clamped column range in its own loop (nine short loops per output row with
+    scalar remainders: 1.04 ms for ResNet-18's 3x3 stride-2 pool at one thread, now 0.29) or summed
+    each output's window alone (2.4x eager's time); this one reorders a max's taps (ties of -0 and
+    +0 can differ) and a sum's terms, so strict builds keep the old nests."""
     is_max = isinstance(op, irt_nn.MaxPool2dOp)
     out, x, shape = fl.result_buffer(op.result), fl.buffers[op.input], shape_of(op.result)
     ah, aw = _axes(op, shape_of(op.input), shape, op.kernels)
     pad_value = float("-inf") if is_max else 0.0
     include_pad = is_max or op.count_include_pad is not None
-    phases = aw.stride if aw.stride <= MAX_PHASES else 1
+    phases = _pool_phases(aw)
     rows = _window_rows(fl, shape, aw, phases)
     width = rows.type.get_shape()[-1]
     wq = width // phases
@@ -778,8 +810,7 @@ def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool
         def vertical(rb: Builder, oh: SSAValue | int, taps: list[int]) -> None:
             views = [_row_view(fl, rb, x, plane, _input_index(fl, rb, oh, ah, i)) for i in taps]
 
-            _column_groups(fl, rb, aw.size, phases, aw.pad, wq, lambda vb, src, dst: store_at(
-                vb, combine(vb, [load_at(vb, view, [src]) for view in views]), rows, [n, c, dst]))
+            _pool_vertical(fl, rb, views, rows, [n, c], aw, phases, combine)
 
         def horizontal(rb: Builder, oh: SSAValue, count: int) -> None:
             for lo, hi in _runs(col_counts):

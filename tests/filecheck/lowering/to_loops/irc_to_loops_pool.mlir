@@ -114,13 +114,16 @@ func.func @avg_pool(%x: tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32> {
 }
 
 // ceil_mode: the last window (columns 6 and 7) overhangs the input, so window_rows is 8 wide,
-// column 7 (phase 1, at 4 + 3) is 0, and the last column divides by the window clipped to the (unpadded) input: 2
-// in the interior rows, 1 in the last row.
+// column 7 is 0, and the last column divides by the window clipped to the (unpadded) input: 2
+// in the interior rows, 1 in the last row. A 2x2/s2 window reads whole pairs of columns (no
+// gap), so the row stays plain (no column phases); its 7 columns, fewer than a 16-lane vector,
+// are two overlapping loops of 4 ([0, 4) and [3, 7)).
 // CHECK-LABEL: func.func @avg_pool_ceil
 // CHECK:         %window_rows = memref.alloc() {alignment = 64 : i64} : memref<1x2x8xf32>
 // CHECK:           memref.store %{{.*}}, %window_rows[%i0, %i1, %c7]
 // CHECK:           scf.for %oh = %c0 to %c3 step %c1 {
-// CHECK:             scf.for %q = %c0 to %c3 step %c1 {
+// CHECK:             scf.for %q = %c0 to %c4 step %c1 {
+// CHECK:             scf.for %q_1 = %c3 to %c7 step %c1 {
 // CHECK:             scf.for %ow = %c0 to %c3 step %c1 {
 // CHECK:               arith.constant 4.000000e+00 : f32
 // CHECK:             arith.constant 2.000000e+00 : f32

@@ -282,8 +282,8 @@ def _phase_at(j: int, phases: int, width: int) -> int:
 
 def _column_groups(fl: FunctionLowering, b: Builder, count: int, phases: int, pad: int, width: int,
                    column: Callable[[Builder, SSAValue, SSAValue], None], chunks: bool = True) -> None:
-    """column(b, i, at) for every input column i < count of a row, `at` where its padded column
-    i + pad is in a row of `phases` column phases each `width` wide (`_phase_at`). A loop over
+    """column(b, src, dst) for every input column src < count of a row, `dst` where its padded column
+    src + pad is in a row of `phases` column phases each `width` wide (`_phase_at`). A loop over
     groups of `phases` input columns (q*phases .. q*phases + phases - 1): consecutive loads with
     no gap, each phase's stores at q plus a constant, so `irc-vectorize` marks it; in whole
     vectors from 4 groups on (`column_chunks`, the last overlapping: a column may be done twice;
@@ -427,9 +427,9 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     every tap reads consecutive columns.
 
     Outside strict builds a conv whose taps are then all in bounds, at a column stride of 1 or
-    with column phases, takes `_depthwise_blocked` instead: `ROW_BLOCK` output rows per column loop, each loaded input
-    feeding every output that reads it, columns in whole vectors (ConvNeXt's 7x7 on 1x64x28x28:
-    194 -> 84 us, on 1x128x14x14: 152 -> 53 us)."""
+    with column phases, takes `_depthwise_blocked` instead: `ROW_BLOCK` output rows per column
+    loop, each loaded input feeding every output that reads it, columns in whole vectors
+    (ConvNeXt's 7x7 on 1x64x28x28: 194 -> 84 us, on 1x128x14x14: 152 -> 53 us)."""
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
     x, w = fl.buffers[op.input], fl.buffers[op.weight]
@@ -703,7 +703,7 @@ then reads the input at that stride, which `irc-vectorize` runs in SIMD lanes up
 def _pool_phases(aw: Axis) -> int:
     """The column phases of `separable_pool`'s rows: the stride (up to `MAX_PHASES`) where the
     horizontal pass's taps leave a gap in a group of `stride` columns, else 1 (plain rows: a
-    2x2/s2 window reads whole pairs, 20.5 us on 1x64x56x56 so and 29.7 in phases)."""
+    2x2/s2 window reads whole pairs; on 1x64x56x56 it took 20.5 us so, 29.7 in phases)."""
     gap = not (aw.kernel == aw.stride and aw.dilation == 1)
     return aw.stride if 1 < aw.stride <= MAX_PHASES and gap else 1
 

@@ -110,7 +110,9 @@ DEPTHWISE = [
     (5, 1, 7, 1, 3, False, 2, (28, 28), nn.ReLU6()),  # ConvNeXt's stage-1 plane, batch 2
     (3, 1, 5, 1, 2, True, 1, (9, 14), nn.SiLU()),  # 14 columns: [0, 8) + [6, 14)
     (4, 2, 3, 1, 0, True, 1, (9, 13), nn.ReLU6()),  # multiplier 2, no padding: 11 columns
-    (6, 1, 3, 1, 1, True, 1, (4, 3), nn.ReLU()),  # 3 columns: [0, 2) + [1, 3); one block of 4 rows
+    (6, 1, 3, 1, 1, True, 1, (4, 9), nn.ReLU()),  # 9 columns: [0, 8) + [5, 9); one block of 4 rows
+    # flat planes (rows narrower than 8, stride 1, the row width kept: `_depthwise_flat`)
+    (6, 1, 3, 1, 1, True, 1, (4, 3), nn.ReLU()),  # 12 outputs as [0, 8) + [4, 12)
     (2, 1, 7, 1, 3, True, 1, (1, 1), None),  # one pixel: every tap but the centre is padding
     # column phases (a padded row stored as its stride's phases side by side: `_column_phases`)
     (8, 1, 3, 2, 1, True, 1, (56, 56), nn.ReLU6()),  # MobileNet's 3x3/s2: 28 columns as [0, 16) + [12, 28)
@@ -206,6 +208,45 @@ def test_depthwise_row_blocks_at_every_vector_width(width):
     assert re.search(r"scf.for %ow\S* = %c0 to %c16 step %c1", loops)
     assert "iter_args" not in loops
     assert f"simdlen({width})" in kernel_code(cm)
+
+
+@pytest.mark.parametrize("width", [16, 8, 4])
+@pytest.mark.parametrize("k,dilation,hw", [(3, 1, (7, 7)), (5, 1, (6, 4)), (3, 2, (9, 5)), (7, 1, (3, 2))])
+def test_depthwise_flat_planes(width, k, dilation, hw):
+    """A stride-1 depthwise conv on rows narrower than 8 whose padding keeps the row width runs
+    each plane as one flat row of OH*W outputs (`_depthwise_flat`): its taps the same flat offsets
+    apart for every output, zero rows above and below the plane's copy, and a mask of each kernel
+    column's valid output columns (a tap off the row reads the next row's element). An infinite
+    input at a row's first and last column reaches exactly the outputs eager gives it (the mask
+    selects, it does not multiply); a residual add reads the same flat position; batch 2."""
+    from irc.target import Target
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dw = nn.Conv2d(5, 5, k, padding=dilation * (k // 2), dilation=dilation, groups=5)
+
+        def forward(self, x):
+            return torch.clamp(self.dw(x), 0, 6) + x
+
+    model, x = Block().eval(), torch.randn(2, 5, *hw)
+    x[0, 1, 1, 0], x[1, 3, 0, -1], x[1, 4, -1, 0] = float("inf"), float("-inf"), float("nan")
+    cm = irc.compile(model, (x,), fallback=False, target=Target.host().replace(vector_width=width))
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x), equal_nan=True)
+        y = torch.randn(2, 5, *hw)
+        torch.testing.assert_close(cm(y), model(y))
+    assert kernels(cm) == [f"irt.conv2d (irt.conv2d + irt.clamp + irt.add) -> 2x5x{hw[0]}x{hw[1]}"]
+    loops = cm.ir("loops")
+    masks = sum(1 for j in range(k) if j * dilation != dilation * (k // 2))
+    # the valid columns of each off-centre kernel column; each plane's buffer: rows of zeros above and below
+    assert re.search(rf"%valid = memref.reinterpret_cast %arena .* to memref<{masks}x{hw[0]}x{hw[1]}xf32", loops)
+    pad = dilation * (k // 2)
+    length = (hw[0] + 2 * pad) * hw[1] + 2 * pad
+    assert re.search(rf"%padded = memref.reinterpret_cast %arena .* to memref<2x\d+x{length}xf32", loops)
+    loops_over_f = re.findall(r"scf.for %f\S* = ", loops)
+    assert len(loops_over_f) == len(irt_nn_lowering.column_chunks(hw[0] * hw[1]))
+    assert "arith.select" in loops and "iter_args" not in loops
 
 
 def test_depthwise_column_chunks():

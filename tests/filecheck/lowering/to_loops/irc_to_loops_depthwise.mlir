@@ -347,3 +347,79 @@ func.func @unpadded_stride2(%x: tensor<2x4x9x9xf32>, %w: tensor<4x1x3x3xf32>, %b
   %r = irt.relu %y : tensor<2x4x4x4xf32>
   func.return %r : tensor<2x4x4x4xf32>
 }
+
+// -----
+
+// Rows narrower than 8 (5 columns), stride 1, padding 1 (the row width kept): each plane is one
+// flat row of 25 outputs (`_depthwise_flat`, as [0, 16) + [9, 25)). Output f = oh*5 + ow reads
+// tap (i, j) at f + i*5 + j of its plane's buffer: the input at 6 (one zero row and one zero
+// above it), zeros in [0, 6) and [31, 37). Kernel column 0 is off the row where ow = 0 and
+// column 2 where ow = 4 (the previous and next rows' elements): their sums are selected away
+// there by the masks %valid[0] and %valid[1], written once before the nest (0 at column 0 or 4,
+// 1 elsewhere, per row). The residual add reads %s at f; strict builds keep the row nest.
+// CHECK-LABEL: func.func @flat(
+// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<2x3x37xf32>
+// CHECK-NEXT:    %valid = memref.alloc() {alignment = 64 : i64} : memref<2x5x5xf32>
+// CHECK-NEXT:    scf.for %oh = %c0 to %c5 step %c1 {
+// CHECK-NEXT:      scf.for %ow = %c0 to %c1 step %c1 {
+// CHECK-NEXT:        %{{.*}} = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:        memref.store %{{.*}}, %valid[%c0, %oh, %ow] : memref<2x5x5xf32>
+// CHECK:           scf.for %{{.*}} = %c1 to %c5 step %c1 {
+// CHECK-NEXT:        %{{.*}} = arith.constant 1.000000e+00 : f32
+// CHECK:           scf.for %{{.*}} = %c0 to %c4 step %c1 {
+// CHECK-NEXT:        %{{.*}} = arith.constant 1.000000e+00 : f32
+// CHECK:           scf.for %{{.*}} = %c4 to %c5 step %c1 {
+// CHECK-NEXT:        %{{.*}} = arith.constant 0.000000e+00 : f32
+// CHECK:         "scf.parallel"(%c0, %c0, %c2, %c3, %c1, %c1)
+// CHECK:           %[[BUF:.*]] = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [37], strides: [1]
+// CHECK-NEXT:      scf.for %{{.*}} = %c0 to %c6 step %c1 {
+// CHECK:           } {irc.vectorize}
+// CHECK-NEXT:      scf.for %{{.*}} = %c31 to %c37 step %c1 {
+// CHECK:           %[[IN:.*]] = memref.reinterpret_cast %x to offset: [%{{.*}}], sizes: [25], strides: [1]
+// CHECK-NEXT:      scf.for %[[J:.*]] = %c0 to %c16 step %c1 {
+// CHECK-NEXT:        %[[V:.*]] = memref.load %[[IN]][%[[J]]] : memref<25xf32>
+// CHECK-NEXT:        %[[AT:.*]] = arith.addi %[[J]], %c6 : index
+// CHECK-NEXT:        memref.store %[[V]], %[[BUF]][%[[AT]]] : memref<37xf32>
+// CHECK-NEXT:      } {irc.vectorize}
+// CHECK-NEXT:      scf.for %{{.*}} = %c9 to %c25 step %c1 {
+// CHECK:           %[[OUT:.*]] = memref.reinterpret_cast %out0 to offset: [%{{.*}}], sizes: [25], strides: [1]
+// CHECK-NEXT:      %[[M0:.*]] = memref.reinterpret_cast %valid to offset: [%c0], sizes: [25], strides: [1]
+// CHECK-NEXT:      %[[M2:.*]] = memref.reinterpret_cast %valid to offset: [%c25], sizes: [25], strides: [1]
+// CHECK:           %[[S:.*]] = memref.reinterpret_cast %s to offset: [%{{.*}}], sizes: [25], strides: [1]
+// CHECK:           scf.for %f = %c0 to %c16 step %c1 {
+// CHECK-NEXT:        %{{.*}} = memref.load %[[BUF]][%f] : memref<37xf32>
+// CHECK:             %[[T3:.*]] = arith.addi %f, %c5 : index
+// CHECK-NEXT:        %{{.*}} = memref.load %[[BUF]][%[[T3]]] : memref<37xf32>
+// CHECK:             %[[T6:.*]] = arith.addi %f, %c10 : index
+// CHECK:             %[[COL0:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
+// CHECK-NEXT:        %[[MV0:.*]] = memref.load %[[M0]][%f] : memref<25xf32>
+// CHECK-NEXT:        %[[OK0:.*]] = arith.cmpf ogt, %[[MV0]], %{{.*}} : f32
+// CHECK-NEXT:        %[[Z0:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:        %[[SEL0:.*]] = arith.select %[[OK0]], %[[COL0]], %[[Z0]] : f32
+// CHECK-NOT:         %[[M0]]
+// CHECK:             %{{.*}} = arith.addi %f, %c11 : index
+// CHECK:             %{{.*}} = arith.addi %f, %c12 : index
+// CHECK:             %[[MV2:.*]] = memref.load %[[M2]][%f] : memref<25xf32>
+// CHECK-NEXT:        %[[OK2:.*]] = arith.cmpf ogt, %[[MV2]], %{{.*}} : f32
+// CHECK-NEXT:        %[[Z2:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:        %[[SEL2:.*]] = arith.select %[[OK2]], %{{.*}}, %[[Z2]] : f32
+// CHECK-NEXT:        %[[B0:.*]] = arith.addf %{{.*}}, %[[SEL0]] : f32
+// CHECK-NEXT:        %[[B1:.*]] = arith.addf %{{.*}}, %[[SEL2]] : f32
+// CHECK-NEXT:        %[[SUM:.*]] = arith.addf %[[B0]], %[[B1]] : f32
+// CHECK-NEXT:        %[[RES:.*]] = memref.load %[[S]][%f] : memref<25xf32>
+// CHECK-NEXT:        %[[Y:.*]] = arith.addf %[[SUM]], %[[RES]] : f32
+// CHECK-NEXT:        memref.store %[[Y]], %[[OUT]][%f] : memref<25xf32>
+// CHECK-NEXT:      } {irc.vectorize}
+// CHECK-NEXT:      scf.for %f_1 = %c9 to %c25 step %c1 {
+// STRICT-LABEL: func.func @flat(
+// STRICT-NOT:     %valid
+// STRICT:         scf.for %ow
+// CPP-LABEL: extern "C" void flat(
+// CPP:         for (int64_t f = 0; f < 16; ++f)
+// CPP:           const bool [[OK:v[0-9]+]] = {{v[0-9]+}} > 0.5f;
+// CPP-NEXT:      const float {{v[0-9]+}} = [[OK]] ? {{v[0-9]+}} : 0.0f;
+func.func @flat(%x: tensor<2x3x5x5xf32>, %w: tensor<3x1x3x3xf32>, %b: tensor<3xf32>, %s: tensor<2x3x5x5xf32>) -> tensor<2x3x5x5xf32> {
+  %y = irt.conv2d %x, %w bias(%b : tensor<3xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 3 : (tensor<2x3x5x5xf32>, tensor<3x1x3x3xf32>) -> tensor<2x3x5x5xf32>
+  %a = irt.add %y, %s : (tensor<2x3x5x5xf32>, tensor<2x3x5x5xf32>) -> tensor<2x3x5x5xf32>
+  func.return %a : tensor<2x3x5x5xf32>
+}

@@ -176,9 +176,10 @@ def _direct_conv(g: dict) -> bool:
 
 
 def _packed_conv(g: dict) -> bool:
-    """Whether irc-pack-weights gives the conv's weight 6-row panels (whole panels per group)."""
+    """Whether irc-pack-weights gives the conv's weight panels of the host's tile height (whole
+    panels per group)."""
     per_group = g["cout"] // g["groups"]
-    return g["groups"] == 1 or per_group % 6 == 0
+    return g["groups"] == 1 or per_group % irc.Target.host().gemm_rows == 0
 
 
 @pytest.mark.parametrize("name", CONVS)
@@ -299,6 +300,8 @@ def test_conv_stores_at_every_vector_width(name, widths, monkeypatch):
     width, lanes = widths
     monkeypatch.setenv("IRC_GEMM_WIDTH", str(width))
     monkeypatch.setenv("IRC_VECTOR_WIDTH", str(lanes))
+    if width == 16:
+        monkeypatch.setenv("IRC_GEMM_ROWS", "6")  # the AVX2 and portable tile: 6 rows x 16
     layout, case = name.split(":")
     g = (PIXEL_CONVS if layout == "pixels" else CONVS)[case]
     m = _conv_block(g)
@@ -450,6 +453,17 @@ def test_conv_weights_packed_in_panels_of_the_tile_height(rows):
         m = nn.Sequential(nn.Conv2d(6, 2 * per_group, 3, padding=1, groups=2), nn.ReLU()).eval()
         cm = _tall(m, rows, x)
         assert ("irc_prepacked<IRC_MR> irc_a" in cm.cpp_source) == packed
+
+
+@pytest.mark.parametrize("rows", [8, 12, 14])
+def test_ragged_conv_tiles_at_every_height(rows):
+    """Output channels 2 x rows - 1: a whole tile, then one a row short, which runs as tiles of at
+    most IRC_RAGGED (6) rows (at 14 rows: 6 + 6 + 1); convs on the engine's direct and pixel
+    paths, stride 1 and 2, and a 1x1."""
+    for cin, k, s, hw in ((3, 3, 1, 32), (5, 3, 2, 17), (16, 3, 1, 7), (7, 1, 1, 16)):
+        m = nn.Sequential(nn.Conv2d(cin, 2 * rows - 1, k, stride=s, padding=k // 2), nn.ReLU()).eval()
+        cm = _tall(m, rows, torch.randn(2, cin, hw, hw))
+        assert "irc_conv_" in cm.cpp_source
 
 
 @pytest.mark.parametrize("rows", [8, 14])

@@ -303,6 +303,11 @@ def lower_batch_matmul_gemm(fl: FunctionLowering, op: irt_reduce.BatchMatmulOp) 
     _emit(fl, op, gemm)
 
 
+CONV_MIN_CHANNELS = 6
+"""A conv with fewer output channels per group runs on its scalar nest, not the engine (a tile
+of a few rows reloads the whole image per rows it computes). Not the tile's height: with 12-row
+tiles that rule sent a 3 -> 8 channel 7x7 stem (and every 6-11 channel conv) to the scalar nest."""
+
 PIXELS_TILE_COST = 16
 """The pixels tile's fixed cost per output element (its store through a transpose), in steps of K.
 Was 32 (fit on a Zen 4); on an Intel Xeon (AVX-512), one thread, weights evicted between calls,
@@ -426,7 +431,7 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     inputs = ([op.bias] if op.bias is not None else []) + list(op.epilogue_inputs)
     strides = [(0, 1, 0) if op.bias is not None and v is op.bias else epilogue_strides(v, out_shape, [1], [2, 3], [0])
                for v in inputs if irt.splat_value(v) is None]
-    if fl.strict or mg < fl.gemm_rows or not engine_runs(batch, p, kg) or any(s is None for s in strides):
+    if fl.strict or mg < CONV_MIN_CHANNELS or not engine_runs(batch, p, kg) or any(s is None for s in strides):
         lower_conv2d(fl, op)
         return
     (sh, sw), (ph, pw), (dh, dw) = op.strides, op.paddings, op.dilations

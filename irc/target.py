@@ -20,7 +20,7 @@ Fields:
                  width: two vectors, 32 with AVX-512, else 16 (`IRC_GEMM_WIDTH` overrides)
   gemm_rows      the register tile's rows (the lhs panel height, `IRC_MR`): 6 (12 vector
                  accumulators, fits AVX2's 16 registers), or 8, 12, 14 (16-28 accumulators:
-                 AVX-512's 32 registers; 12 its default); `IRC_GEMM_ROWS` overrides the ISA's default
+                 AVX-512's 32 registers); `IRC_GEMM_ROWS` overrides the ISA's default
   strict         sequential-order sums, no FMA contraction, libm transcendentals, no GEMM
                  engine (`IRC_STRICT=1`; the README's numerics section)
   alignment      bytes every planned buffer in the arena is aligned to (16, 32 or 64; the
@@ -44,14 +44,19 @@ GEMM_ROWS = 6
 GEMM_ROWS_CHOICES = (6, 8, 12, 14)
 """Register tile heights the engine supports: 2 x rows accumulators + 2 rhs vectors + 1 broadcast
 must fit the vector registers (16 with AVX2: 6 rows; 32 with AVX-512: up to 14)."""
-DEFAULT_GEMM_ROWS = {"avx512": 12, "avx2": 6, "portable": 6}
-"""The ISA's register tile height. AVX-512: 12 (24 of its 32 registers accumulate, and each
-load of the B panel feeds 24 FMAs, not 12). Measured on an Intel Xeon (two 512-bit FMA ports),
-one thread, whole models, 6 -> 12 rows: mlp-medium 1362 -> 1314 us, transformer-encoder 1531
--> 1461, transformer-block 1644 -> 1575, ConvNeXt 2435 -> 2352, DenseNet 1349 -> 1325, ResNet-18
-28.6 -> 28.3 ms; mlp-large level (130.5 and 131.1 ms); 8 and 14 rows between. On a Zen 4
-(double-pumped 512-bit FMA, one per cycle) 6, 8, 12 and 14 rows x 32 measured within 2% of each
-other (6 ahead); `IRC_GEMM_ROWS` overrides it (`GEMM_ROWS_CHOICES`)."""
+DEFAULT_GEMM_ROWS = {"avx512": 6, "avx2": 6, "portable": 6}
+"""The ISA's register tile height. AVX-512 stays at 6, though 12 (24 of its 32 registers
+accumulating, each load of the B panel feeding 24 FMAs) is faster on most models at one thread.
+Measured on an Intel Xeon (two 512-bit FMA ports), whole models, 6 -> 12 rows: one thread,
+mlp-medium 1362 -> 1314 us, transformer-encoder 1531 -> 1461, transformer-block 1644 -> 1575,
+ConvNeXt 2435 -> 2352, DenseNet 1349 -> 1325, MobileNet-v2 828 -> 822; two threads,
+transformer-block 890 -> 863, mlp-medium 702 -> 674, but MobileNet-v2 628 -> 678 (+8%, one
+process, alternating), while each of its convs alone at two threads was level or faster with
+12 rows: the loss is in how the model's kernels run together, not found. Contractions and
+convolutions share the tile height (the conv weights are packed in its panels), so it is
+not 12 for the linear layers alone. On a Zen 4 (double-pumped 512-bit FMA, one per cycle) 6, 8,
+12 and 14 rows measured within 2% of each other (6 ahead). `IRC_GEMM_ROWS` overrides it
+(`GEMM_ROWS_CHOICES`)."""
 DEFAULT_OMP_THRESHOLD = 65536
 DEFAULT_ALIGNMENT = 64
 GEMM_WIDTHS = (16, 32)

@@ -23,8 +23,9 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
   an `#irl.conv` written `conv <input NxCxHxW, output OxOHxOW, kernel kHxkW, stride sHxsW,
   padding pHxpW, dilation dHxdW, groups G>`); the product then runs per image and group: A is the group's
   [O/groups, C/groups*kH*kW] weights, C the group's [O/groups, OH*OW] output;
-* `im2col_panels`: as `im2col`, with `a` the weights already in the engine's 6-row panels,
-  [ceil(O/6), C/groups*kH*kW, 6] (`irt.pack "rows" 6`, at compile time);
+* `im2col_panels`: as `im2col`, with `a` the weights already in the engine's MR-row panels
+  (MR: the Target's `gemm_rows`, 6 by default), [ceil(O/MR), C/groups*kH*kW, MR] (`irt.pack
+  "rows" MR`, at compile time);
 * `direct` / `direct_panels`: as `im2col` / `im2col_panels`, but B is read in place from the
   image, nothing packed: with stride 1 and no padding each row (c, kh, kw) of B is the image
   plane shifted by kh*dH*W + kw*dW; otherwise the image is first copied once, zeros for the

@@ -7,9 +7,9 @@
     irc-fuse                                   (unless fuse=False)
     irc-pack-weights{inputs gemm_width gemm_rows}  (unless the Target is strict)
     irc-fold-params{inputs}                    (its @NAME__fold is evaluated on the weights)
-    irc-to-loops{tag_ops gemm_width gemm_rows strict threads l1d l2 l3}
+    irc-to-loops{tag_ops gemm_width gemm_rows matmul_rows strict threads l1d l2 l3}
     irc-vectorize{vector_width}, irc-plan-memory{alignment}, irc-parallelize{threshold}
-    -t cpp{strict gemm_width gemm_rows vector_width profile}
+    -t cpp{strict gemm_width gemm_rows matmul_rows vector_width profile}
 
 The passes cost seconds on a big model, and their result depends only on the imported IR and
 their options, so it is cached: the key is a sha256 over the imported IR text, the pipeline's
@@ -73,7 +73,8 @@ def declared(target: Target, *, inputs: int, fuse: bool = True, profile: bool = 
         passes.append(PackWeightsPass(inputs=inputs, gemm_width=target.gemm_width, gemm_rows=target.gemm_rows))
     passes += [
         FoldParamsPass(inputs=inputs),
-        IrcToLoopsPass(tag_ops=profile, gemm_width=target.gemm_width, gemm_rows=target.gemm_rows, strict=target.strict,
+        IrcToLoopsPass(tag_ops=profile, gemm_width=target.gemm_width, gemm_rows=target.gemm_rows,
+                       matmul_rows=target.matmul_rows, strict=target.strict,
                        threads=target.threads, l1d=target.l1d, l2=target.l2, l3=target.l3),
         VectorizePass(vector_width=target.vector_width),
         PlanMemoryPass(alignment=target.alignment),
@@ -98,6 +99,7 @@ class IrcPipelinePass(ModulePass):
     strict: bool = Target.strict
     gemm_width: int = Target.gemm_width
     gemm_rows: int = Target.gemm_rows
+    matmul_rows: int = Target.matmul_rows
     threads: int = Target.threads
     omp_threshold: int = Target.omp_threshold
     l1d: int = Target.l1d
@@ -105,7 +107,8 @@ class IrcPipelinePass(ModulePass):
     l3: int = Target.l3
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        target = Target(strict=self.strict, gemm_width=self.gemm_width, gemm_rows=self.gemm_rows, threads=self.threads,
+        target = Target(strict=self.strict, gemm_width=self.gemm_width, gemm_rows=self.gemm_rows,
+                        matmul_rows=self.matmul_rows, threads=self.threads,
                         omp_threshold=self.omp_threshold, l1d=self.l1d, l2=self.l2, l3=self.l3)
         declared(target, inputs=self.inputs, fuse=self.fuse, profile=self.profile).apply(ctx, op)
 
@@ -113,6 +116,7 @@ class IrcPipelinePass(ModulePass):
 def cpp_target(target: Target, *, profile: bool = False) -> CppTarget:
     """The C++ emitter, `-t cpp{...}`, with the Target's options."""
     return CppTarget(strict=target.strict, gemm_width=target.gemm_width, gemm_rows=target.gemm_rows,
+                     matmul_rows=target.matmul_rows,
                      vector_width=target.vector_width, profile=profile)
 
 

@@ -18,9 +18,13 @@ Fields:
                  comparisons and goldens stable; wider than the ISA is refused)
   gemm_width     the GEMM micro-kernel's register tile width = the packed weight panels'
                  width: two vectors, 32 with AVX-512, else 16 (`IRC_GEMM_WIDTH` overrides)
-  gemm_rows      the register tile's rows (the lhs panel height, `IRC_MR`): 6 (12 vector
-                 accumulators, fits AVX2's 16 registers), or 8, 12, 14 (16-28 accumulators:
-                 AVX-512's 32 registers); `IRC_GEMM_ROWS` overrides the ISA's default
+  gemm_rows      the convolutions' register tile rows (`IRC_MR`: the height of the panels their
+                 weights are packed in): 6 (12 vector accumulators, fits AVX2's 16
+                 registers), or 8, 12, 14 (16-28 accumulators: AVX-512's 32 registers);
+                 `IRC_GEMM_ROWS` overrides the ISA's default
+  matmul_rows    the register tile rows of matrix products (linear layers, matmul, bmm,
+                 attention; `IRC_MMR`), whose lhs is read in place, never packed: the same
+                 choices; `IRC_MATMUL_ROWS` overrides the ISA's default
   strict         sequential-order sums, no FMA contraction, libm transcendentals, no GEMM
                  engine (`IRC_STRICT=1`; the README's numerics section)
   alignment      bytes every planned buffer in the arena is aligned to (16, 32 or 64; the
@@ -45,18 +49,23 @@ GEMM_ROWS_CHOICES = (6, 8, 12, 14)
 """Register tile heights the engine supports: 2 x rows accumulators + 2 rhs vectors + 1 broadcast
 must fit the vector registers (16 with AVX2: 6 rows; 32 with AVX-512: up to 14)."""
 DEFAULT_GEMM_ROWS = {"avx512": 6, "avx2": 6, "portable": 6}
-"""The ISA's register tile height. AVX-512 stays at 6, though 12 (24 of its 32 registers
-accumulating, each load of the B panel feeding 24 FMAs) is faster on most models at one thread.
+"""The ISA's register tile height for convolutions. AVX-512 stays at 6, though 12 (24 of its 32
+registers accumulating, each load of the B panel feeding 24 FMAs) is faster on most models at one thread.
 Measured on an Intel Xeon (two 512-bit FMA ports), whole models, 6 -> 12 rows: one thread,
 mlp-medium 1362 -> 1314 us, transformer-encoder 1531 -> 1461, transformer-block 1644 -> 1575,
 ConvNeXt 2435 -> 2352, DenseNet 1349 -> 1325, MobileNet-v2 828 -> 822; two threads,
 transformer-block 890 -> 863, mlp-medium 702 -> 674, but MobileNet-v2 628 -> 678 (+8%, one
 process, alternating), while each of its convs alone at two threads was level or faster with
-12 rows: the loss is in how the model's kernels run together, not found. Contractions and
-convolutions share the tile height (the conv weights are packed in its panels), so it is
-not 12 for the linear layers alone. On a Zen 4 (double-pumped 512-bit FMA, one per cycle) 6, 8,
+12 rows: the loss is in how the model's kernels run together, not found. Matrix products
+have a tile height of their own (`DEFAULT_MATMUL_ROWS`). On a Zen 4 (double-pumped 512-bit FMA, one per cycle) 6, 8,
 12 and 14 rows measured within 2% of each other (6 ahead). `IRC_GEMM_ROWS` overrides it
 (`GEMM_ROWS_CHOICES`)."""
+DEFAULT_MATMUL_ROWS = {"avx512": 12, "avx2": 6, "portable": 6}
+"""The ISA's register tile height for matrix products. With AVX-512, 12: the tile (12 x 32
+floats in 24 of 32 zmm registers) takes a broadcast per row and two loads of the B panel per
+24 FMAs, against 6 rows' 12. Measured on an Intel Xeon, the K loop alone on data in L1 (one
+thread, K = 256 and 820): 6 rows 163-166 GFLOP/s, 8 rows 176-178, 12 and 14 rows 178-181
+(of 215). AVX2 has 16 registers: 6 rows."""
 DEFAULT_OMP_THRESHOLD = 65536
 DEFAULT_ALIGNMENT = 64
 GEMM_WIDTHS = (16, 32)
@@ -82,6 +91,7 @@ class Target:
     l2: int = 0
     l3: int = 0
     gemm_rows: int = GEMM_ROWS
+    matmul_rows: int = GEMM_ROWS
     vector_width: int = 0  # 0: the ISA's width (resolved in __post_init__)
 
     def __post_init__(self) -> None:
@@ -89,9 +99,10 @@ class Target:
             raise ValueError(f"Target.isa must be one of {', '.join(ISAS)}, got {self.isa!r}")
         if self.gemm_width not in GEMM_WIDTHS:
             raise ValueError(f"Target.gemm_width must be 16 or 32, got {self.gemm_width!r}")
-        if self.gemm_rows not in GEMM_ROWS_CHOICES:
-            raise ValueError(f"Target.gemm_rows must be one of {GEMM_ROWS_CHOICES} (the C++ register tile's rows), "
-                             f"got {self.gemm_rows!r}")
+        for name in ("gemm_rows", "matmul_rows"):
+            if getattr(self, name) not in GEMM_ROWS_CHOICES:
+                raise ValueError(f"Target.{name} must be one of {GEMM_ROWS_CHOICES} (the C++ register tile's rows), "
+                                 f"got {getattr(self, name)!r}")
         if self.vector_width == 0:  # frozen: set once, here
             object.__setattr__(self, "vector_width", ISAS[self.isa])
         if self.vector_width not in VECTOR_WIDTHS or self.vector_width > ISAS[self.isa]:
@@ -108,13 +119,14 @@ class Target:
         strict: bool | None = None,
         gemm_width: int | None = None,
         gemm_rows: int | None = None,
+        matmul_rows: int | None = None,
         omp_threshold: int | None = None,
         threads: int | None = None,
         vector_width: int | None = None,
     ) -> Target:
         """This machine: the ISA and caches from the CPU, then each argument given, else its
-        environment variable (`IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_GEMM_ROWS`, `IRC_OMP_THRESHOLD`,
-        `IRC_NUM_THREADS`, `IRC_VECTOR_WIDTH`), else the default (the ISA's width for vectors).
+        environment variable (`IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_GEMM_ROWS`, `IRC_MATMUL_ROWS`,
+        `IRC_OMP_THRESHOLD`, `IRC_NUM_THREADS`, `IRC_VECTOR_WIDTH`), else the default (the ISA's width for vectors).
         A bad environment value is a ValueError naming it."""
         from irc.runtime.build import cpu_features
 
@@ -126,6 +138,8 @@ class Target:
             gemm_width = _env_int("IRC_GEMM_WIDTH", 32 if isa == "avx512" else 16, choices=GEMM_WIDTHS)
         if gemm_rows is None:
             gemm_rows = _env_int("IRC_GEMM_ROWS", DEFAULT_GEMM_ROWS[isa], choices=GEMM_ROWS_CHOICES)
+        if matmul_rows is None:
+            matmul_rows = _env_int("IRC_MATMUL_ROWS", DEFAULT_MATMUL_ROWS[isa], choices=GEMM_ROWS_CHOICES)
         if omp_threshold is None:
             omp_threshold = _env_int("IRC_OMP_THRESHOLD", DEFAULT_OMP_THRESHOLD)
         if threads is None:
@@ -134,7 +148,8 @@ class Target:
             allowed = tuple(w for w in VECTOR_WIDTHS if w <= ISAS[isa])
             vector_width = _env_int("IRC_VECTOR_WIDTH", ISAS[isa], choices=allowed)
         l1d, l2, l3 = _cache_sizes()
-        return cls(isa=isa, gemm_width=gemm_width, gemm_rows=gemm_rows, strict=strict, omp_threshold=omp_threshold,
+        return cls(isa=isa, gemm_width=gemm_width, gemm_rows=gemm_rows, matmul_rows=matmul_rows, strict=strict,
+                   omp_threshold=omp_threshold,
                    threads=threads, l1d=l1d, l2=l2, l3=l3, vector_width=vector_width)
 
     def replace(self, **changes) -> Target:

@@ -418,18 +418,24 @@ def test_strict_builds_keep_the_sequential_scalar_nests(monkeypatch):
     assert _gemm_kernels(cm) == 0 and "irt.pack" not in cm.ir("fused")
 
 
-# Every register tile height (Target.gemm_rows, IRC_MR) at sizes that are not multiples of the
-# tile: one row, fewer rows than the tile, ragged rows and columns, K in one or several KC steps
-# (K = 2100 takes 3 steps of the cache-derived KC of a 1 MiB L2, 7 of the fixed 320).
+# Every register tile height of matrix products (Target.matmul_rows, IRC_MMR) at sizes that are
+# not multiples of the tile: one row, fewer rows than the tile, ragged rows and columns, K in one
+# or several KC steps (K = 2100 takes 3 steps of the cache-derived KC of a 1 MiB L2, 7 of the
+# fixed 320). The other height (convolutions': gemm_rows, IRC_MR) is set apart from it, so that
+# a product read with the wrong one would show.
 TALL = [(1, 33, 2100), (5, 70, 1030), (13, 45, 700), (29, 40, 333), (130, 96, 2100)]
 
 
-def _tall(model, rows: int, *inputs):
-    target = irc.Target.host(gemm_rows=rows)
-    cm = irc.compile(model, inputs, target=target, fallback=False)
+def _tall(model, rows: int, *inputs, conv: bool = False):
+    """`model` compiled with a `rows`-row register tile for convolutions (`conv`) or for matrix
+    products, the other height 6 (8 when rows is 6); checked against eager."""
+    other = 8 if rows == 6 else 6
+    heights = dict(gemm_rows=rows, matmul_rows=other) if conv else dict(gemm_rows=other, matmul_rows=rows)
+    cm = irc.compile(model, inputs, target=irc.Target.host(**heights), fallback=False)
     with torch.no_grad():
         torch.testing.assert_close(cm(*inputs), model(*inputs))
-    assert f"#define IRC_MR {rows}" in cm.cpp_source
+    assert f"#define IRC_MR {heights['gemm_rows']}" in cm.cpp_source
+    assert f"#define IRC_MMR {heights['matmul_rows']}" in cm.cpp_source
     return cm
 
 
@@ -439,9 +445,28 @@ def test_every_tile_height_on_packed_and_runtime_operands(rows, m, n, k):
     model = nn.Sequential(nn.Linear(k, n), nn.ReLU()).eval()
     cm = _tall(model, rows, torch.randn(m, k))
     assert "irc_prepacked<IRC_NR>" in cm.cpp_source and _gemm_kernels(cm) == 1
+    assert "irc_dense<IRC_MMR, false> irc_a" in cm.cpp_source
     a, b = torch.randn(m, k), torch.randn(k, n) / k**0.5
     assert "irc_dense<IRC_NR, true>" in _tall(lambda x, y: torch.relu(x @ y), rows, a, b).cpp_source
     assert "irc_dense<IRC_NR, false>" in _tall(lambda x, y: x @ y.t() * 0.5, rows, a, b.t().contiguous()).cpp_source
+    bmm = _tall(lambda x, y: torch.bmm(x, y), rows, a.expand(3, m, k).contiguous(), b.expand(3, k, n).contiguous())
+    assert "irc_gemm_batched(" in bmm.cpp_source
+
+
+@pytest.mark.parametrize("conv_rows,matmul_rows", [(6, 12), (12, 6), (14, 8)])
+def test_convs_and_products_with_tiles_of_different_heights(conv_rows, matmul_rows):
+    """One library with both: conv weights packed in conv_rows-row panels (IRC_MR), the linear
+    layer's tiles matmul_rows high (IRC_MMR), a ragged edge on each."""
+    m = nn.Sequential(nn.Conv2d(5, 2 * conv_rows + 1, 3, padding=1), nn.ReLU(), nn.Flatten(),
+                      nn.Linear((2 * conv_rows + 1) * 36, 40)).eval()
+    x = torch.randn(matmul_rows + 3, 5, 6, 6)
+    target = irc.Target.host(gemm_rows=conv_rows, matmul_rows=matmul_rows)
+    cm = irc.compile(m, (x,), target=target, fallback=False)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+    src = cm.cpp_source
+    assert f"#define IRC_MR {conv_rows}" in src and f"#define IRC_MMR {matmul_rows}" in src
+    assert "irc_dense<IRC_MMR, false> irc_a" in src and _gemm_kernels(cm) == 2
 
 
 @pytest.mark.parametrize("rows", [12, 14])
@@ -451,7 +476,7 @@ def test_conv_weights_packed_in_panels_of_the_tile_height(rows):
     x = torch.randn(2, 6, 9, 7)
     for per_group, packed in ((rows, True), (rows + 6, False)):
         m = nn.Sequential(nn.Conv2d(6, 2 * per_group, 3, padding=1, groups=2), nn.ReLU()).eval()
-        cm = _tall(m, rows, x)
+        cm = _tall(m, rows, x, conv=True)
         assert ("irc_prepacked<IRC_MR> irc_a" in cm.cpp_source) == packed
 
 
@@ -462,7 +487,7 @@ def test_ragged_conv_tiles_at_every_height(rows):
     paths, stride 1 and 2, and a 1x1."""
     for cin, k, s, hw in ((3, 3, 1, 32), (5, 3, 2, 17), (16, 3, 1, 7), (7, 1, 1, 16)):
         m = nn.Sequential(nn.Conv2d(cin, 2 * rows - 1, k, stride=s, padding=k // 2), nn.ReLU()).eval()
-        cm = _tall(m, rows, torch.randn(2, cin, hw, hw))
+        cm = _tall(m, rows, torch.randn(2, cin, hw, hw), conv=True)
         assert "irc_conv_" in cm.cpp_source
 
 

@@ -157,7 +157,7 @@ def test_the_key_covers_every_option_that_changes_the_result(monkeypatch):
         _key(text, target, profile=True),
         _key(text, target, cxx_flags=["-O1"]),
         *(_key(text, target.replace(**{name: value}))
-          for name, value in (("strict", True), ("gemm_width", 32), ("gemm_rows", 12), ("omp_threshold", 1),
+          for name, value in (("strict", True), ("gemm_width", 32), ("gemm_rows", 12), ("matmul_rows", 14), ("omp_threshold", 1),
                               ("threads", 1), ("l2", 1 << 20))),
     ]
     monkeypatch.setenv("IRC_CXXFLAGS", "-O2")
@@ -169,12 +169,13 @@ def test_the_key_reads_no_environment_but_through_the_target(monkeypatch):
     """The passes read no IRC_* variable: with the Target fixed, they change nothing; through
     Target.host() they do."""
     text = 'func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {\n  func.return %x : tensor<2xf32>\n}'
-    for name in ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_GEMM_ROWS", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS"):
+    for name in ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_GEMM_ROWS", "IRC_MATMUL_ROWS", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS"):
         monkeypatch.delenv(name, raising=False)
     key, host = _key(text, Target()), _key(text, Target.host())
     plain = Target.host()
     for name, value in (("IRC_STRICT", "1"), ("IRC_GEMM_WIDTH", "32" if plain.gemm_width == 16 else "16"),
                         ("IRC_GEMM_ROWS", "12" if plain.gemm_rows == 6 else "6"),
+                        ("IRC_MATMUL_ROWS", "14" if plain.matmul_rows != 14 else "6"),
                         ("IRC_OMP_THRESHOLD", str(plain.omp_threshold + 7)), ("IRC_NUM_THREADS", str(plain.threads + 1))):
         monkeypatch.setenv(name, value)
         assert _key(text, Target()) == key, name

@@ -14,9 +14,10 @@ from torch import nn
 
 import irc
 from irc.pipeline import declared, spelled
-from irc.target import DEFAULT_GEMM_ROWS, Target
+from irc.target import DEFAULT_GEMM_ROWS, DEFAULT_MATMUL_ROWS, Target
 
-ENV = ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_GEMM_ROWS", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS", "IRC_VECTOR_WIDTH")
+ENV = ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_GEMM_ROWS", "IRC_MATMUL_ROWS", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS",
+       "IRC_VECTOR_WIDTH")
 
 
 @pytest.fixture
@@ -32,16 +33,17 @@ def test_host_reads_the_cpu_then_arguments_then_environment(clean_env):
     assert host.gemm_width == (32 if host.isa == "avx512" else 16)
     assert host.vector_width == {"avx512": 16, "avx2": 8, "portable": 4}[host.isa]
     assert host.threads == torch.get_num_threads() and not host.strict
-    assert host.gemm_rows == DEFAULT_GEMM_ROWS[host.isa]
+    assert host.gemm_rows == DEFAULT_GEMM_ROWS[host.isa] and host.matmul_rows == DEFAULT_MATMUL_ROWS[host.isa]
     clean_env.setenv("IRC_STRICT", "1")
     clean_env.setenv("IRC_GEMM_WIDTH", "16")
     clean_env.setenv("IRC_GEMM_ROWS", "12")
+    clean_env.setenv("IRC_MATMUL_ROWS", "8")
     clean_env.setenv("IRC_OMP_THRESHOLD", "7")
     clean_env.setenv("IRC_NUM_THREADS", "3")
     t = Target.host()
-    assert (t.strict, t.gemm_width, t.gemm_rows, t.omp_threshold, t.threads) == (True, 16, 12, 7, 3)
-    t = Target.host(strict=False, gemm_width=32, gemm_rows=14, omp_threshold=0, threads=1)  # arguments win
-    assert (t.strict, t.gemm_width, t.gemm_rows, t.omp_threshold, t.threads) == (False, 32, 14, 0, 1)
+    assert (t.strict, t.gemm_width, t.gemm_rows, t.matmul_rows, t.omp_threshold, t.threads) == (True, 16, 12, 8, 7, 3)
+    t = Target.host(strict=False, gemm_width=32, gemm_rows=14, matmul_rows=6, omp_threshold=0, threads=1)  # arguments win
+    assert (t.strict, t.gemm_width, t.gemm_rows, t.matmul_rows, t.omp_threshold, t.threads) == (False, 32, 14, 6, 0, 1)
     clean_env.setenv("IRC_VECTOR_WIDTH", "4")  # a forced width, narrower than the ISA's
     assert Target.host().vector_width == 4 and Target.host(vector_width=host.vector_width).vector_width == host.vector_width
 
@@ -50,6 +52,7 @@ def test_host_reads_the_cpu_then_arguments_then_environment(clean_env):
     ("IRC_GEMM_WIDTH", "24", "IRC_GEMM_WIDTH must be 16 or 32, got '24'"),
     ("IRC_GEMM_WIDTH", "wide", "IRC_GEMM_WIDTH must be 16 or 32, got 'wide'"),
     ("IRC_GEMM_ROWS", "7", "IRC_GEMM_ROWS must be 6 or 8 or 12 or 14, got '7'"),
+    ("IRC_MATMUL_ROWS", "16", "IRC_MATMUL_ROWS must be 6 or 8 or 12 or 14, got '16'"),
     ("IRC_OMP_THRESHOLD", "-5", "IRC_OMP_THRESHOLD must be a non-negative integer, got '-5'"),
     ("IRC_NUM_THREADS", "two", "IRC_NUM_THREADS must be a non-negative integer, got 'two'"),
     ("IRC_VECTOR_WIDTH", "32", "IRC_VECTOR_WIDTH must be 4"),
@@ -66,6 +69,8 @@ def test_invalid_targets_are_refused():
         Target(gemm_width=8)
     with pytest.raises(ValueError, match="gemm_rows must be one of"):
         Target(gemm_rows=16)  # 32 accumulators: no register left for the rhs
+    with pytest.raises(ValueError, match="matmul_rows must be one of"):
+        Target(matmul_rows=10)
     with pytest.raises(ValueError, match="isa must be one of"):
         Target(isa="neon")
     with pytest.raises(ValueError, match="threads >= 1"):
@@ -79,13 +84,14 @@ def test_invalid_targets_are_refused():
 
 
 def test_the_pipeline_is_spelled_with_every_option():
-    t = Target(gemm_width=32, gemm_rows=12, threads=4, omp_threshold=1000, strict=False, l1d=1, l2=2, l3=3)
+    t = Target(gemm_width=32, gemm_rows=12, matmul_rows=14, threads=4, omp_threshold=1000, strict=False, l1d=1, l2=2, l3=3)
     text = spelled(t, inputs=2)
     assert "irc-pack-weights{inputs=2 gemm_width=32 gemm_rows=12}" in text
     assert "irc-fold-params{inputs=2}" in text
-    assert "irc-to-loops{tag_ops=false gemm_width=32 gemm_rows=12 strict=false threads=4 l1d=1 l2=2 l3=3}" in text
+    assert ("irc-to-loops{tag_ops=false gemm_width=32 gemm_rows=12 matmul_rows=14 strict=false threads=4 l1d=1 l2=2 "
+            "l3=3}") in text
     assert "irc-parallelize{threshold=1000}" in text
-    assert "-t 'cpp{strict=false gemm_width=32 gemm_rows=12 vector_width=8 profile=false}'" in text
+    assert "-t 'cpp{strict=false gemm_width=32 gemm_rows=12 matmul_rows=14 vector_width=8 profile=false}'" in text
     assert "irc-vectorize{vector_width=8}" in text
     wide = spelled(t.replace(isa="avx512", vector_width=16), inputs=2)
     assert "irc-vectorize{vector_width=16}" in wide and "vector_width=16 profile=false}'" in wide
@@ -100,13 +106,14 @@ def test_compile_follows_the_target_given(clean_env):
     with torch.no_grad():
         want = m(x)
     for target in (Target(strict=True), Target(gemm_width=16), Target.host(gemm_width=32, threads=1),
-                   Target.host(gemm_width=32, gemm_rows=14, threads=2)):
+                   Target.host(gemm_width=32, gemm_rows=14, matmul_rows=8, threads=2)):
         cm = irc.compile(m, (x,), target=target)
         with torch.no_grad():
             torch.testing.assert_close(cm(x), want)
         assert ("irl.gemm" in cm.ir("loops")) != target.strict
         assert f"#define IRC_NR {target.gemm_width}" in cm.cpp_source or target.strict
         assert f"#define IRC_MR {target.gemm_rows}" in cm.cpp_source or target.strict
+        assert f"#define IRC_MMR {target.matmul_rows}" in cm.cpp_source or target.strict
 
 
 def test_no_pass_reads_the_environment(tmp_path):

@@ -169,7 +169,8 @@ class CppEmitter:
     profile: bool = False  # time every kernel (include/irc_profile.h)
     gemm_width: int = 16  # IRC_NR: the GEMM engine's panel width (weights packed for another cannot be read)
     vector_width: int = 8  # IRC_VL: float32 lanes of the vector code (simdlen of every SIMD loop)
-    gemm_rows: int = 6  # IRC_MR: the register tile's rows (conv weights packed for another cannot be read)
+    gemm_rows: int = 6  # IRC_MR: the convolutions' register tile rows (conv weights packed for another cannot be read)
+    matmul_rows: int = 6  # IRC_MMR: the register tile rows of matrix products (their lhs is never packed)
     labels: list[str] = field(default_factory=list)  # kernel labels, in emission order
     depth: int = 0
     names: dict[SSAValue, str] = field(default_factory=dict)
@@ -625,7 +626,7 @@ class CppEmitter:
 
 def emit_cpp(
     module: ModuleOp, out: IO[str] | None = None, *, strict: bool = False, gemm_width: int = 16, gemm_rows: int = 6,
-    vector_width: int = 8,
+    matmul_rows: int = 6, vector_width: int = 8,
     profile: bool = False,
 ) -> str:
     """The C++ source of a lowered module (also written to `out` when given).
@@ -634,8 +635,9 @@ def emit_cpp(
     by reassociating, no FMA contraction, libm transcendentals (the Target's `strict`).
     gemm_width: the GEMM engine's register tile width (`IRC_NR`), the width its packed weights
     were packed for (the Target's `gemm_width`).
-    gemm_rows: the register tile's rows (`IRC_MR`), the height of conv weights' packed panels
-    (the Target's `gemm_rows`).
+    gemm_rows: the convolutions' register tile rows (`IRC_MR`), the height of conv weights' packed
+    panels (the Target's `gemm_rows`).
+    matmul_rows: the register tile rows of matrix products (`IRC_MMR`; the Target's `matmul_rows`).
     vector_width: float32 lanes of the vector code (`IRC_VL`, the `simdlen` of every SIMD loop,
     the pieces GEMM epilogues and softmax rows run in; the Target's `vector_width`).
     profile: time each kernel; the library then exports `irc_profile_*` (include/irc_profile.h).
@@ -645,7 +647,7 @@ def emit_cpp(
     if vector_width not in VECTOR_WIDTHS:
         raise ValueError(f"cpp: vector_width must be one of {', '.join(map(str, VECTOR_WIDTHS))}, got {vector_width}")
     emitter = CppEmitter(body, strict=strict, profile=profile, gemm_width=gemm_width, gemm_rows=gemm_rows,
-                         vector_width=vector_width)
+                         matmul_rows=matmul_rows, vector_width=vector_width)
     for op in module.ops:
         if isinstance(op, func.FuncOp) and COMPILE_TIME_ATTR in op.attributes:
             continue
@@ -660,7 +662,8 @@ def emit_cpp(
         buf.write(header("irc_arena.h"))
     if emitter.uses_gemm:
         buf.write(f"#define IRC_NR {gemm_width}  // GEMM panel width (the Target's gemm_width)\n")
-        buf.write(f"#define IRC_MR {gemm_rows}  // GEMM register tile rows (the Target's gemm_rows)\n")
+        buf.write(f"#define IRC_MR {gemm_rows}  // conv register tile rows (the Target's gemm_rows)\n")
+        buf.write(f"#define IRC_MMR {matmul_rows}  // matrix product register tile rows (the Target's matmul_rows)\n")
         buf.write(f"#define IRC_PR {PIXEL_ROWS[gemm_width]}  // most pixels in a pixels-layout conv tile\n")
         buf.write(header("irc_gemm.h"))
     if profile:
@@ -683,6 +686,7 @@ class CppTarget(Target):
     strict: bool = False
     gemm_width: int = 16
     gemm_rows: int = 6
+    matmul_rows: int = 6
     vector_width: int = 8
     profile: bool = False
 
@@ -692,7 +696,9 @@ class CppTarget(Target):
     def emit_source(self, module: ModuleOp, output: IO[str] | None = None) -> str:
         if self.gemm_width not in (16, 32):
             raise ValueError(f"cpp: gemm_width must be 16 or 32, got {self.gemm_width}")
-        if self.gemm_rows not in GEMM_ROWS_CHOICES:
-            raise ValueError(f"cpp: gemm_rows must be one of {GEMM_ROWS_CHOICES}, got {self.gemm_rows}")
+        for name in ("gemm_rows", "matmul_rows"):
+            if getattr(self, name) not in GEMM_ROWS_CHOICES:
+                raise ValueError(f"cpp: {name} must be one of {GEMM_ROWS_CHOICES}, got {getattr(self, name)}")
         return emit_cpp(module, output, strict=self.strict, gemm_width=self.gemm_width, gemm_rows=self.gemm_rows,
+                        matmul_rows=self.matmul_rows,
                         vector_width=self.vector_width, profile=self.profile)

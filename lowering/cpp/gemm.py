@@ -118,7 +118,7 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         m, n, k = (_ix(em, v) for v in op.mixed("sizes"))
         if layout == irl.GemmLayout.PANELS:
             _check_panel_width(em, op.b, "weights")
-        em.line(f"const irc_dense<IRC_MR, false> irc_a{{{a}, {k}, {m}}};")
+        em.line(f"const irc_dense<IRC_MMR, false> irc_a{{{a}, {k}, {m}}};")
         pb = {irl.GemmLayout.PANELS: f"irc_prepacked<IRC_NR>{{{b}, {k}}}",
               irl.GemmLayout.NK: f"irc_dense<IRC_NR, false>{{{b}, {k}, {n}}}",
               irl.GemmLayout.KN: f"irc_dense<IRC_NR, true>{{{b}, {n}, {n}}}"}[layout]

@@ -123,7 +123,8 @@ class FunctionLowering:
     entry_last: Operation | None = None  # the last size computation at the function's entry
     tag_ops: bool = False  # mark each nest with the index of the irt op it lowers (profiling)
     gemm_width: int = Target.gemm_width  # the GEMM engine's panel width (packed weights of another width stay scalar)
-    gemm_rows: int = Target.gemm_rows  # the GEMM engine's register tile rows (a conv weight's panel height)
+    gemm_rows: int = Target.gemm_rows  # the convolutions' register tile rows (a conv weight's panel height)
+    matmul_rows: int = Target.matmul_rows  # the register tile rows of matrix products
     strict: bool = False  # no GEMM engine: the scalar nests sum in sequential order
     threads: int = Target.threads  # the thread count the GEMM blocking is chosen for
     caches: tuple[int, int, int] = (0, 0, 0)  # L1d, L2, L3 bytes the GEMM blocking is chosen for (0: unknown)

@@ -271,7 +271,7 @@ def lower_contraction_gemm(fl: FunctionLowering, op: irt.ContractionBase) -> Non
     sizes = [ix.dim(d) for d in (m, n, k)]
     gemm = irl.GemmOp(
         LAYOUT[op.contraction_kind], a, fl.buffers[op.rhs], c, [fl.buffers[v] for v in inputs],  # type: ignore[attr-defined]
-        sizes=sizes, tiles=choose_tiles(*sizes, fl.gemm_width, fl.threads, ix, rows=fl.gemm_rows, caches=fl.caches),
+        sizes=sizes, tiles=choose_tiles(*sizes, fl.gemm_width, fl.threads, ix, rows=fl.matmul_rows, caches=fl.caches),
         strides=[ix.dim(x) for s in strides for x in s],  # type: ignore[union-attr]
         body=body, parallel=parallel_if(ix, dim(2 * m * n * k)),
     )
@@ -295,7 +295,7 @@ def lower_batch_matmul_gemm(fl: FunctionLowering, op: irt_reduce.BatchMatmulOp) 
     body, _ = epilogue_region(lambda b, acc, args: acc, [])
     gemm = irl.GemmOp(
         LAYOUT[op.contraction_kind], fl.buffers[op.lhs], fl.buffers[op.rhs], fl.result_buffer(op.result), [],
-        sizes=sizes, tiles=choose_tiles(*sizes, fl.gemm_width, fl.threads, ix, rows=fl.gemm_rows, caches=fl.caches), strides=[],
+        sizes=sizes, tiles=choose_tiles(*sizes, fl.gemm_width, fl.threads, ix, rows=fl.matmul_rows, caches=fl.caches), strides=[],
         batch=[] if count == 1 else [ix.dim(d) for d in (count, sa, sb, dim(m * n))],
         body=body, parallel=parallel_if(ix, dim(2 * count * m * n * k)),
     )

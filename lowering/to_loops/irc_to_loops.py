@@ -50,6 +50,8 @@ class IrcToLoopsPass(ModulePass):
       width stays on the scalar nest.
     gemm_rows: the register tile's rows (`irc.target.GEMM_ROWS_CHOICES`); a conv weight packed
       with another panel height is packed again at run time.
+    matmul_rows: the register tile's rows of matrix products (linear layers, matmuls, attention),
+      whose lhs is never packed: the blocking's row multiple.
     strict: no GEMM engine (IRC_STRICT builds: sequential-order sums).
     threads: the thread count the GEMM blocking (`tiles`) is chosen for.
     l1d, l2, l3: the data cache sizes in bytes the GEMM blocking is chosen for (0: unknown, the
@@ -62,6 +64,7 @@ class IrcToLoopsPass(ModulePass):
     tag_ops: bool = False
     gemm_width: int = Target.gemm_width
     gemm_rows: int = Target.gemm_rows
+    matmul_rows: int = Target.matmul_rows
     strict: bool = False
     threads: int = Target.threads
     l1d: int = Target.l1d
@@ -69,7 +72,8 @@ class IrcToLoopsPass(ModulePass):
     l3: int = Target.l3
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        options = dict(tag_ops=self.tag_ops, gemm_width=self.gemm_width, gemm_rows=self.gemm_rows, strict=self.strict,
+        options = dict(tag_ops=self.tag_ops, gemm_width=self.gemm_width, gemm_rows=self.gemm_rows,
+                       matmul_rows=self.matmul_rows, strict=self.strict,
                        threads=self.threads, caches=(self.l1d, self.l2, self.l3))
         for fn in list(op.ops):
             if isinstance(fn, func.FuncOp) and not fn.is_declaration and COMPILE_TIME_ATTR not in fn.attributes:

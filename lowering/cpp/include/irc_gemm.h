@@ -1,8 +1,14 @@
 // ---- irc GEMM engine (lowering/cpp/include/irc_gemm.h; needs irc_math.h) -----------------
 // IRC_NR (16 or 32) and IRC_MR (the register tile's rows, <= 14) are defined by the emitter: the
-// panel width and height the IR was packed for (the Target's gemm_width and gemm_rows).
+// panel width and height the IR was packed for (the Target's gemm_width and gemm_rows; IRC_MR is
+// the convolutions' tile height, their weights packed in IRC_MR-row panels). IRC_MMR: the register
+// tile's rows for matrix products (linear layers, matmuls, attention), whose lhs is read in place
+// (the Target's matmul_rows): a lhs type's tile height is its `tile_rows` (irc_gemm_task).
 #ifndef IRC_MR
 #define IRC_MR 6
+#endif
+#ifndef IRC_MMR
+#define IRC_MMR IRC_MR
 #endif
 #define IRC_L (IRC_NR / 2)  // floats per vector: the tile row is two vectors
 #ifndef IRC_PF_K
@@ -63,6 +69,7 @@ static float* irc_scratch(int slot, int64_t n) {
 
 // Panels packed at compile time (irt.pack): [panels][K][R].
 template <int R> struct irc_prepacked {
+  static constexpr int tile_rows = R;  // as the lhs: its panels' height (only IRC_MR is read, irc_accumulate)
   static constexpr bool rows_in_place = false;
   static constexpr bool in_memory = true;  // not packed just now: its first reader prefetches it
   const float* p; int64_t K;
@@ -73,9 +80,10 @@ template <int R> struct irc_prepacked {
 // A row-major matrix packed into R-wide panels on the fly. !cols: panels of R rows of x[rows][ld]
 // (A, or an nn.Linear-layout B); cols: panels of R columns of x[K][ld] (a [K, N] B).
 template <int R, bool cols> struct irc_dense {
+  static constexpr int tile_rows = R;  // as the lhs (!cols): the register tile's rows
   const float* x; int64_t ld; int64_t extent;
   irc_dense at(int64_t offset) const { return {x + offset, ld, extent}; }  // a batched product's n-th operand
-  // As the lhs (R = IRC_MR, !cols), the register tile reads the rows where they are (one
+  // As the lhs (R = IRC_MMR or IRC_MR, !cols), the register tile reads the rows where they are (one
   // broadcast per row and k, a cache line per row serving 16 k): packing them is a transpose
   // that cost 5-6% of a 128 x 256 x 256 product.
   static constexpr bool rows_in_place = !cols;
@@ -181,6 +189,7 @@ struct irc_im2col {
 template <int ROWS, bool ROWMAJOR, bool PF = false>
 __attribute__((noinline)) static void irc_accumulate(int64_t kc, const float* __restrict__ a, int64_t lda,
                                                       const float* __restrict__ b, irc_vf (*acc)[2]) {
+  static_assert(ROWMAJOR || ROWS <= IRC_MR, "a packed lhs (conv weights) is in IRC_MR-row panels");
   // U independent partial sums per accumulator, so that even one row keeps 8 FMA chains in
   // flight (FMA latency 4 x 2 ports); summed at the end.
   constexpr int U = ROWS >= 4 ? 1 : ROWS == 3 ? 2 : 4 / ROWS;
@@ -243,18 +252,18 @@ static inline void irc_accumulate_rows(int64_t rows, int64_t kc, const float* __
   irc_accumulate<R, ROWMAJOR>(kc, a, lda, b, acc);
 }
 
-// One register tile of `rows` x `cols`: the K loop, then (on the last K step) the epilogue on
-// the accumulators before the tile's one store.
-template <bool ROWMAJOR, class Epi>
+// One register tile of `rows` (<= MR) x `cols`: the K loop, then (on the last K step) the
+// epilogue on the accumulators before the tile's one store.
+template <int MR, bool ROWMAJOR, class Epi>
 static inline void irc_tile(int64_t rows, int64_t kc, const float* __restrict__ a, int64_t lda, const float* __restrict__ b,
                             float* __restrict__ c, int64_t ldc, int64_t cols, bool first, bool last,
                             const Epi& epi, int64_t i0, int64_t j0, bool pf = false) {
-  irc_vf acc[IRC_MR][2];
+  irc_vf acc[MR][2];
   for (int64_t r = 0; r < rows; ++r) __builtin_prefetch(c + r * ldc, 1);
   // The first reader of a panel prefetches it when it is a whole tile or one row (a GEMV).
-  if (pf && rows == IRC_MR) irc_accumulate<IRC_MR, ROWMAJOR, true>(kc, a, lda, b, acc);
+  if (pf && rows == MR) irc_accumulate<MR, ROWMAJOR, true>(kc, a, lda, b, acc);
   else if (pf && rows == 1) irc_accumulate<1, ROWMAJOR, true>(kc, a, lda, b, acc);
-  else irc_accumulate_rows<IRC_MR, ROWMAJOR>(rows, kc, a, lda, b, acc);
+  else irc_accumulate_rows<MR, ROWMAJOR>(rows, kc, a, lda, b, acc);
   if (cols == IRC_NR) {
     for (int64_t r = 0; r < rows; ++r) {
       float* cr = c + r * ldc;
@@ -299,13 +308,14 @@ static inline void irc_gemm_task(int64_t K, const PA& pa, const PB& pb, float* c
     for (int64_t ic = i0; ic < i0 + ms; ic += MC) {
       const int64_t mc = i0 + ms - ic < MC ? i0 + ms - ic : MC;
       constexpr bool in_place = PA::rows_in_place;
+      constexpr int MR = PA::tile_rows;
       irc_panels A;
       int64_t lda = 0;
       if constexpr (in_place) A = pa.rows(ic, p0), lda = pa.ld;
       else A = pa.get(0, ic, mc, p0, kc);
       for (int64_t jr = 0; jr < nc; jr += IRC_NR)
-        for (int64_t ir = 0; ir < mc; ir += IRC_MR)
-          irc_tile<in_place>(mc - ir < IRC_MR ? mc - ir : IRC_MR, kc, A.p + (ir / IRC_MR) * A.stride, lda,
+        for (int64_t ir = 0; ir < mc; ir += MR)
+          irc_tile<MR, in_place>(mc - ir < MR ? mc - ir : MR, kc, A.p + (ir / MR) * A.stride, lda,
                         B.p + (jr / IRC_NR) * B.stride, c + (ic + ir) * ldc + j0 + jr, ldc,
                         nc - jr < IRC_NR ? nc - jr : IRC_NR, p0 == 0, p0 + kc >= K, epi, ic + ir, j0 + jr,
                         PB::in_memory && ic == i0 && ir == 0);
@@ -1020,7 +1030,7 @@ static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int6
       const int64_t n = causal && q0 + m < lk ? q0 + m : lk;  // the keys any row of the block sees
       float* s = irc_scratch(2, rows * lk + rows);
       float* inv = s + rows * lk;
-      const irc_dense<IRC_MR, false> qa{q + (b * lq + q0) * e, e, m};
+      const irc_dense<IRC_MMR, false> qa{q + (b * lq + q0) * e, e, m};
       const irc_dense<IRC_NR, false> kb{k + b * lk * e, e, lk};
       if (kb.x != kfor) kfor = kb.x, kn = 0;
       if (n > kn) {  // from the panel holding key kn (a ragged one is packed again, whole)
@@ -1042,7 +1052,7 @@ static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int6
         default: if constexpr (NV <= 0) {
           for (int64_t i = 0; i < m; ++i)
             for (int64_t j = 0; j < n; ++j) s[i * n + j] *= inv[i];
-          const irc_dense<IRC_MR, false> pa{s, n, m};
+          const irc_dense<IRC_MMR, false> pa{s, n, m};
           const irc_dense<IRC_NR, true> vd{vb, ev, ev};
           const auto same = [](auto acc, int64_t, int64_t) { return acc; };
           irc_gemm_task(n, pa, vd, ob, ev, same, 0, m, 0, ev, rows, irc_k_step(n));

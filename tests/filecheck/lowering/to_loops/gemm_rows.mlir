@@ -1,9 +1,10 @@
-// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 gemm_width=32 gemm_rows=12},irc-to-loops{gemm_width=32 gemm_rows=12 threads=2 l1d=32768 l2=1048576 l3=33554432}' --split-input-file | filecheck %s
-// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 gemm_width=32 gemm_rows=12},irc-to-loops{gemm_width=32 gemm_rows=12 threads=2 l1d=32768 l2=1048576 l3=33554432}' -t 'cpp{gemm_width=32 gemm_rows=12}' --split-input-file | filecheck %s --check-prefix=CPP
+// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 gemm_width=32 gemm_rows=12},irc-to-loops{gemm_width=32 gemm_rows=12 matmul_rows=12 threads=2 l1d=32768 l2=1048576 l3=33554432}' --split-input-file | filecheck %s
+// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 gemm_width=32 gemm_rows=12},irc-to-loops{gemm_width=32 gemm_rows=12 matmul_rows=12 threads=2 l1d=32768 l2=1048576 l3=33554432}' -t 'cpp{gemm_width=32 gemm_rows=12 matmul_rows=12}' --split-input-file | filecheck %s --check-prefix=CPP
 // RUN: %exit1 irc-opt %s -p 'irc-pack-weights{inputs=1 gemm_width=32 gemm_rows=12},irc-to-loops{gemm_width=32 gemm_rows=12}' -t 'cpp{gemm_width=32}' --split-input-file 2>&1 | filecheck %s --check-prefix=MISMATCH
 // RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 gemm_width=32 gemm_rows=12},irc-to-loops{gemm_width=32 gemm_rows=12}' -t 'cpp{gemm_width=32 gemm_rows=12}' -o %t.cpp && g++ -std=c++17 -fopenmp -fsyntax-only -Wall -Werror %t.cpp
 
-// A 12-row register tile (AVX-512's 32 registers: 24 accumulators) and the blocking from the
+// 12-row register tiles (AVX-512's 32 registers: 24 accumulators), for matrix products
+// (matmul_rows, IRC_MMR) and for convs (gemm_rows, IRC_MR), and the blocking from the
 // cache sizes (a 1 MiB L2, a 32 MiB L3): KC = L2 / 1 KiB = 1024 would take K = 4096 in 4 steps
 // with lhs blocks of 120 rows (512 KiB of 1024-long rows, down to a multiple of 12), three passes
 // over the rhs; one block of all 264 rows (256 rounded up to 12) costs less (C_PASS_WEIGHT): K in
@@ -13,6 +14,7 @@
 // CHECK:         irl.gemm panels %x, %w_packed -> %out0 sizes [256, 4096, 4096] tiles [264, 1024, 456, 256]
 // CPP:           #define IRC_NR 32
 // CPP-NEXT:      #define IRC_MR 12
+// CPP-NEXT:      #define IRC_MMR 12
 // CPP-LABEL:     extern "C" void linear(
 // CPP:           irc_gemm(256, 4096, 4096, irc_a, irc_b, irc_c, 4096, irc_epi, 264, 1024, 456, 256, true);
 // MISMATCH:      extern "C" void linear(

@@ -29,7 +29,7 @@
 // CHECK-NEXT:    irl.gemm nk %[[A]], %w -> %[[C]] epilogue(%b : memref<40xf32>) sizes [%[[M]], 40, 48] tiles [%[[MC]], %[[NC]], 48, %[[MS]]] strides [0, 0, 1] parallel 1 if %[[P]] : memref<?x48xf32, #irt.dims<"s0 * s1">>, memref<40x48xf32>, memref<?x40xf32, #irt.dims<"s0 * s1">> attributes {irc.kernel = "irt.contract linear (irt.linear + irt.relu) -> s0xs1x40"} {
 // CPP-LABEL: extern "C" void rows(const int64_t s0, const int64_t s1, float* __restrict__ x, float* __restrict__ w, float* __restrict__ b, float* __restrict__ out0)
 // CPP:         const bool [[P:.*]] = [[FLOPS:.*]] >= 400000;
-// CPP:         const irc_dense<IRC_MR, false> irc_a{[[A:.*]], 48, [[M:.*]]};
+// CPP:         const irc_dense<IRC_MMR, false> irc_a{[[A:.*]], 48, [[M:.*]]};
 // CPP:         irc_gemm([[M]], 40, 48, irc_a, irc_b, irc_c, 40, irc_epi, [[MC:.*]], [[NC:.*]], 48, [[MS:.*]], [[P]]);
 func.func @rows(%x: !X, %w: tensor<40x48xf32>, %b: tensor<40xf32>) -> !Y {
   %y = irt.linear %x, %w, %b : (!X, tensor<40x48xf32>, tensor<40xf32>) -> !Y

@@ -74,6 +74,10 @@ PIXEL_ROWS = {32: 12, 16: 6}
 with pixels as the tile's rows (`IRC_PR` in `include/irc_gemm.h`): 2 x 12 accumulators of
 AVX-512's 32 registers, 2 x 6 of AVX2's 16. Measured on a Zen 4, ResNet-18's 512-channel 3x3 on
 7x7: 6 rows 101 GFLOP/s, 8 rows 104, 12 rows 107."""
+PIXEL_PAIR_ROWS = {32: 14, 16: 6}
+"""Per GEMM panel width, the most output pixels in a two-row tile of those convolutions
+(`IRC_PT`): where a row's tiles are at most half of it (a 7 or 14 wide plane's 7 pixels), a tile
+takes the same columns of two rows (2 x 14 accumulators of AVX-512's 32; 2 x 6 of AVX2's 16)."""
 ISAS = {"avx512": 16, "avx2": 8, "portable": 4}
 """ISA -> float32 lanes per vector register."""
 VECTOR_WIDTHS = (4, 8, 16)

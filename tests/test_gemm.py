@@ -274,6 +274,57 @@ def test_pixels_conv_copies_its_padded_image_in_bands(name, threads, monkeypatch
     assert seen == {True, False}  # bands of one row and of more
 
 
+# Pixels-layout convs whose rows are at most half a two-row tile (`pixel_run_segments`): a tile
+# takes the same columns of two output rows, and its panel's two-row tiles fetch the next panel
+# ahead. (width, cin, cout, k, stride, pad, hw): rows of 7 (one run each, whole rows stored as
+# one), 14 and 13 (two runs of 7, or 7 and 6, each stored apart), 4, 5, 3 and 2 (16 wide: at
+# most 3), odd row counts (the last row alone), one output row (no pair), stride 2, a 1x1,
+# several panels (the next one fetched ahead) and ragged channels.
+PAIR_CONVS = {
+    "7x7": (32, 64, 96, 3, 1, 1, (7, 7)),
+    "14x14": (32, 48, 64, 3, 1, 1, (14, 14)),
+    "9x13-ragged": (32, 96, 70, 3, 1, 1, (9, 13)),
+    "4x4-5x5": (32, 32, 64, 5, 1, 2, (4, 5)),
+    "s2-to-7x7": (32, 24, 96, 3, 2, 1, (13, 14)),
+    "1x1-7x7": (32, 96, 160, 1, 1, 0, (7, 7)),
+    "one-row": (32, 64, 32, 3, 1, (0, 1), (3, 7)),
+    "w16-3x3": (16, 40, 48, 3, 1, 1, (5, 3)),
+    "w16-2x2": (16, 24, 40, 3, 1, 1, (2, 2)),
+}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", PAIR_CONVS)
+@pytest.mark.parametrize("batch", [1, 2])
+def test_pixels_conv_tiles_of_two_rows(name, batch, threads, monkeypatch):
+    """Conv + BN + residual + ReLU (the residual read per pixel: a store to the wrong pixel
+    shows) on planes whose tiles take two rows, at one thread and at two (panels or pixels
+    split, a task starting mid-row), with the padded image whole and, where an L2 size gives
+    them, in bands (a band of an odd row count ends with a row alone): the same bits."""
+    width, cin, cout, k, stride, pad, hw = PAIR_CONVS[name]
+    monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
+    monkeypatch.setenv("IRC_GEMM_WIDTH", str(width))
+    monkeypatch.setenv("IRC_GEMM_ROWS", "6")
+    if width == 16:
+        monkeypatch.setenv("IRC_VECTOR_WIDTH", "8")
+    g = dict(cin=cin, cout=cout, k=k, stride=stride, pad=pad, dil=1, groups=1, hw=hw)
+    m = _conv_block(g)
+    x = torch.randn(batch, cin, *hw)
+    with torch.no_grad():
+        res = torch.randn_like(m.conv(x))
+    cm = check(m, x, res)
+    (args,) = re.findall(r"irc_conv_pixels<(\d+), \d+, (\d+), (\d+)>", cm.cpp_source)
+    assert args[2] == ("1" if name == "one-row" else "2"), args
+    banded = False  # an L2 size that bands the padded image (`pixel_band_rows`), if any does
+    for l2 in (131072, 196608, 262144, 393216):
+        cb = irc.compile(m, (x, res), target=dataclasses.replace(irc.Target.host(), l2=l2), fallback=False)
+        if _band_rows(cb)[0] < res.shape[2]:
+            banded = True
+            assert torch.equal(cb(x, res), cm(x, res))
+            break
+    assert banded or name != "14x14" or threads == 2  # at two threads a task has half the channels: no bands
+
+
 @pytest.mark.parametrize("name", ["7x7-ragged-channels", "stride2", "1x1-s2"])
 def test_conv_with_pixels_on_run_time_weights(name):
     """A weight that is an input: the pixels layout packs its panels of channels per call."""
@@ -404,7 +455,7 @@ def test_conv_pixels_split_for_the_targets_thread_count(cout, hw, threads, monke
     ms, np_ = (cout // threads, p) if (cout, hw) == (64, 7) else (cout, -(-p // threads))
     # (its argument before NP is the band height, the output rows whose padded input a task
     # copies at a time: whole planes on 7x7 at any L2, see test_pixels_conv_copies_...)
-    bands = re.findall(rf"irc_conv_pixels<9, \d+, \d+>\({cout}, irc_a, irc_b, irc_c, irc_epi, (\d+), {np_}, {ms}, true\);",
+    bands = re.findall(rf"irc_conv_pixels<9, \d+, \d+, \d+>\({cout}, irc_a, irc_b, irc_c, irc_epi, (\d+), {np_}, {ms}, true\);",
                        cm.cpp_source)
     assert len(bands) == 1 and (int(bands[0]) == 7 if hw == 7 else 1 <= int(bands[0]) <= hw), bands
     monkeypatch.setenv("IRC_NUM_THREADS", str(3 - threads))

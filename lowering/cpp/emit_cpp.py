@@ -71,7 +71,7 @@ from irc.lowering.loops.vectorize import (
 from irc.lowering.tensor.fold_params import COMPILE_TIME_ATTR
 from irc.lowering.to_loops.core import TRANSPOSE_ATTR
 from irc.lowering.to_loops.irc_to_loops import KERNEL_ATTR, OP_INDEX_ATTR, REDUCTION_ATTR
-from irc.target import GEMM_ROWS_CHOICES, PIXEL_ROWS
+from irc.target import GEMM_ROWS_CHOICES, PIXEL_PAIR_ROWS, PIXEL_ROWS
 
 BINARY = {arith.AddfOp: "+", arith.SubfOp: "-", arith.MulfOp: "*", arith.DivfOp: "/",
           arith.AddiOp: "+", arith.SubiOp: "-", arith.MuliOp: "*", arith.DivSIOp: "/", arith.RemSIOp: "%",
@@ -665,6 +665,7 @@ def emit_cpp(
         buf.write(f"#define IRC_MR {gemm_rows}  // conv register tile rows (the Target's gemm_rows)\n")
         buf.write(f"#define IRC_MMR {matmul_rows}  // matrix product register tile rows (the Target's matmul_rows)\n")
         buf.write(f"#define IRC_PR {PIXEL_ROWS[gemm_width]}  // most pixels in a pixels-layout conv tile\n")
+        buf.write(f"#define IRC_PT {PIXEL_PAIR_ROWS[gemm_width]}  // most pixels in a two-row tile of such a conv\n")
         buf.write(header("irc_gemm.h"))
     if profile:
         labels = ", ".join(json.dumps(label) for label in emitter.labels) or '""'

@@ -29,7 +29,7 @@ build on a CPU without AVX-512 still computes right, in pairs of narrower vector
 from __future__ import annotations
 
 from irc.dialects import irl
-from irc.target import PIXEL_ROWS
+from irc.target import PIXEL_PAIR_ROWS, PIXEL_ROWS
 
 
 def _ix(em, value: irl.Index) -> str:
@@ -132,7 +132,9 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         # the column stride, when not 1: run tiles for that stride (irc_pixels_task)
         # the taps, the column stride and the height of a row's run tiles: what irc_pixels_task's
         # run tiles are compiled for
-        args = f"{g.kernel_h * g.kernel_w}, {g.stride_w}, {pixel_run_rows(g.out_width, PIXEL_ROWS[em.gemm_width])}"
+        run_rows = pixel_run_rows(g.out_width, PIXEL_ROWS[em.gemm_width])
+        segments = pixel_run_segments(run_rows, g.out_height, PIXEL_PAIR_ROWS[em.gemm_width])
+        args = f"{g.kernel_h * g.kernel_w}, {g.stride_w}, {run_rows}, {segments}"
         em.line(f"irc_conv_pixels<{args}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, {_parallel(em, op)});")
     elif layout in irl.DIRECT_LAYOUTS:  # the taps per channel are a template argument: the K loop's inner trip count
         em.line(f"irc_conv_direct<{g.kernel_h * g.kernel_w}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, "
@@ -157,6 +159,12 @@ def pixel_run_rows(out_width: int, most: int) -> int:
     1499; DenseNet 1.59 -> 1.54 ms, MobileNet-v2 1.19 -> 1.13, cnn 148 -> 129 us, ResNet-18
     28.8 -> 28.3 ms; its cold build 6.55 -> 6.94 s (four more tile heights)."""
     return -(-out_width // max(1, -(-out_width // most)))  # 0 for an empty row: tiles over the whole range
+
+
+def pixel_run_segments(run_rows: int, out_height: int, most: int) -> int:
+    """Rows per tile of a pixels-layout conv (`irc_pixels_task`'s S): 2 where two of a row's
+    runs fit a tile of `most` pixels (`PIXEL_PAIR_ROWS`) and there are two rows, else 1."""
+    return 2 if 0 < 2 * run_rows <= most and out_height >= 2 else 1
 
 
 def _emit_epilogue(em, op: irl.GemmOp, strides, row: str, batch: str | None, per_batch: bool = False) -> None:

@@ -757,6 +757,22 @@ static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& g, float*
 #ifndef IRC_PR
 #define IRC_PR (IRC_NR == 32 ? 12 : 6)  // the emitter defines it (irc/target.py PIXEL_ROWS)
 #endif
+#ifndef IRC_PT
+#define IRC_PT (IRC_NR == 32 ? 14 : 6)  // the most pixels of a two-row tile (irc/target.py PIXEL_PAIR_ROWS)
+#endif
+
+// The next weights panel fetched into L2 while this one is used: a tile fetches `left` channels
+// (taps x IRC_NR floats each) from p on, one every `every` of its own channels. A task's tiles of
+// one panel share out the next panel's channels by their pixels (irc_pixels_task), so that the
+// next panel's first tile does not wait on memory: the panels of weights compiled in come from
+// L3 or memory in a model (ResNet-18's 512-channel 3x3: 590 KB a panel, 9.4 MB the conv).
+struct irc_ahead { const float* p = nullptr; int64_t left = 0, every = 1; };
+static inline irc_ahead irc_ahead_share(const float* next, int64_t C, int64_t taps, int64_t done, int64_t px,
+                                        int64_t np) {
+  if (!next || np <= 0) return {};
+  const int64_t lo = done * C / np, hi = (done + px) * C / np;
+  return {next + lo * taps * IRC_NR, hi - lo, hi > lo ? (C / (hi - lo) > 0 ? C / (hi - lo) : 1) : 1};
+}
 
 // RUN > 0: the tile's pixels lie in one output row of a conv with column stride RUN
 // (voff[r] = voff[0] + RUN*r), so every broadcast is addressed from one pointer: with a pointer
@@ -769,30 +785,57 @@ static void irc_conv_direct(int64_t M, const PA& pa, const irc_direct& g, float*
 // compile). RUN tiles, most of a large plane's, have no prefetch at all: with one in every tile
 // ResNet-18's 64-channel 3x3 on 56x56 was 3% slower. The first tile's prefetch: its 512-channel
 // 3x3 on 7x7 (five tiles a panel) 2430 -> 2160 us, one thread, weights evicted between calls.
-template <int ROWS, int TAPS, int RUN>
+// S (RUN > 0 only): the tile is S runs of ROWS / S pixels, run s in output row s of the tile's
+// rows (voff[s * ROWS/S] its start), a pointer per run: two-row tiles (irc_pixels_task), which
+// also fetch their share of the next weights panel into L2 (ahead, irc_ahead). One-row tiles do
+// not: the check between channels took registers from their K loop (spills in it), and the
+// large planes they run on use each panel long enough for the hardware prefetcher.
+template <int ROWS, int H, int TAPS, int RUN>
+__attribute__((always_inline)) static inline void irc_pixels_channel(int64_t nt, const int64_t* __restrict__ toff,
+                                                                     int64_t base, const float* const* px,
+                                                                     const float* __restrict__& b, irc_vf (*part)[2],
+                                                                     int64_t pf) {
+#pragma GCC unroll 9
+  for (int64_t t = 0; t < nt; ++t, b += IRC_NR) {
+    const int64_t o = base + toff[t];
+    if constexpr (!RUN && IRC_PF_K > 0) {
+      __builtin_prefetch(b + pf, 0, 3);
+      if constexpr (IRC_NR * 4 > 64) __builtin_prefetch(b + pf + 16, 0, 3);
+    }
+    const irc_vf b0 = irc_loadv(b), b1 = irc_loadv(b + IRC_L);
+    for (int r = 0; r < ROWS; ++r) {
+      const irc_vf ar = irc_bcastv(RUN ? px[r / H * H][o + RUN * (r % H)] : px[r][o]);
+      part[r][0] = irc_fmav(ar, b0, part[r][0]);
+      part[r][1] = irc_fmav(ar, b1, part[r][1]);
+    }
+  }
+}
+
+template <int ROWS, int TAPS, int RUN, int S = 1>
 __attribute__((noinline)) static void irc_accumulate_pixels(int64_t C, int64_t taps, const int64_t* __restrict__ toff,
                                                              int64_t plane, const int64_t* __restrict__ voff,
                                                              const float* __restrict__ x, const float* __restrict__ b,
-                                                             irc_vf (*acc)[2], int64_t pf = 0) {
+                                                             irc_vf (*acc)[2], int64_t pf = 0, irc_ahead ahead = {}) {
+  static_assert(ROWS % S == 0 && (S == 1 || RUN > 0), "runs of equal length, each addressed from one pointer");
+  constexpr int H = ROWS / S;  // pixels per run
   irc_vf part[ROWS][2];
   const float* px[ROWS];
-  for (int r = 0; r < ROWS; ++r) { part[r][0] = part[r][1] = irc_vf{}; px[r] = x + (RUN ? voff[0] : voff[r]); }
+  for (int r = 0; r < ROWS; ++r) { part[r][0] = part[r][1] = irc_vf{}; px[r] = x + (RUN ? voff[r / H * H] : voff[r]); }
   const int64_t nt = TAPS > 0 ? TAPS : taps;
-  for (int64_t c = 0, base = 0; c < C; ++c, base += plane)
-#pragma GCC unroll 9
-    for (int64_t t = 0; t < nt; ++t, b += IRC_NR) {
-      const int64_t o = base + toff[t];
-      if constexpr (!RUN && IRC_PF_K > 0) {
-        __builtin_prefetch(b + pf, 0, 3);
-        if constexpr (IRC_NR * 4 > 64) __builtin_prefetch(b + pf + 16, 0, 3);
+  if constexpr (S == 1) {
+    for (int64_t c = 0, base = 0; c < C; ++c, base += plane) irc_pixels_channel<ROWS, H, TAPS, RUN>(nt, toff, base, px, b, part, pf);
+  } else {
+    for (int64_t c = 0, base = 0, stop; c < C;) {
+      stop = C;
+      if (ahead.left > 0) {  // one channel of the next panel, then `every` of this one's
+        for (int64_t q = 0; q < nt * IRC_NR; q += 64 / sizeof(float)) __builtin_prefetch(ahead.p + q, 0, 2);
+        ahead.p += nt * IRC_NR;
+        --ahead.left;
+        if (c + ahead.every < C) stop = c + ahead.every;
       }
-      const irc_vf b0 = irc_loadv(b), b1 = irc_loadv(b + IRC_L);
-      for (int r = 0; r < ROWS; ++r) {
-        const irc_vf ar = irc_bcastv(RUN ? px[0][o + RUN * r] : px[r][o]);
-        part[r][0] = irc_fmav(ar, b0, part[r][0]);
-        part[r][1] = irc_fmav(ar, b1, part[r][1]);
-      }
+      for (; c < stop; ++c, base += plane) irc_pixels_channel<ROWS, H, TAPS, RUN>(nt, toff, base, px, b, part, pf);
     }
+  }
   for (int r = 0; r < ROWS; ++r) { acc[r][0] = part[r][0]; acc[r][1] = part[r][1]; }
 }
 
@@ -816,7 +859,7 @@ static inline void irc_accumulate_pixels_rows(int64_t rows, int64_t C, int64_t t
 template <class Epi>
 static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __restrict__ c, int64_t ldc, const Epi& epi,
                                     int64_t i0, int64_t cols, int64_t p0) {
-  float t[IRC_PR][IRC_NR];
+  float t[IRC_PT][IRC_NR];
   for (int64_t r = 0; r < rows; ++r) { irc_storev(t[r], acc[r][0]); irc_storev(t[r] + IRC_L, acc[r][1]); }
   for (int64_t pb = 0; pb < rows; pb += IRC_VL) {
     const int64_t n = rows - pb < IRC_VL ? rows - pb : IRC_VL;
@@ -845,31 +888,72 @@ static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __res
 // through a pointer per pixel (irc_accumulate_pixels's RUN = 0). RH = 0: ceil(np / IRC_PR)
 // balanced tiles over the whole range, of heights IRC_PR or one less. SW: the conv's column
 // stride, which its run tiles are compiled for.
-template <int TAPS, int SW, int RH, class PB, class Epi>
+// S = 2 (RH <= IRC_PT / 2, the emitter's pixel_run_segments): where a row and the next are both
+// whole in the range, each tile takes the same columns of both rows, two runs of RH or RH - 1
+// pixels (irc_accumulate_pixels's S): on a plane 7 or 14 wide a one-row tile has 7 pixels, 14 of
+// the 24 accumulators that 12 pixels would use. The K loop alone (Intel Xeon, one thread, data in
+// L2): 7 pixels 155 GFLOP/s, 14 pixels 173.
+template <int TAPS, int SW, int RH, int S, class PB, class Epi>
 static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const Epi& epi, int64_t i0, int64_t ms,
                             int64_t p0, int64_t np) {
   const int64_t K = d.C * d.taps;
   const irc_panels B = pb.get(1, i0, ms, 0, K);
+  constexpr int H = RH > 0 ? RH : IRC_PR;
+  // segments [s, e) of the range: its rows' pieces (RH > 0), or the whole range
+  const auto segment_end = [&](int64_t s) {
+    const int64_t e = RH > 0 ? (s / d.OW + 1) * d.OW : p0 + np;
+    return e < p0 + np ? e : p0 + np;
+  };
+  // [s, e) and the next row, both whole: two-row tiles (S = 2), every one of a height compiled for
+  const auto pairs = [&](int64_t s, int64_t e, bool first) {
+    const int64_t n = e - s, tiles = (n + IRC_PR - 1) / IRC_PR;
+    return S == 2 && !first && d.vw == SW && s % d.OW == 0 && n == d.OW && e + d.OW <= p0 + np &&
+           (n + tiles - 1) / tiles <= H && n / tiles >= H - 1;
+  };
+  int64_t paired = 0;  // pixels in two-row tiles, per panel: they share out fetching the next one
+  if constexpr (S == 2)
+    for (int64_t s = p0, e; s < p0 + np; s = e) {
+      e = segment_end(s);
+      if (pairs(s, e, PB::in_memory && s == p0)) paired += 2 * (e - s), e += d.OW;
+    }
   for (int64_t jr = 0; jr < ms; jr += IRC_NR) {
     const int64_t cols = ms - jr < IRC_NR ? ms - jr : IRC_NR;
     const float* b = B.p + (jr / IRC_NR) * B.stride;
     bool first = PB::in_memory;  // the panel's first reader: it prefetches the panel
-    // segments [s, e) of the range: its rows' pieces (RH > 0), or the whole range
+    // the next panel, fetched into L2 by this one's two-row tiles (irc_ahead): compiled-in weights
+    const float* next = PB::in_memory && jr + IRC_NR < ms ? b + B.stride : nullptr;
+    int64_t done = 0;  // pixels of this panel's two-row tiles done
     for (int64_t s = p0, e; s < p0 + np; s = e) {
-      e = RH > 0 ? (s / d.OW + 1) * d.OW : p0 + np;
-      if (e > p0 + np) e = p0 + np;
+      e = segment_end(s);
       const int64_t n = e - s, tiles = (n + IRC_PR - 1) / IRC_PR;
+      const bool pair = pairs(s, e, first);
       for (int64_t u = 0; u < tiles; ++u) {
         const int64_t pr = s + u * n / tiles, rows = s + (u + 1) * n / tiles - pr;
-        int64_t voff[IRC_PR];  // where the pixels' windows start in a channel of the image
+        int64_t voff[IRC_PT];  // where the pixels' windows start in a channel of the image
         for (int64_t r = 0, oh = pr / d.OW, ow = pr - oh * d.OW; r < rows; ++r) {
           voff[r] = (oh - d.oh0) * d.vh + ow * d.vw;
           if (++ow == d.OW) { ow = 0; ++oh; }
         }
-        irc_vf acc[IRC_PR][2];
+        irc_vf acc[IRC_PT][2];
+        if constexpr (S == 2 && 2 * H <= IRC_PT) {
+          if (pair && (rows == H || rows == H - 1)) {
+            for (int64_t r = 0; r < rows; ++r) voff[rows + r] = voff[r] + d.vh;  // the same columns, a row down
+            const irc_ahead ahead = irc_ahead_share(next, d.C, d.taps, done, 2 * rows, paired);
+            done += 2 * rows;
+            if (rows == H) irc_accumulate_pixels<2 * H, TAPS, SW, 2>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
+            else if constexpr (H > 1)
+              irc_accumulate_pixels<2 * H - 2, TAPS, SW, 2>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
+            if (rows == d.OW) {  // whole rows: the two runs are consecutive pixels
+              irc_pixels_store(2 * rows, acc, c, d.OH * d.OW, epi, i0 + jr, cols, pr);
+            } else {
+              irc_pixels_store(rows, acc, c, d.OH * d.OW, epi, i0 + jr, cols, pr);
+              irc_pixels_store(rows, acc + rows, c, d.OH * d.OW, epi, i0 + jr, cols, pr + d.OW);
+            }
+            continue;
+          }
+        }
         // One run of consecutive pixels of a row, of one of the two heights compiled for it (each
         // height costs build time)
-        constexpr int H = RH > 0 ? RH : IRC_PR;
         if (!first && d.vw == SW && (rows == H || rows == H - 1) && pr % d.OW + rows <= d.OW) {
           if (rows == H) irc_accumulate_pixels<H, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
           else if constexpr (H > 1) irc_accumulate_pixels<H - 1, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
@@ -880,6 +964,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
         first = false;
         irc_pixels_store(rows, acc, c, d.OH * d.OW, epi, i0 + jr, cols, pr);
       }
+      if (pair) e += d.OW;  // the next row was done with this one
     }
   }
 }
@@ -892,7 +977,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
 // rows and copies its padded image in bands of at most BH of them (irc_padded_band), each band
 // used by all the channels before the next: the copy stays in cache where a whole padded image
 // went to memory and back (ResNet-18's 64-channel 3x3 on 56x56: 861 KB).
-template <int TAPS, int SW = 1, int RH = 0, class PB, class Epi>
+template <int TAPS, int SW = 1, int RH = 0, int S = 1, class PB, class Epi>
 static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float* c, const Epi& epi, int64_t BH,
                             int64_t NP, int64_t MS, bool parallel) {
   const int64_t taps = g.KH * g.KW, P = g.OH * g.OW;
@@ -915,7 +1000,7 @@ static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float*
       for (int64_t b = 0; b < bands; ++b) {
         const int64_t oh0 = r0 + b * (r1 - r0) / bands, oh1 = r0 + (b + 1) * (r1 - r0) / bands;
         const int64_t p0 = banded ? oh0 * g.OW : bj * NP, np = banded ? (oh1 - oh0) * g.OW : P - p0 < NP ? P - p0 : NP;
-        irc_pixels_task<TAPS, SW, RH>(banded ? irc_padded_band(g, band_offs, oh0, oh1) : whole, pb, c, epi, i0, ms, p0, np);
+        irc_pixels_task<TAPS, SW, RH, S>(banded ? irc_padded_band(g, band_offs, oh0, oh1) : whole, pb, c, epi, i0, ms, p0, np);
       }
       if (band_offs != band_toff) std::free(band_offs);
     }

@@ -73,7 +73,9 @@ PIXEL_ROWS = {32: 12, 16: 6}
 """Per GEMM panel width, the most output pixels in a register tile of the convolutions that run
 with pixels as the tile's rows (`IRC_PR` in `include/irc_gemm.h`): 2 x 12 accumulators of
 AVX-512's 32 registers, 2 x 6 of AVX2's 16. Measured on a Zen 4, ResNet-18's 512-channel 3x3 on
-7x7: 6 rows 101 GFLOP/s, 8 rows 104, 12 rows 107."""
+7x7: 6 rows 101 GFLOP/s, 8 rows 104, 12 rows 107. On an Intel Xeon 14 rows (rows of 56 in four
+tiles of 14) measured ResNet-18 1.5% faster at one thread and DenseNet 1.2% slower, both level
+at two threads (three alternating rounds): not worth two more tile heights to compile."""
 PIXEL_PAIR_ROWS = {32: 14, 16: 6}
 """Per GEMM panel width, the most output pixels in a two-row tile of those convolutions
 (`IRC_PT`): where a row's tiles are at most half of it (a 7 or 14 wide plane's 7 pixels), a tile

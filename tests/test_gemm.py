@@ -24,7 +24,7 @@ torch.manual_seed(0)
 
 def _gemm_kernels(cm) -> int:
     """Calls of the engine in the generated functions (not its definition)."""
-    return len(re.findall(r"^\s+(irc_gemm|irc_conv_direct<\d+>|irc_conv_pixels<\d+(?:, \d+)*>)\(\d", cm.cpp_source, re.M))
+    return len(re.findall(r"^\s+(irc_gemm|irc_conv_direct<\d+>|irc_conv_pixels<\d+(?:, \w+)*>)\(\d", cm.cpp_source, re.M))
 
 
 # M: one row, a ragged 6-row tile, several tiles; N: ragged 16-column panels; K: one KC step or more.
@@ -313,7 +313,7 @@ def test_pixels_conv_tiles_of_two_rows(name, batch, threads, monkeypatch):
     with torch.no_grad():
         res = torch.randn_like(m.conv(x))
     cm = check(m, x, res)
-    (args,) = re.findall(r"irc_conv_pixels<(\d+), \d+, (\d+), (\d+)>", cm.cpp_source)
+    (args,) = re.findall(r"irc_conv_pixels<(\d+), \d+, (\d+), (\d+), (?:true|false)>", cm.cpp_source)
     assert args[2] == ("1" if name == "one-row" else "2"), args
     banded = False  # an L2 size that bands the padded image (`pixel_band_rows`), if any does
     for l2 in (131072, 196608, 262144, 393216):
@@ -455,8 +455,8 @@ def test_conv_pixels_split_for_the_targets_thread_count(cout, hw, threads, monke
     ms, np_ = (cout // threads, p) if (cout, hw) == (64, 7) else (cout, -(-p // threads))
     # (its argument before NP is the band height, the output rows whose padded input a task
     # copies at a time: whole planes on 7x7 at any L2, see test_pixels_conv_copies_...)
-    bands = re.findall(rf"irc_conv_pixels<9, \d+, \d+, \d+>\({cout}, irc_a, irc_b, irc_c, irc_epi, (\d+), {np_}, {ms}, true\);",
-                       cm.cpp_source)
+    call = rf"irc_conv_pixels<9, \d+, \d+, \d+, \w+>\({cout}, irc_a, irc_b, irc_c, irc_epi, (\d+), {np_}, {ms}, true\);"
+    bands = re.findall(call, cm.cpp_source)
     assert len(bands) == 1 and (int(bands[0]) == 7 if hw == 7 else 1 <= int(bands[0]) <= hw), bands
     monkeypatch.setenv("IRC_NUM_THREADS", str(3 - threads))
     with torch.no_grad():

@@ -129,12 +129,14 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
     _emit_epilogue(em, op, strides, row, "irc_n" if g is not None or batch else None, per_batch=bool(batch))
     mc, nc, kc, ms = (_ix(em, v) for v in op.mixed("tiles"))
     if layout in irl.PIXEL_LAYOUTS:  # bands of MC output rows, MS output channels x NC pixels per task
-        # the column stride, when not 1: run tiles for that stride (irc_pixels_task)
-        # the taps, the column stride and the height of a row's run tiles: what irc_pixels_task's
-        # run tiles are compiled for
-        run_rows = pixel_run_rows(g.out_width, PIXEL_ROWS[em.gemm_width])
+        # what irc_pixels_task's run tiles are compiled for: the taps, the column stride, the
+        # height of a row's run tiles, the output rows per tile, and whether every run tile of a
+        # whole row is that high (the row a multiple of its tiles: no K loop for one pixel fewer)
+        most = PIXEL_ROWS[em.gemm_width]
+        run_rows = pixel_run_rows(g.out_width, most)
         segments = pixel_run_segments(run_rows, g.out_height, PIXEL_PAIR_ROWS[em.gemm_width])
-        args = f"{g.kernel_h * g.kernel_w}, {g.stride_w}, {run_rows}, {segments}"
+        even = "true" if g.out_width > 0 and g.out_width % -(-g.out_width // most) == 0 else "false"
+        args = f"{g.kernel_h * g.kernel_w}, {g.stride_w}, {run_rows}, {segments}, {even}"
         em.line(f"irc_conv_pixels<{args}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, {_parallel(em, op)});")
     elif layout in irl.DIRECT_LAYOUTS:  # the taps per channel are a template argument: the K loop's inner trip count
         em.line(f"irc_conv_direct<{g.kernel_h * g.kernel_w}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, "

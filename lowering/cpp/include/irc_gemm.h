@@ -887,18 +887,20 @@ static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __res
 // pixel_run_rows(OW)), so that every tile is one run of a row: a tile straddling two rows reads
 // through a pointer per pixel (irc_accumulate_pixels's RUN = 0). RH = 0: ceil(np / IRC_PR)
 // balanced tiles over the whole range, of heights IRC_PR or one less. SW: the conv's column
-// stride, which its run tiles are compiled for.
+// stride, which its run tiles are compiled for. EVEN: a whole row's tiles are all RH (the
+// emitter's OW is a multiple of them): no K loop for RH - 1 is compiled (build time).
 // S = 2 (RH <= IRC_PT / 2, the emitter's pixel_run_segments): where a row and the next are both
 // whole in the range, each tile takes the same columns of both rows, two runs of RH or RH - 1
 // pixels (irc_accumulate_pixels's S): on a plane 7 or 14 wide a one-row tile has 7 pixels, 14 of
 // the 24 accumulators that 12 pixels would use. The K loop alone (Intel Xeon, one thread, data in
 // L2): 7 pixels 155 GFLOP/s, 14 pixels 173.
-template <int TAPS, int SW, int RH, int S, class PB, class Epi>
+template <int TAPS, int SW, int RH, int S, bool EVEN, class PB, class Epi>
 static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const Epi& epi, int64_t i0, int64_t ms,
                             int64_t p0, int64_t np) {
   const int64_t K = d.C * d.taps;
   const irc_panels B = pb.get(1, i0, ms, 0, K);
   constexpr int H = RH > 0 ? RH : IRC_PR;
+  constexpr int HL = EVEN ? H : H - 1;  // the shorter run tile compiled (EVEN: every one is H)
   // segments [s, e) of the range: its rows' pieces (RH > 0), or the whole range
   const auto segment_end = [&](int64_t s) {
     const int64_t e = RH > 0 ? (s / d.OW + 1) * d.OW : p0 + np;
@@ -908,7 +910,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
   const auto pairs = [&](int64_t s, int64_t e, bool first) {
     const int64_t n = e - s, tiles = (n + IRC_PR - 1) / IRC_PR;
     return S == 2 && !first && d.vw == SW && s % d.OW == 0 && n == d.OW && e + d.OW <= p0 + np &&
-           (n + tiles - 1) / tiles <= H && n / tiles >= H - 1;
+           (n + tiles - 1) / tiles <= H && n / tiles >= HL;
   };
   int64_t paired = 0;  // pixels in two-row tiles, per panel: they share out fetching the next one
   if constexpr (S == 2)
@@ -935,34 +937,32 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
           if (++ow == d.OW) { ow = 0; ++oh; }
         }
         irc_vf acc[IRC_PT][2];
-        if constexpr (S == 2 && 2 * H <= IRC_PT) {
-          if (pair && (rows == H || rows == H - 1)) {
-            for (int64_t r = 0; r < rows; ++r) voff[rows + r] = voff[r] + d.vh;  // the same columns, a row down
-            const irc_ahead ahead = irc_ahead_share(next, d.C, d.taps, done, 2 * rows, paired);
-            done += 2 * rows;
+        // what the store writes: `runs` runs of run_rows pixels, d.OW apart (one call site: each
+        // is the epilogue inlined, a large part of a conv's build time)
+        int64_t runs = 1, run_rows = rows;
+        if (S == 2 && 2 * H <= IRC_PT && pair && (rows == H || rows == HL)) {
+          for (int64_t r = 0; r < rows; ++r) voff[rows + r] = voff[r] + d.vh;  // the same columns, a row down
+          const irc_ahead ahead = irc_ahead_share(next, d.C, d.taps, done, 2 * rows, paired);
+          done += 2 * rows;
+          if constexpr (S == 2 && 2 * H <= IRC_PT) {
             if (rows == H) irc_accumulate_pixels<2 * H, TAPS, SW, 2>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
-            else if constexpr (H > 1)
-              irc_accumulate_pixels<2 * H - 2, TAPS, SW, 2>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
-            if (rows == d.OW) {  // whole rows: the two runs are consecutive pixels
-              irc_pixels_store(2 * rows, acc, c, d.OH * d.OW, epi, i0 + jr, cols, pr);
-            } else {
-              irc_pixels_store(rows, acc, c, d.OH * d.OW, epi, i0 + jr, cols, pr);
-              irc_pixels_store(rows, acc + rows, c, d.OH * d.OW, epi, i0 + jr, cols, pr + d.OW);
-            }
-            continue;
+            else if constexpr (HL < H && HL > 0)
+              irc_accumulate_pixels<2 * HL, TAPS, SW, 2>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
           }
-        }
-        // One run of consecutive pixels of a row, of one of the two heights compiled for it (each
-        // height costs build time)
-        if (!first && d.vw == SW && (rows == H || rows == H - 1) && pr % d.OW + rows <= d.OW) {
+          if (rows == d.OW) run_rows = 2 * rows;  // whole rows: the two runs are consecutive pixels
+          else runs = 2;
+        } else if (!first && d.vw == SW && (rows == H || rows == HL) && pr % d.OW + rows <= d.OW) {
+          // one run of consecutive pixels of a row, of one of the two heights compiled for it (each
+          // height costs build time)
           if (rows == H) irc_accumulate_pixels<H, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
-          else if constexpr (H > 1) irc_accumulate_pixels<H - 1, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
+          else if constexpr (HL < H && HL > 0) irc_accumulate_pixels<HL, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
         } else {
           irc_accumulate_pixels_rows<IRC_PR, TAPS, 0>(rows, d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc,
                                                       first ? IRC_PF_K * IRC_NR : 0);
         }
         first = false;
-        irc_pixels_store(rows, acc, c, d.OH * d.OW, epi, i0 + jr, cols, pr);
+        for (int64_t q = 0; q < runs; ++q)
+          irc_pixels_store(run_rows, acc + q * run_rows, c, d.OH * d.OW, epi, i0 + jr, cols, pr + q * d.OW);
       }
       if (pair) e += d.OW;  // the next row was done with this one
     }
@@ -977,7 +977,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
 // rows and copies its padded image in bands of at most BH of them (irc_padded_band), each band
 // used by all the channels before the next: the copy stays in cache where a whole padded image
 // went to memory and back (ResNet-18's 64-channel 3x3 on 56x56: 861 KB).
-template <int TAPS, int SW = 1, int RH = 0, int S = 1, class PB, class Epi>
+template <int TAPS, int SW = 1, int RH = 0, int S = 1, bool EVEN = false, class PB, class Epi>
 static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float* c, const Epi& epi, int64_t BH,
                             int64_t NP, int64_t MS, bool parallel) {
   const int64_t taps = g.KH * g.KW, P = g.OH * g.OW;
@@ -1000,7 +1000,7 @@ static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float*
       for (int64_t b = 0; b < bands; ++b) {
         const int64_t oh0 = r0 + b * (r1 - r0) / bands, oh1 = r0 + (b + 1) * (r1 - r0) / bands;
         const int64_t p0 = banded ? oh0 * g.OW : bj * NP, np = banded ? (oh1 - oh0) * g.OW : P - p0 < NP ? P - p0 : NP;
-        irc_pixels_task<TAPS, SW, RH, S>(banded ? irc_padded_band(g, band_offs, oh0, oh1) : whole, pb, c, epi, i0, ms, p0, np);
+        irc_pixels_task<TAPS, SW, RH, S, EVEN>(banded ? irc_padded_band(g, band_offs, oh0, oh1) : whole, pb, c, epi, i0, ms, p0, np);
       }
       if (band_offs != band_toff) std::free(band_offs);
     }

@@ -63,9 +63,12 @@ have a tile height of their own (`DEFAULT_MATMUL_ROWS`). On a Zen 4 (double-pump
 DEFAULT_MATMUL_ROWS = {"avx512": 12, "avx2": 6, "portable": 6}
 """The ISA's register tile height for matrix products. With AVX-512, 12: the tile (12 x 32
 floats in 24 of 32 zmm registers) takes a broadcast per row and two loads of the B panel per
-24 FMAs, against 6 rows' 12. Measured on an Intel Xeon, the K loop alone on data in L1 (one
-thread, K = 256 and 820): 6 rows 163-166 GFLOP/s, 8 rows 176-178, 12 and 14 rows 178-181
-(of 215). AVX2 has 16 registers: 6 rows."""
+24 FMAs, against 6 rows' 12, and reads each B panel from L2 half as often. Measured on an Intel
+Xeon, whole models, one process alternating, 6 -> 12: mlp-medium 1346 -> 1280 us (one thread),
+707 -> 673 (two); transformer-encoder 1505 -> 1443; transformer-block 1614 -> 1559 and 884 ->
+850; mlp-large level. (The K loop alone, one thread: with a packed lhs 163-166 GFLOP/s at 6 rows
+and 178-181 at 12, of 215; with the lhs read in place, as products read it, 156-180 at 6
+depending on its row stride and 160 at 12.) AVX2 has 16 registers: 6 rows."""
 DEFAULT_OMP_THRESHOLD = 65536
 DEFAULT_ALIGNMENT = 64
 GEMM_WIDTHS = (16, 32)

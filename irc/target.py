@@ -78,11 +78,15 @@ with pixels as the tile's rows (`IRC_PR` in `include/irc_gemm.h`): 2 x 12 accumu
 AVX-512's 32 registers, 2 x 6 of AVX2's 16. Measured on a Zen 4, ResNet-18's 512-channel 3x3 on
 7x7: 6 rows 101 GFLOP/s, 8 rows 104, 12 rows 107. On an Intel Xeon 14 rows (rows of 56 in four
 tiles of 14) measured ResNet-18 1.5% faster at one thread and DenseNet 1.2% slower, both level
-at two threads (three alternating rounds): not worth two more tile heights to compile."""
+at two threads (three alternating rounds): not worth two more tile heights to compile. Only rows
+that 14 cuts evenly take it (`PIXEL_PAIR_ROWS`)."""
 PIXEL_PAIR_ROWS = {32: 14, 16: 6}
 """Per GEMM panel width, the most output pixels in a two-row tile of those convolutions
 (`IRC_PT`): where a row's tiles are at most half of it (a 7 or 14 wide plane's 7 pixels), a tile
-takes the same columns of two rows (2 x 14 accumulators of AVX-512's 32; 2 x 6 of AVX2's 16)."""
+takes the same columns of two rows (2 x 14 accumulators of AVX-512's 32; 2 x 6 of AVX2's 16).
+Also the height of one-row tiles where it cuts a row evenly and `PIXEL_ROWS` does not (28, 56,
+112: `pixel_run_rows`): ResNet-18 25.2 -> 24.3 ms at one thread (Intel Xeon, one process,
+alternating), its 64-channel 3x3 on 56x56 1446 -> 1395 us, the 7x7 stem 1603 -> 1561."""
 ISAS = {"avx512": 16, "avx2": 8, "portable": 4}
 """ISA -> float32 lanes per vector register."""
 VECTOR_WIDTHS = (4, 8, 16)

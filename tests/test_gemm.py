@@ -164,7 +164,14 @@ PIXEL_CONVS = {
     "rows-16": dict(cin=128, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(5, 16)),
     "rows-13": dict(cin=96, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(9, 13)),
     "rows-1": dict(cin=128, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(9, 1)),
+    # rows that tiles of 14 cut evenly and tiles of 12 do not, cut into 14s (`pixel_run_rows`'s
+    # `tall`; at two threads a task's pixels start mid-row, its first tiles up to 14 pixels read
+    # through a pointer each): 28, 56 (stride 2 from 112), 42 (a 1x3)
+    "rows-28": dict(cin=64, cout=64, k=3, stride=1, pad=1, dil=1, groups=1, hw=(5, 28)),
+    "rows-56-s2": dict(cin=32, cout=32, k=3, stride=2, pad=1, dil=1, groups=1, hw=(7, 112)),
+    "rows-42-1x3": dict(cin=96, cout=64, k=(1, 3), stride=1, pad=(0, 1), dil=1, groups=1, hw=(3, 42)),
 }
+TALL_ROWS = {"rows-28": 14, "rows-56-s2": 14, "rows-42-1x3": 14}  # RH at AVX-512's 32-wide panels
 
 
 def _direct_conv(g: dict) -> bool:
@@ -226,6 +233,13 @@ def test_conv_with_pixels_as_the_tiles_rows(name, batch, threads, monkeypatch):
     cm = check(m, x, res)
     assert "irc_conv_pixels<" in cm.cpp_source and _gemm_kernels(cm) == 1
     assert "irc_prepacked<IRC_NR> irc_a" in cm.cpp_source
+    if name in TALL_ROWS and irc.Target.host().gemm_width == 32:
+        assert _run_rows(cm) == [TALL_ROWS[name]]
+
+
+def _run_rows(cm) -> list[int]:
+    """irc_conv_pixels's RH in the C++ (its third template argument)."""
+    return [int(args.split(", ")[2]) for args in re.findall(r"irc_conv_pixels<([^>]*)>\(", cm.cpp_source)]
 
 
 # Padded pixels-layout convs whose image is copied a band of output rows at a time

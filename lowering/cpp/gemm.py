@@ -133,9 +133,10 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         # height of a row's run tiles, the output rows per tile, and whether every run tile of a
         # whole row is that high (the row a multiple of its tiles: no K loop for one pixel fewer)
         most = PIXEL_ROWS[em.gemm_width]
-        run_rows = pixel_run_rows(g.out_width, most)
+        run_rows = pixel_run_rows(g.out_width, most, PIXEL_PAIR_ROWS[em.gemm_width] if k >= TALL_TILES_MIN_K else 0)
         segments = pixel_run_segments(run_rows, g.out_height, PIXEL_PAIR_ROWS[em.gemm_width])
-        even = "true" if g.out_width > 0 and g.out_width % -(-g.out_width // most) == 0 else "false"
+        tiles = -(-g.out_width // max(most, run_rows))  # a whole row's tiles, as irc_pixels_task cuts it
+        even = "true" if g.out_width > 0 and g.out_width % tiles == 0 else "false"
         args = f"{g.kernel_h * g.kernel_w}, {g.stride_w}, {run_rows}, {segments}, {even}"
         em.line(f"irc_conv_pixels<{args}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, {_parallel(em, op)});")
     elif layout in irl.DIRECT_LAYOUTS:  # the taps per channel are a template argument: the K loop's inner trip count
@@ -151,16 +152,27 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
     em.line("}")
 
 
-def pixel_run_rows(out_width: int, most: int) -> int:
+TALL_TILES_MIN_K = 64
+"""The shortest K (input channels x taps) for which a pixels-layout conv takes `tall` run tiles
+(`pixel_run_rows`): with a short K a tile's fixed costs outweigh its K loop's, and a 24 -> 144
+channel 1x1 on 56x56 measured 221 -> 229 us with tiles of 14 (Intel Xeon, one thread)."""
+
+
+def pixel_run_rows(out_width: int, most: int, tall: int = 0) -> int:
     """The taller of the heights a pixels-layout conv's row of `out_width` output pixels is cut
     into (`irc_pixels_task`'s RH): ceil(out_width / most) tiles of balanced heights, each one run
-    of the row. Tiles balanced over the whole plane instead straddle rows, and a straddling tile
-    reads through a pointer per pixel (`irc_accumulate_pixels`'s RUN = 0). Intel Xeon, one
+    of the row; or `tall` (> most) where tiles of it cut the row evenly and tiles of `most` do not
+    (`PIXEL_PAIR_ROWS`: 56 = 4 x 14 rather than 12 + 4 x 11). Tiles balanced over the whole plane
+    instead straddle rows, and a straddling tile reads through a pointer per pixel
+    (`irc_accumulate_pixels`'s RUN = 0). Run tiles against straddling ones, Intel Xeon, one
     thread, A/B in one process: 128 -> 32 channels 3x3 on 16x16 178 -> 165 us (rows of 16 in
     tiles of 8 rather than 12 across rows), on 8x8 69 -> 63, 128 channels on 28x28 1558 ->
     1499; DenseNet 1.59 -> 1.54 ms, MobileNet-v2 1.19 -> 1.13, cnn 148 -> 129 us, ResNet-18
     28.8 -> 28.3 ms; its cold build 6.55 -> 6.94 s (four more tile heights)."""
-    return -(-out_width // max(1, -(-out_width // most)))  # 0 for an empty row: tiles over the whole range
+    rows = -(-out_width // max(1, -(-out_width // most)))  # 0 for an empty row: tiles over the whole range
+    if tall > most and out_width >= 2 * tall and out_width % tall == 0 and out_width % rows:
+        return tall
+    return rows
 
 
 def pixel_run_segments(run_rows: int, out_height: int, most: int) -> int:

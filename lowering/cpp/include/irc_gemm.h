@@ -885,7 +885,10 @@ static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __res
 // IRC_NR channels. RH > 0: the pixels of each output row in [p0, p0 + np) are cut into
 // ceil(n / IRC_PR) tiles of balanced heights, RH or RH - 1 on a whole row (the emitter's
 // pixel_run_rows(OW)), so that every tile is one run of a row: a tile straddling two rows reads
-// through a pointer per pixel (irc_accumulate_pixels's RUN = 0). RH = 0: ceil(np / IRC_PR)
+// through a pointer per pixel (irc_accumulate_pixels's RUN = 0). RH > IRC_PR (up to IRC_PT, and
+// EVEN): rows that tiles of RH cut evenly and tiles of IRC_PR do not, in ceil(n / RH) tiles
+// (56 = 4 x 14, not 12 + 4 x 11: the K loop alone, Intel Xeon, one thread, 11 pixels ran
+// 163-169 GFLOP/s, 14 pixels 174-176). RH = 0: ceil(np / IRC_PR)
 // balanced tiles over the whole range, of heights IRC_PR or one less. SW: the conv's column
 // stride, which its run tiles are compiled for. EVEN: a whole row's tiles are all RH (the
 // emitter's OW is a multiple of them): no K loop for RH - 1 is compiled (build time).
@@ -901,6 +904,8 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
   const irc_panels B = pb.get(1, i0, ms, 0, K);
   constexpr int H = RH > 0 ? RH : IRC_PR;
   constexpr int HL = EVEN ? H : H - 1;  // the shorter run tile compiled (EVEN: every one is H)
+  constexpr int TALL = H > IRC_PR ? H : IRC_PR;  // the most pixels of a tile (RH > IRC_PR: EVEN rows)
+  static_assert(TALL <= IRC_PT && (H <= IRC_PR || EVEN), "taller run tiles than IRC_PR cut rows evenly");
   // segments [s, e) of the range: its rows' pieces (RH > 0), or the whole range
   const auto segment_end = [&](int64_t s) {
     const int64_t e = RH > 0 ? (s / d.OW + 1) * d.OW : p0 + np;
@@ -908,7 +913,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
   };
   // [s, e) and the next row, both whole: two-row tiles (S = 2), every one of a height compiled for
   const auto pairs = [&](int64_t s, int64_t e, bool first) {
-    const int64_t n = e - s, tiles = (n + IRC_PR - 1) / IRC_PR;
+    const int64_t n = e - s, tiles = (n + TALL - 1) / TALL;
     return S == 2 && !first && d.vw == SW && s % d.OW == 0 && n == d.OW && e + d.OW <= p0 + np &&
            (n + tiles - 1) / tiles <= H && n / tiles >= HL;
   };
@@ -927,7 +932,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
     int64_t done = 0;  // pixels of this panel's two-row tiles done
     for (int64_t s = p0, e; s < p0 + np; s = e) {
       e = segment_end(s);
-      const int64_t n = e - s, tiles = (n + IRC_PR - 1) / IRC_PR;
+      const int64_t n = e - s, tiles = (n + TALL - 1) / TALL;
       const bool pair = pairs(s, e, first);
       for (int64_t u = 0; u < tiles; ++u) {
         const int64_t pr = s + u * n / tiles, rows = s + (u + 1) * n / tiles - pr;
@@ -957,8 +962,15 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
           if (rows == H) irc_accumulate_pixels<H, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
           else if constexpr (HL < H && HL > 0) irc_accumulate_pixels<HL, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
         } else {
-          irc_accumulate_pixels_rows<IRC_PR, TAPS, 0>(rows, d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc,
+          // a tile of other pixels (the panel's first, prefetching it; a row's piece at a task's
+          // ends), its pixels through a pointer each: at most IRC_PR of them per K loop
+          const int64_t head = rows < IRC_PR ? rows : IRC_PR;
+          irc_accumulate_pixels_rows<IRC_PR, TAPS, 0>(head, d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc,
                                                       first ? IRC_PF_K * IRC_NR : 0);
+          if constexpr (TALL > IRC_PR)
+            if (rows > head)
+              irc_accumulate_pixels_rows<TALL - IRC_PR, TAPS, 0>(rows - head, d.C, d.taps, d.toff, d.cstride, voff + head,
+                                                                 d.x, b, acc + head, 0);
         }
         first = false;
         for (int64_t q = 0; q < runs; ++q)

@@ -899,7 +899,8 @@ static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __res
 // L2): 7 pixels 155 GFLOP/s, 14 pixels 173.
 template <int TAPS, int SW, int RH, int S, bool EVEN, class PB, class Epi>
 static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const Epi& epi, int64_t i0, int64_t ms,
-                            int64_t p0, int64_t np) {
+                            int64_t p0, int64_t np, bool fetch = true) {
+  const bool in_memory = PB::in_memory && fetch;  // weights compiled in, not read yet by this task
   const int64_t K = d.C * d.taps;
   const irc_panels B = pb.get(1, i0, ms, 0, K);
   constexpr int H = RH > 0 ? RH : IRC_PR;
@@ -921,14 +922,14 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
   if constexpr (S == 2)
     for (int64_t s = p0, e; s < p0 + np; s = e) {
       e = segment_end(s);
-      if (pairs(s, e, PB::in_memory && s == p0)) paired += 2 * (e - s), e += d.OW;
+      if (pairs(s, e, in_memory && s == p0)) paired += 2 * (e - s), e += d.OW;
     }
   for (int64_t jr = 0; jr < ms; jr += IRC_NR) {
     const int64_t cols = ms - jr < IRC_NR ? ms - jr : IRC_NR;
     const float* b = B.p + (jr / IRC_NR) * B.stride;
-    bool first = PB::in_memory;  // the panel's first reader: it prefetches the panel
+    bool first = in_memory;  // the panel's first reader: it prefetches the panel
     // the next panel, fetched into L2 by this one's two-row tiles (irc_ahead): compiled-in weights
-    const float* next = PB::in_memory && jr + IRC_NR < ms ? b + B.stride : nullptr;
+    const float* next = in_memory && jr + IRC_NR < ms ? b + B.stride : nullptr;
     int64_t done = 0;  // pixels of this panel's two-row tiles done
     for (int64_t s = p0, e; s < p0 + np; s = e) {
       e = segment_end(s);
@@ -1012,7 +1013,12 @@ static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float*
       for (int64_t b = 0; b < bands; ++b) {
         const int64_t oh0 = r0 + b * (r1 - r0) / bands, oh1 = r0 + (b + 1) * (r1 - r0) / bands;
         const int64_t p0 = banded ? oh0 * g.OW : bj * NP, np = banded ? (oh1 - oh0) * g.OW : P - p0 < NP ? P - p0 : NP;
-        irc_pixels_task<TAPS, SW, RH, S, EVEN>(banded ? irc_padded_band(g, band_offs, oh0, oh1) : whole, pb, c, epi, i0, ms, p0, np);
+        // a band after the task's first finds the weights in L2 (banded: they take at most half
+        // of it), read by the first band's tiles: no tile of it reads through a pointer per
+        // pixel to prefetch them (a 64 -> 128 channel 3x3/s2 on 56x56 in bands of 3 output rows:
+        // a sixth of its tiles did)
+        const irc_direct_b image = banded ? irc_padded_band(g, band_offs, oh0, oh1) : whole;
+        irc_pixels_task<TAPS, SW, RH, S, EVEN>(image, pb, c, epi, i0, ms, p0, np, b == 0);
       }
       if (band_offs != band_toff) std::free(band_offs);
     }

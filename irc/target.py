@@ -85,8 +85,9 @@ PIXEL_PAIR_ROWS = {32: 14, 16: 6}
 (`IRC_PT`): where a row's tiles are at most half of it (a 7 or 14 wide plane's 7 pixels), a tile
 takes the same columns of two rows (2 x 14 accumulators of AVX-512's 32; 2 x 6 of AVX2's 16).
 Also the height of one-row tiles where it cuts a row evenly and `PIXEL_ROWS` does not (28, 56,
-112: `pixel_run_rows`): ResNet-18 25.2 -> 24.3 ms at one thread (Intel Xeon, one process,
-alternating), its 64-channel 3x3 on 56x56 1446 -> 1395 us, the 7x7 stem 1603 -> 1561."""
+112: `pixel_run_rows`): ResNet-18 1-3% faster at one thread in four runs (Intel Xeon, one process,
+alternating; 25.2 -> 24.3 ms and 28.1 -> 27.8 the extremes), level at two; its 7x7 stem and
+64-channel 3x3s on 56x56 1-4% faster."""
 ISAS = {"avx512": 16, "avx2": 8, "portable": 4}
 """ISA -> float32 lanes per vector register."""
 VECTOR_WIDTHS = (4, 8, 16)

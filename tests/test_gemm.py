@@ -237,9 +237,14 @@ def test_conv_with_pixels_as_the_tiles_rows(name, batch, threads, monkeypatch):
         assert _run_rows(cm) == [TALL_ROWS[name]]
 
 
+def _pixels_calls(cm) -> list[tuple[list[str], list[str]]]:
+    """Each irc_conv_pixels call in the C++: its template arguments and its arguments."""
+    return [(t.split(", "), a.split(", ")) for t, a in re.findall(r"irc_conv_pixels<([^>]*)>\(([^;]*)\);", cm.cpp_source)]
+
+
 def _run_rows(cm) -> list[int]:
-    """irc_conv_pixels's RH in the C++ (its third template argument)."""
-    return [int(args.split(", ")[2]) for args in re.findall(r"irc_conv_pixels<([^>]*)>\(", cm.cpp_source)]
+    """irc_conv_pixels's RH (its third template argument)."""
+    return [int(t[2]) for t, _ in _pixels_calls(cm)]
 
 
 # Padded pixels-layout convs whose image is copied a band of output rows at a time
@@ -255,8 +260,8 @@ PIXEL_BAND_CONVS = {
 
 
 def _band_rows(cm) -> list[int]:
-    """irc_conv_pixels's BH in the C++ (its 6th argument)."""
-    return [int(args.split(", ")[5]) for args in re.findall(r"irc_conv_pixels<[^>]*>\(([^;]*)\);", cm.cpp_source)]
+    """irc_conv_pixels's BH (its 6th argument)."""
+    return [int(a[5]) for _, a in _pixels_calls(cm)]
 
 
 @pytest.mark.parametrize("name", PIXEL_BAND_CONVS)

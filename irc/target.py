@@ -24,7 +24,7 @@ Fields:
                  `IRC_GEMM_ROWS` overrides the ISA's default
   matmul_rows    the register tile rows of matrix products (linear layers, matmul, bmm,
                  attention; `IRC_MMR`), whose lhs is read in place, never packed: the same
-                 choices; `IRC_MATMUL_ROWS` overrides the ISA's default
+                 choices; `IRC_MATMUL_ROWS` overrides the CPU's default (`matmul_rows_for`)
   strict         sequential-order sums, no FMA contraction, libm transcendentals, no GEMM
                  engine (`IRC_STRICT=1`; the README's numerics section)
   alignment      bytes every planned buffer in the arena is aligned to (16, 32 or 64; the
@@ -68,7 +68,16 @@ Xeon, whole models, one process alternating, 6 -> 12: mlp-medium 1346 -> 1280 us
 707 -> 673 (two); transformer-encoder 1505 -> 1443; transformer-block 1614 -> 1559 and 884 ->
 850; mlp-large level. (The K loop alone, one thread: with a packed lhs 163-166 GFLOP/s at 6 rows
 and 178-181 at 12, of 215; with the lhs read in place, as products read it, 156-180 at 6
-depending on its row stride and 160 at 12.) AVX2 has 16 registers: 6 rows."""
+depending on its row stride and 160 at 12.) AVX2 has 16 registers: 6 rows. Not on CPUs that split
+each 512-bit FMA into two 256-bit halves (`SPLIT_AVX512`): there 6 rows."""
+SPLIT_AVX512 = {("AuthenticAMD", 0x19)}
+"""(vendor, CPU family) of the CPUs with AVX-512 whose 512-bit FMAs issue as two 256-bit halves, one
+per cycle (AMD Zen 4; Zen 3, the same family, has no AVX-512; Zen 5, family 0x1A, is full width).
+Their matrix products take 6-row tiles (`matmul_rows_for`). Measured on a Zen 4 (peak 116 GFLOP/s
+per core), one thread, 12 -> 6 rows: Linear 4096 -> 4096 + ReLU at batch 256 89.6 -> 104.8
+GFLOP/s (KC 512 or 256 did not bring 12 rows near it: 91.8, 88.8); whole models, best of each
+run's calls: mlp-medium 1.99 -> 1.79 ms, transformer-encoder 2.18 -> 2.04, transformer-block
+2.26 -> 2.12."""
 DEFAULT_OMP_THRESHOLD = 65536
 DEFAULT_ALIGNMENT = 64
 GEMM_WIDTHS = (16, 32)
@@ -153,7 +162,7 @@ class Target:
         if gemm_rows is None:
             gemm_rows = _env_int("IRC_GEMM_ROWS", DEFAULT_GEMM_ROWS[isa], choices=GEMM_ROWS_CHOICES)
         if matmul_rows is None:
-            matmul_rows = _env_int("IRC_MATMUL_ROWS", DEFAULT_MATMUL_ROWS[isa], choices=GEMM_ROWS_CHOICES)
+            matmul_rows = _env_int("IRC_MATMUL_ROWS", matmul_rows_for(isa, *cpu_model()), choices=GEMM_ROWS_CHOICES)
         if omp_threshold is None:
             omp_threshold = _env_int("IRC_OMP_THRESHOLD", DEFAULT_OMP_THRESHOLD)
         if threads is None:
@@ -172,6 +181,36 @@ class Target:
     def __str__(self) -> str:
         fields = ", ".join(f"{f.name}={getattr(self, f.name)!r}" for f in dataclasses.fields(self))
         return f"Target({fields})"
+
+
+def matmul_rows_for(isa: str, vendor: str, family: int) -> int:
+    """The default register tile rows of matrix products on a CPU of this ISA, vendor and family
+    (`DEFAULT_MATMUL_ROWS`, 6 where AVX-512 is split in halves: `SPLIT_AVX512`)."""
+    if isa == "avx512" and (vendor, family) in SPLIT_AVX512:
+        return 6
+    return DEFAULT_MATMUL_ROWS[isa]
+
+
+_model: tuple[str, int] | None = None
+
+
+def cpu_model() -> tuple[str, int]:
+    """(vendor, CPU family) of CPU 0 from Linux `/proc/cpuinfo`; ("", 0) where it does not say."""
+    global _model
+    if _model is None:
+        try:
+            text = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            text = ""
+        fields = {}
+        for line in text.splitlines():
+            key, _, value = line.partition(":")
+            if not line.strip():
+                break  # CPU 0's record ends
+            fields.setdefault(key.strip(), value.strip())
+        family = fields.get("cpu family", "")
+        _model = (fields.get("vendor_id", ""), int(family) if family.isdigit() else 0)
+    return _model
 
 
 def _env_int(name: str, default: int, choices: tuple[int, ...] | None = None) -> int:

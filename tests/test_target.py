@@ -14,7 +14,7 @@ from torch import nn
 
 import irc
 from irc.pipeline import declared, spelled
-from irc.target import DEFAULT_GEMM_ROWS, DEFAULT_MATMUL_ROWS, Target
+from irc.target import DEFAULT_GEMM_ROWS, DEFAULT_MATMUL_ROWS, Target, cpu_model, matmul_rows_for
 
 ENV = ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_GEMM_ROWS", "IRC_MATMUL_ROWS", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS",
        "IRC_VECTOR_WIDTH")
@@ -33,7 +33,7 @@ def test_host_reads_the_cpu_then_arguments_then_environment(clean_env):
     assert host.gemm_width == (32 if host.isa == "avx512" else 16)
     assert host.vector_width == {"avx512": 16, "avx2": 8, "portable": 4}[host.isa]
     assert host.threads == torch.get_num_threads() and not host.strict
-    assert host.gemm_rows == DEFAULT_GEMM_ROWS[host.isa] and host.matmul_rows == DEFAULT_MATMUL_ROWS[host.isa]
+    assert host.gemm_rows == DEFAULT_GEMM_ROWS[host.isa] and host.matmul_rows == matmul_rows_for(host.isa, *cpu_model())
     clean_env.setenv("IRC_STRICT", "1")
     clean_env.setenv("IRC_GEMM_WIDTH", "16")
     clean_env.setenv("IRC_GEMM_ROWS", "12")
@@ -46,6 +46,16 @@ def test_host_reads_the_cpu_then_arguments_then_environment(clean_env):
     assert (t.strict, t.gemm_width, t.gemm_rows, t.matmul_rows, t.omp_threshold, t.threads) == (False, 32, 14, 6, 0, 1)
     clean_env.setenv("IRC_VECTOR_WIDTH", "4")  # a forced width, narrower than the ISA's
     assert Target.host().vector_width == 4 and Target.host(vector_width=host.vector_width).vector_width == host.vector_width
+
+
+def test_matmul_rows_follow_the_cpu_model():
+    """12-row product tiles where 512-bit FMAs are full width; 6 where they issue in halves (Zen 4)."""
+    assert matmul_rows_for("avx512", "GenuineIntel", 6) == DEFAULT_MATMUL_ROWS["avx512"] == 12
+    assert matmul_rows_for("avx512", "AuthenticAMD", 0x1A) == 12  # Zen 5: full-width AVX-512
+    assert matmul_rows_for("avx512", "AuthenticAMD", 0x19) == 6  # Zen 4
+    assert matmul_rows_for("avx2", "AuthenticAMD", 0x19) == matmul_rows_for("avx2", "", 0) == 6  # Zen 3, unknown
+    vendor, family = cpu_model()
+    assert isinstance(vendor, str) and isinstance(family, int)
 
 
 @pytest.mark.parametrize("name, value, message", [

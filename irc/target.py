@@ -191,26 +191,13 @@ def matmul_rows_for(isa: str, vendor: str, family: int) -> int:
     return DEFAULT_MATMUL_ROWS[isa]
 
 
-_model: tuple[str, int] | None = None
-
-
 def cpu_model() -> tuple[str, int]:
-    """(vendor, CPU family) of CPU 0 from Linux `/proc/cpuinfo`; ("", 0) where it does not say."""
-    global _model
-    if _model is None:
-        try:
-            text = Path("/proc/cpuinfo").read_text()
-        except OSError:
-            text = ""
-        fields = {}
-        for line in text.splitlines():
-            key, _, value = line.partition(":")
-            if not line.strip():
-                break  # CPU 0's record ends
-            fields.setdefault(key.strip(), value.strip())
-        family = fields.get("cpu family", "")
-        _model = (fields.get("vendor_id", ""), int(family) if family.isdigit() else 0)
-    return _model
+    """(vendor, CPU family) of CPU 0 (`/proc/cpuinfo`); ("", 0) where it does not say."""
+    from irc.runtime.build import cpu_info
+
+    info = cpu_info()
+    family = info.get("cpu family", "")
+    return info.get("vendor_id", ""), int(family) if family.isdigit() else 0
 
 
 def _env_int(name: str, default: int, choices: tuple[int, ...] | None = None) -> int:

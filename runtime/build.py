@@ -72,6 +72,7 @@ _invocations = 0  # compiler runs (not counting `--version` probes)
 _versions: dict[str, str] = {}  # resolved compiler path -> first line of `--version`
 _loaded: dict[str, ctypes.CDLL] = {}  # resolved library path -> loaded library
 _cpu_flags: str | None = None
+_cpu0: dict[str, str] | None = None
 
 
 def compiler_invocations() -> int:
@@ -195,17 +196,32 @@ def write_cache_file(key: str, suffix: str, data: bytes) -> Path:
     return path
 
 
-def cpu_features() -> str:
-    """The CPU's feature flags (Linux `/proc/cpuinfo`), so a cache shared between machines
-    never hands a library built with -march=native to a CPU lacking its instructions."""
-    global _cpu_flags
-    if _cpu_flags is None:
+def cpu_info() -> dict[str, str]:
+    """CPU 0's fields in Linux `/proc/cpuinfo` ("flags", "vendor_id", "cpu family", ...; on Arm
+    "Features"); empty where there is no such file."""
+    global _cpu0
+    if _cpu0 is None:
         try:
             text = Path("/proc/cpuinfo").read_text()
         except OSError:
             text = ""
-        flags = next((line for line in text.splitlines() if line.startswith(("flags", "Features"))), "")
-        _cpu_flags = " ".join(sorted(flags.partition(":")[2].split()))
+        fields: dict[str, str] = {}
+        for line in text.splitlines():
+            if not line.strip():
+                break  # CPU 0's record ends
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
+        _cpu0 = fields
+    return _cpu0
+
+
+def cpu_features() -> str:
+    """The CPU's feature flags (`cpu_info`), so a cache shared between machines never hands a
+    library built with -march=native to a CPU lacking its instructions."""
+    global _cpu_flags
+    if _cpu_flags is None:
+        info = cpu_info()
+        _cpu_flags = " ".join(sorted((info.get("flags") or info.get("Features") or "").split()))
     return _cpu_flags
 
 

@@ -58,6 +58,24 @@ def test_matmul_rows_follow_the_cpu_model():
     assert isinstance(vendor, str) and isinstance(family, int)
 
 
+def test_cpu_model_reads_cpu_zeros_record(monkeypatch):
+    """vendor_id and cpu family of CPU 0's record in /proc/cpuinfo; ("", 0) where it has none (Arm)."""
+    from irc.runtime import build
+
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        record = cpuinfo.read_text().split("\n\n")[0]
+        vendor = re.search(r"^vendor_id\s*:\s*(\S+)", record, re.M)
+        family = re.search(r"^cpu family\s*:\s*(\d+)", record, re.M)
+        assert cpu_model() == (vendor.group(1) if vendor else "", int(family.group(1)) if family else 0)
+    monkeypatch.setattr(build, "_cpu0", {"processor": "0", "Features": "fp asimd", "CPU implementer": "0x41"})
+    assert cpu_model() == ("", 0)
+    monkeypatch.setattr(build, "_cpu0", {"vendor_id": "AuthenticAMD", "cpu family": "25", "flags": "avx512f"})
+    monkeypatch.setattr(build, "_cpu_flags", None)
+    assert cpu_model() == ("AuthenticAMD", 25) and build.cpu_features() == "avx512f"
+    assert Target.host().matmul_rows == 6 and Target.host(matmul_rows=12).matmul_rows == 12
+
+
 @pytest.mark.parametrize("name, value, message", [
     ("IRC_GEMM_WIDTH", "24", "IRC_GEMM_WIDTH must be 16 or 32, got '24'"),
     ("IRC_GEMM_WIDTH", "wide", "IRC_GEMM_WIDTH must be 16 or 32, got 'wide'"),

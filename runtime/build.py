@@ -197,8 +197,10 @@ def write_cache_file(key: str, suffix: str, data: bytes) -> Path:
 
 
 def cpu_info() -> dict[str, str]:
-    """CPU 0's fields in Linux `/proc/cpuinfo` ("flags", "vendor_id", "cpu family", ...; on Arm
-    "Features"); empty where there is no such file."""
+    """The fields of Linux `/proc/cpuinfo` ("flags", "vendor_id", "cpu family", ...; on Arm
+    "Features"), each as it first appears: CPU 0's, or a section's before or after the per-CPU
+    records where a kernel writes it there (as `cpu_features` always found the flags); empty
+    where there is no such file."""
     global _cpu0
     if _cpu0 is None:
         try:
@@ -207,10 +209,9 @@ def cpu_info() -> dict[str, str]:
             text = ""
         fields: dict[str, str] = {}
         for line in text.splitlines():
-            if not line.strip():
-                break  # CPU 0's record ends
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())
+            key, sep, value = line.partition(":")
+            if sep:
+                fields.setdefault(key.strip(), value.strip())
         _cpu0 = fields
     return _cpu0
 

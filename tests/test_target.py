@@ -58,8 +58,9 @@ def test_matmul_rows_follow_the_cpu_model():
     assert isinstance(vendor, str) and isinstance(family, int)
 
 
-def test_cpu_model_reads_cpu_zeros_record(monkeypatch):
+def test_cpu_model_reads_cpu_zeros_record(clean_env):
     """vendor_id and cpu family of CPU 0's record in /proc/cpuinfo; ("", 0) where it has none (Arm)."""
+    monkeypatch = clean_env  # no IRC_MATMUL_ROWS from the caller's environment
     from irc.runtime import build
 
     cpuinfo = Path("/proc/cpuinfo")

@@ -456,7 +456,8 @@ def compile(
     model: an nn.Module or function (traced with torch.fx.symbolic_trace), a torch.fx.GraphModule
       (used as it is) or a torch.export.ExportedProgram (its ATen graph).
     fuse: apply irc's fusion rules (False compiles every op as its own kernel).
-    cxx_flags: the C++ compiler flags (default: irc.runtime.DEFAULT_CXXFLAGS, or $IRC_CXXFLAGS).
+    cxx_flags: the C++ compiler flags (default: $IRC_CXXFLAGS, else irc.runtime.default_flags():
+      DEFAULT_CXXFLAGS, with GCC plus its parallel link-time optimization).
     fallback: run nodes irc cannot compile in eager PyTorch, between native partitions (logged
       once, at WARNING, on logger "irc"). False raises UnsupportedOpError listing them all.
     max_versions: how many input-shape versions a call may compile before raising IrcError.

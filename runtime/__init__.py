@@ -5,6 +5,7 @@ from irc.runtime.build import (
     build_library,
     cache_dir,
     compiler_invocations,
+    default_flags,
     libraries_loaded,
     load_library,
 )
@@ -16,6 +17,7 @@ __all__ = [
     "build_library",
     "cache_dir",
     "compiler_invocations",
+    "default_flags",
     "libraries_loaded",
     "load_library",
     "make_forward",

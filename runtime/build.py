@@ -15,7 +15,7 @@ or that group or others can write to (they could plant a library).
 
 Environment:
   ``IRC_CXX``        compiler to use (default ``g++``)
-  ``IRC_CXXFLAGS``   flags, shell-split; replaces the defaults entirely
+  ``IRC_CXXFLAGS``   flags, shell-split; replaces the defaults (:func:`default_flags`) entirely
   ``IRC_CACHE_DIR``  cache directory (default ``$XDG_CACHE_HOME/irc`` or ``~/.cache/irc``)
 """
 
@@ -45,6 +45,7 @@ __all__ = [
     "check_library",
     "cache_problem",
     "compiler_invocations",
+    "default_flags",
     "libraries_loaded",
     "load_library",
 ]
@@ -63,13 +64,25 @@ DEFAULT_CXXFLAGS: tuple[str, ...] = (
     "-fPIC",
 )
 
+PARALLEL_LTO_FLAGS: tuple[str, ...] = ("-flto=auto", "--param=lto-min-partition=3000")
+"""Added to DEFAULT_CXXFLAGS when the compiler is GCC and `make` is on PATH (GCC runs its parallel
+link-time jobs through make; without it they run one after another): GCC then optimizes and
+generates code for the unit's functions in partitions, as many at a time as there are CPUs. A
+model's unit is one file whose time is mostly the engine's templates instantiated per kernel, so
+on two cores (AMD EPYC Zen 4, g++ 12, one build at a time) ResNet-18's unit builds in 4.3 s
+instead of 7.8, MobileNet-v2's in 3.4 instead of 5.5, the small CNN's in 1.6 instead of 2.2; a
+unit too small to split costs about 0.05 s more (a two-layer MLP 0.53 against 0.48 s). Partitions
+of at least 3000 instructions (GCC's default 10000 left the small CNN's unit in one): ResNet-18
+4.7 s at 10000, 4.1 at 3000, 4.3 at 1000. Run times measured the same within 3% (eight models,
+one thread, in one process)."""
+
 # Stand-ins for the real paths when hashing the command line.
 _SRC_PLACEHOLDER = "<source.cpp>"
 _OUT_PLACEHOLDER = "<output.so>"
 
 _lock = threading.Lock()
 _invocations = 0  # compiler runs (not counting `--version` probes)
-_versions: dict[str, str] = {}  # resolved compiler path -> first line of `--version`
+_versions: dict[str, str] = {}  # resolved compiler path -> output of `--version`
 _loaded: dict[str, ctypes.CDLL] = {}  # resolved library path -> loaded library
 _cpu_flags: str | None = None
 _cpu0: dict[str, str] | None = None
@@ -131,7 +144,7 @@ def build_library(
     """Compile C++ ``source`` into a shared library and return its path.
 
     The compiler is ``cxx``, else ``$IRC_CXX``, else ``g++``; the flags are ``flags``, else
-    ``$IRC_CXXFLAGS`` (shell-split), else :data:`DEFAULT_CXXFLAGS`. A cached library for the
+    ``$IRC_CXXFLAGS`` (shell-split), else :func:`default_flags`. A cached library for the
     same source, command line and compiler version is returned without running the compiler.
 
     Raises :class:`~irc.errors.CompileError` when the compiler is missing or fails; the
@@ -139,7 +152,7 @@ def build_library(
     ``error.command`` is the exact command that was run.
     """
     cxx = cxx or os.environ.get("IRC_CXX") or "g++"
-    flags = list(resolve_flags(flags))
+    flags = list(resolve_flags(flags, cxx))
     version = compiler_version(cxx)
 
     command_line = shlex.join(_command(cxx, flags, _SRC_PLACEHOLDER, _OUT_PLACEHOLDER))
@@ -321,8 +334,8 @@ def check_library(path: str | os.PathLike[str]) -> None:
             )
 
 
-def resolve_flags(flags: Sequence[str] | None = None) -> Sequence[str]:
-    """The flags a build uses: `flags`, else $IRC_CXXFLAGS (shell-split), else DEFAULT_CXXFLAGS."""
+def resolve_flags(flags: Sequence[str] | None = None, cxx: str | None = None) -> Sequence[str]:
+    """The flags a build uses: `flags`, else $IRC_CXXFLAGS (shell-split), else default_flags(cxx)."""
     if flags is not None:
         if isinstance(flags, str):
             raise TypeError("flags must be a sequence of strings, not one string")
@@ -330,7 +343,22 @@ def resolve_flags(flags: Sequence[str] | None = None) -> Sequence[str]:
     env = os.environ.get("IRC_CXXFLAGS")
     if env is not None:
         return shlex.split(env)
+    return default_flags(cxx)
+
+
+def default_flags(cxx: str | None = None) -> tuple[str, ...]:
+    """DEFAULT_CXXFLAGS, plus PARALLEL_LTO_FLAGS when `cxx` (default: $IRC_CXX or g++) is GCC
+    and `make` is on PATH."""
+    if is_gcc(cxx) and shutil.which("make"):
+        return DEFAULT_CXXFLAGS + PARALLEL_LTO_FLAGS
     return DEFAULT_CXXFLAGS
+
+
+def is_gcc(cxx: str | None = None) -> bool:
+    """Whether `cxx` (default: $IRC_CXX or g++) is GCC: its `--version` names the Free Software
+    Foundation and not clang (whose options differ: no `--param=lto-...`)."""
+    text = _compiler_text(cxx)
+    return "Free Software Foundation" in text and "clang" not in text.lower()
 
 
 def _command(cxx: str, flags: Sequence[str], src: str, out: str) -> list[str]:
@@ -343,6 +371,13 @@ def compiler_version(cxx: str | None = None) -> str:
     A compiler that cannot be run yields "" (not memoized): the build then fails with a
     proper CompileError when the real command is attempted.
     """
+    lines = _compiler_text(cxx).splitlines()
+    return lines[0].strip() if lines else ""
+
+
+def _compiler_text(cxx: str | None = None) -> str:
+    """The whole output of ``cxx --version`` (default: $IRC_CXX or g++), memoized per resolved
+    path; "" (not memoized) for a compiler that cannot be run."""
     cxx = cxx or os.environ.get("IRC_CXX") or "g++"
     resolved = shutil.which(cxx) or cxx
     if (cached := _versions.get(resolved)) is not None:
@@ -353,10 +388,9 @@ def compiler_version(cxx: str | None = None) -> str:
         )
     except OSError:
         return ""
-    lines = (proc.stdout or proc.stderr).splitlines()
-    version = lines[0].strip() if lines else ""
-    _versions[resolved] = version
-    return version
+    text = proc.stdout or proc.stderr or ""
+    _versions[resolved] = text
+    return text
 
 
 def _run_compiler(command: list[str]) -> tuple[int | None, str]:
@@ -390,6 +424,11 @@ def _hint(cxx: str, flags: Sequence[str], returncode: int | None, output: str) -
         )
     if "-march=native" in flags and "march" in output:
         return "the compiler rejected -march=native; set IRC_CXXFLAGS without it"
+    if "-flto=auto" in flags and "lto" in output.lower():
+        return (
+            "link-time optimization (irc's default -flto=auto, which builds a model's functions in "
+            "parallel) failed; set IRC_CXXFLAGS to the flags without -flto=auto and --param=lto-min-partition"
+        )
     return ""
 
 

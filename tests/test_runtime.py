@@ -427,3 +427,65 @@ def test_argv_twin_is_what_is_called(lib):
     torch.testing.assert_close(forward(x, y), x + y + 1)
     assert len(calls) == 1
     assert lib.add1.argtypes == [ctypes.c_void_p] * 3
+
+
+def _fake_compiler(directory: Path, version: str, compile_output: str = "") -> Path:
+    """An executable that prints `version` for --version and otherwise fails with `compile_output`."""
+    path = directory / "fake-cxx"
+    path.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = --version ]; then printf %s "{version}"; exit 0; fi\n'
+        f'printf %s "{compile_output}"; exit 1\n'
+    )
+    path.chmod(0o755)
+    return path
+
+
+def test_default_flags_add_parallel_lto_only_for_gcc_with_make(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    from irc.runtime.build import DEFAULT_CXXFLAGS, PARALLEL_LTO_FLAGS, default_flags, resolve_flags
+
+    (tmp_path / "gcc").mkdir()
+    (tmp_path / "clang").mkdir()
+    gcc = _fake_compiler(tmp_path / "gcc", "c++ (Debian 12.2.0-14) 12.2.0\\nCopyright (C) 2022 Free Software Foundation, Inc.\\n")
+    clang = _fake_compiler(tmp_path / "clang", "Debian clang version 14.0.6\\nTarget: x86_64-pc-linux-gnu\\n")
+    make = tmp_path / "bin" / "make"
+    make.parent.mkdir()
+    make.write_text("#!/bin/sh\n")
+    make.chmod(0o755)
+
+    monkeypatch.setenv("PATH", str(make.parent))
+    assert default_flags(str(gcc)) == DEFAULT_CXXFLAGS + PARALLEL_LTO_FLAGS
+    assert default_flags(str(clang)) == DEFAULT_CXXFLAGS  # clang has no --param=lto-min-partition
+    assert default_flags("definitely-not-a-compiler") == DEFAULT_CXXFLAGS
+    monkeypatch.setenv("IRC_CXX", str(gcc))
+    assert tuple(resolve_flags()) == DEFAULT_CXXFLAGS + PARALLEL_LTO_FLAGS  # the compiler from IRC_CXX
+    assert tuple(resolve_flags(["-O1"])) == ("-O1",)  # given flags are used as they are
+    monkeypatch.setenv("IRC_CXXFLAGS", "-O2 -shared")
+    assert tuple(resolve_flags()) == ("-O2", "-shared")
+
+    monkeypatch.delenv("IRC_CXXFLAGS")
+    monkeypatch.setenv("PATH", str(tmp_path / "gcc"))  # no make: GCC would run the jobs one by one
+    assert default_flags(str(gcc)) == DEFAULT_CXXFLAGS
+
+
+def test_failed_link_time_optimization_has_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    gcc = _fake_compiler(
+        tmp_path,
+        "g++ (GCC) 12.2.0\\nCopyright (C) 2022 Free Software Foundation, Inc.\\n",
+        "lto-wrapper: fatal error: LTO support has not been enabled in this configuration\\n",
+    )
+    if not __import__("shutil").which("make"):
+        pytest.skip("no make on PATH: the default flags have no -flto")
+    with pytest.raises(CompileError) as info:
+        build_library(KERNELS, cxx=str(gcc))
+    assert "-flto=auto" in info.value.command
+    hint = str(info.value).split("hint:")[1]
+    assert "IRC_CXXFLAGS" in hint and "-flto=auto" in hint
+
+
+def test_default_build_links_with_gcc_lto():
+    """The default flags build and run a library (with GCC: through its parallel LTO)."""
+    source = KERNELS + 'extern "C" int twice(int x) { return 2 * x; }\n'
+    lib = load_library(build_library(source))
+    lib.twice.restype = ctypes.c_int
+    assert lib.twice(21) == 42

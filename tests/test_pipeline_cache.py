@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -194,4 +195,20 @@ def test_importing_a_model_does_not_import_sympy():
         "print('sympy' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_a_static_compile_does_not_import_sympy(tmp_path):
+    """Nor does compiling a model of static shapes, every pass run (no cached pipeline): sympy is
+    for symbolic sizes. irc-to-loops asked every function's sizes `isinstance(d, sympy.Symbol)`,
+    which imported it (0.2-0.3 s per process: each irc-opt run of the goldens, every first
+    compile), static sizes included."""
+    code = (
+        "import sys, torch; from torch import nn; import irc; "
+        "m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(64, 4), nn.LayerNorm(4)); "
+        "cm = irc.compile(m, (torch.randn(2, 3, 6, 6),)); "
+        "print('sympy' in sys.modules)"
+    )
+    env = {**os.environ, "IRC_PIPELINE_CACHE": "0", "IRC_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
     assert out.strip() == "False"

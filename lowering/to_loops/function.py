@@ -67,7 +67,7 @@ def bound_symbols(fn: func.FuncOp) -> list[sympy.Symbol]:
     bound, used = set(), set()
     for t in fn.function_type.inputs.data:
         dims = dims_of(t) if isinstance(t, TensorType) else ()
-        bound |= {d for d in dims if isinstance(d, sympy.Symbol)}
+        bound |= {d for d in dims if not isinstance(d, int) and isinstance(d, sympy.Symbol)}  # static: no sympy
         used |= symbols_of(dims)
     for t in fn.function_type.outputs.data:
         used |= symbols_of(dims_of(t) if isinstance(t, TensorType) else ())

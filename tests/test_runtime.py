@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -468,14 +469,14 @@ def test_default_flags_add_parallel_lto_only_for_gcc_with_make(tmp_path: Path, m
     assert default_flags(str(gcc)) == DEFAULT_CXXFLAGS
 
 
-def test_failed_link_time_optimization_has_hint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_failed_link_time_optimization_has_hint(tmp_path: Path):
+    if not shutil.which("make"):
+        pytest.skip("no make on PATH: the default flags have no -flto")
     gcc = _fake_compiler(
         tmp_path,
         "g++ (GCC) 12.2.0\\nCopyright (C) 2022 Free Software Foundation, Inc.\\n",
         "lto-wrapper: fatal error: LTO support has not been enabled in this configuration\\n",
     )
-    if not __import__("shutil").which("make"):
-        pytest.skip("no make on PATH: the default flags have no -flto")
     with pytest.raises(CompileError) as info:
         build_library(KERNELS, cxx=str(gcc))
     assert "-flto=auto" in info.value.command

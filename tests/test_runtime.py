@@ -483,6 +483,11 @@ def test_failed_link_time_optimization_has_hint(tmp_path: Path):
     hint = str(info.value).split("hint:")[1]
     assert "IRC_CXXFLAGS" in hint and "-flto=auto" in hint
 
+    # an error in the source that merely contains "lto" gets no hint about link-time optimization
+    with pytest.raises(CompileError) as info:
+        build_library(KERNELS + "int plto_count = undefined_altogether;\n")
+    assert "-flto=auto" in info.value.command and "link-time" not in str(info.value)
+
 
 def test_default_build_links_with_gcc_lto():
     """The default flags build and run a library (with GCC: through its parallel LTO)."""

@@ -44,3 +44,63 @@ def test_pipeline_cache_key_covers_the_headers(monkeypatch):
     monkeypatch.setattr(Path, "read_bytes", edited)
     monkeypatch.setattr(pipeline, "_code_digest", None)
     assert pipeline._code_version() != before
+
+
+PAD_ROW_TEST = r"""
+#include "irc_prelude.h"
+#define IRC_NR 32
+#include "irc_gemm.h"
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cstdio>
+#include <initializer_list>
+// irc_pad_row and irc_vload_n against a source row that ends where an unreadable page begins
+// (a read past the row faults), into a row between canaries (a write outside it shows).
+int main() {
+  const long page = sysconf(_SC_PAGESIZE);
+  char* mem = static_cast<char*>(mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  if (mem == MAP_FAILED || mprotect(mem + page, page, PROT_NONE) != 0) return 2;
+  float* end = reinterpret_cast<float*>(mem + page);
+  float buf[128];
+  int checked = 0;
+  for (int64_t pw : {0, 1, 2, 3, 5, 16, 17})
+    for (int64_t w = 0; w <= 40; ++w)
+      for (int64_t extra : {0, 1, 2, 7, 17}) {
+        const int64_t wp = pw + w + extra;
+        float* src = end - w;
+        for (int64_t i = 0; i < w; ++i) src[i] = 1.0f + i;
+        for (float& f : buf) f = -7.0f;
+        float* dst = buf + 8;
+        irc_pad_row(dst, src, pw, w, wp);
+        for (int64_t j = 0; j < 128; ++j) {
+          const int64_t k = j - 8;
+          const float want = k < 0 || k >= wp ? -7.0f : k < pw || k >= pw + w ? 0.0f : 1.0f + (k - pw);
+          if (buf[j] != want) { printf("pad_row pw=%ld w=%ld wp=%ld: [%ld] = %g, not %g\n", (long)pw, (long)w, (long)wp, (long)k, buf[j], want); return 1; }
+        }
+        ++checked;
+      }
+  for (int64_t n = 0; n <= IRC_VL; ++n) {
+    const irc_vec v = irc_vload_n(end - n, n);
+    for (int q = 0; q < IRC_VL; ++q)
+      if (v[q] != (q < n ? (end - n)[q] : 0.0f)) { printf("vload_n n=%ld lane %d\n", (long)n, q); return 1; }
+  }
+  printf("ok %d\n", checked);
+  return 0;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+@pytest.mark.parametrize("lanes", [16, 8, 4])
+def test_pad_row_reads_and_writes_only_its_row(tmp_path: Path, lanes: int):
+    """A padded conv image's rows (irc_pad_row: zeros, the source row, zeros, in whole vectors and
+    masked tails) at each vector width: exact, nothing read past the source row, nothing written
+    outside the padded row; and irc_vload_n's lanes."""
+    src = tmp_path / "t.cpp"
+    src.write_text(PAD_ROW_TEST)
+    exe = tmp_path / "t"
+    subprocess.run(["g++", "-std=c++17", "-O2", "-march=native", "-fopenmp", f"-DIRC_VL={lanes}", f"-I{INCLUDE_DIR}",
+                    str(src), "-o", str(exe)], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.startswith("ok ")

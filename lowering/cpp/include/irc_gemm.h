@@ -596,6 +596,33 @@ static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const
   }
 }
 
+// dst[0, n) = 0, in whole vectors and a masked tail.
+static inline void irc_zero_row(float* __restrict__ dst, int64_t n) {
+  int64_t j = 0;
+  for (; j + IRC_VL <= n; j += IRC_VL) irc_vstore(dst + j, irc_vec{});
+  if (j < n) irc_vstore_n(dst + j, irc_vec{}, n - j);
+}
+
+// One row of a zero-padded image: dst[0, pw) = 0, dst[pw, pw + w) = src[0, w), dst[pw + w, wp)
+// = 0 (pw + w <= wp), in whole vectors, the copy's masked tail carrying the first zeros after it;
+// nothing outside src[0, w) is read. (Element by element, with a memset call per run of zeros,
+// a padded copy took 5% of the cnn's time and of DenseNet's.)
+static inline void irc_pad_row(float* __restrict__ dst, const float* __restrict__ src, int64_t pw, int64_t w,
+                               int64_t wp) {
+  irc_zero_row(dst, pw);
+  int64_t i = 0;
+  for (; i + IRC_VL <= w; i += IRC_VL) {
+    irc_vstore(dst + pw + i, irc_vload(src + i));
+    __asm__("" : : : "memory");  // not a plain copy loop, which GCC makes a memmove call per row
+  }
+  if (i < w) {
+    const int64_t n = wp - pw - i < IRC_VL ? wp - pw - i : IRC_VL;
+    irc_vstore_n(dst + pw + i, irc_vload_n(src + i, w - i), n);
+    i += n;
+  }
+  irc_zero_row(dst + pw + i, wp - pw - i);
+}
+
 // dst[j] = src[2j] for j in [lo, hi) while the two vectors read, src[2j, 2j + 2*IRC_VL), end at
 // or before src[n] (lanes past src[2(hi - 1)] are read and dropped); returns the first j not
 // done. A stride-2 phase plane's row, deinterleaved in registers: the strided scalar loop was a
@@ -638,14 +665,12 @@ static irc_direct_b irc_direct_image(const irc_direct& g, int64_t* offs, bool pa
           const int64_t r = i * g.SH + a - g.PH;  // the input row, outside [0, H): padding
           float* row = dst + i * wq;
           if (r < 0 || r >= g.H) {
-            for (int64_t j = 0; j < wq; ++j) row[j] = 0.0f;
+            irc_zero_row(row, wq);
             continue;
           }
           const float* in = src + r * g.W;
           if (g.SW == 1) {
-            for (int64_t j = 0; j < g.PW; ++j) row[j] = 0.0f;
-            for (int64_t j = 0; j < g.W; ++j) row[g.PW + j] = in[j];
-            for (int64_t j = g.PW + g.W; j < wq; ++j) row[j] = 0.0f;
+            irc_pad_row(row, in, g.PW, g.W, wq);
           } else {
             for (int64_t j = 0; j < lo && j < wq; ++j) row[j] = 0.0f;
             int64_t j = lo;
@@ -684,14 +709,9 @@ static irc_direct_b irc_padded_image(const irc_direct& g, int64_t* offs, bool pa
     for (int64_t ch = 0; ch < g.C; ++ch) {
       float* dst = planes + ch * hp * wp;
       const float* src = g.x + ch * g.H * g.W;
-      for (int64_t j = 0; j < g.PH * wp; ++j) dst[j] = 0.0f;
-      for (int64_t i = 0; i < g.H; ++i) {
-        float* row = dst + (g.PH + i) * wp;
-        for (int64_t j = 0; j < g.PW; ++j) row[j] = 0.0f;
-        for (int64_t j = 0; j < g.W; ++j) row[g.PW + j] = src[i * g.W + j];
-        for (int64_t j = g.PW + g.W; j < wp; ++j) row[j] = 0.0f;
-      }
-      for (int64_t j = (g.PH + g.H) * wp; j < hp * wp; ++j) dst[j] = 0.0f;
+      irc_zero_row(dst, g.PH * wp);
+      for (int64_t i = 0; i < g.H; ++i) irc_pad_row(dst + (g.PH + i) * wp, src + i * g.W, g.PW, g.W, wp);
+      irc_zero_row(dst + (g.PH + g.H) * wp, (hp - g.PH - g.H) * wp);
     }
     d.x = planes; d.cstride = hp * wp; d.ld = wp; d.vh = g.SH * wp;
   }
@@ -711,13 +731,8 @@ static irc_direct_b irc_padded_band(const irc_direct& g, int64_t* offs, int64_t 
     for (int64_t i = 0; i < rows; ++i) {
       float* row = band + (ch * rows + i) * wp;
       const int64_t r = r0 + i;  // the input row, outside [0, H): padding
-      if (r < 0 || r >= g.H) {
-        for (int64_t j = 0; j < wp; ++j) row[j] = 0.0f;
-        continue;
-      }
-      for (int64_t j = 0; j < g.PW; ++j) row[j] = 0.0f;
-      for (int64_t j = 0; j < g.W; ++j) row[g.PW + j] = src[r * g.W + j];
-      for (int64_t j = g.PW + g.W; j < wp; ++j) row[j] = 0.0f;
+      if (r < 0 || r >= g.H) irc_zero_row(row, wp);
+      else irc_pad_row(row, src + r * g.W, g.PW, g.W, wp);
     }
   }
   for (int64_t kh = 0; kh < g.KH; ++kh)

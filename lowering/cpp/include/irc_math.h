@@ -90,6 +90,20 @@ static inline void irc_vstore_n(float* p, irc_vec v, int64_t n) {
   for (int64_t q = 0; q < n; ++q) p[q] = v[q];
 #endif
 }
+// p[0, n) in the first n (0 <= n <= IRC_VL) lanes, zeros in the others; nothing past p + n is
+// read (it may be unmapped): one masked load where the CPU has them.
+static inline irc_vec irc_vload_n(const float* p, int64_t n) {
+#if IRC_VL == 16 && defined(__AVX512F__)
+  return __builtin_ia32_loadups512_mask(p, irc_vec{}, (unsigned short)((1u << n) - 1));
+#elif IRC_VL == 8 && defined(__AVX__)
+  irc_veci lane = {0, 1, 2, 3, 4, 5, 6, 7};
+  return __builtin_ia32_maskloadps256((const irc_vec*)p, (irc_veci)(lane < (int32_t)n));
+#else
+  irc_vec v = irc_vec{};
+  for (int64_t q = 0; q < n; ++q) v[q] = p[q];
+  return v;
+#endif
+}
 // Lanes [lo, hi) of v (0 <= lo <= hi <= IRC_VL) to p[lo, hi); nothing else is read or written.
 static inline void irc_vstore_lanes(float* p, irc_vec v, int64_t lo, int64_t hi) {
 #if IRC_VL == 16 && defined(__AVX512F__)

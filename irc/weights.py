@@ -59,16 +59,19 @@ class WeightGuard:
     def __init__(self, watched: list[WatchedTensor], modes: list[tuple[str, nn.Module]] = ()):
         self.watched = watched
         self.modes = [(name, m, m.training) for name, m in modes]
-        # Flat tuples for the per-call loop (about 0.15 us per watched tensor).
-        self._entries = [(w.table, w.key, w.tensor, w.data_ptr) for w in watched]
+        # Flat tuples for the per-call loop, with the bound methods it calls (about 0.1 us per
+        # watched tensor; looking up `get` and `data_ptr` per call, the loop over the cnn's 20
+        # took 2.5 us rather than 2.1, on a Zen 4). The table is the owner's own dict, as `changed`
+        # reads it.
+        self._entries = [(w.table.get, w.key, w.tensor, w.tensor.data_ptr, w.data_ptr) for w in watched]
         self._copies = [(w.tensor, w.version) for w in watched if w.version is not None]
         self._modes = [(m, t) for _, m, t in self.modes]
 
     def stale(self) -> bool:
         """Has any watched tensor been reassigned, given new storage, or (if a copy) updated,
         or a watched module switched between train() and eval()?"""
-        for table, key, tensor, ptr in self._entries:
-            if table.get(key) is not tensor or tensor.data_ptr() != ptr:
+        for get, key, tensor, data_ptr, ptr in self._entries:
+            if get(key) is not tensor or data_ptr() != ptr:
                 return True
         for tensor, version in self._copies:
             if tensor._version != version:

@@ -79,6 +79,32 @@ int main() {
         }
         ++checked;
       }
+  // irc_pad_rows: rows [r0, r0 + rows) of an H x W plane (its last row ending at the page)
+  static float big[4096];
+  for (int64_t H = 1; H <= 3; ++H)
+    for (int64_t W = 1; W <= 40; ++W)
+      for (int64_t pw : {0, 1, 3})
+        for (int64_t extra : {0, 1, 5})
+          for (int64_t r0 = -2; r0 <= 1; ++r0)
+            for (int64_t rows = 1; rows <= H + 3; ++rows) {
+              const int64_t wp = pw + W + extra;
+              float* src = end - H * W;
+              for (int64_t i = 0; i < H * W; ++i) src[i] = 1.0f + i;
+              for (float& f : big) f = -7.0f;
+              float* dst = big + 8;
+              irc_pad_rows(dst, src, r0, rows, H, W, pw, wp);
+              for (int64_t j = 0; j < 4096; ++j) {
+                const int64_t k = j - 8, i = k / wp, col = k % wp, r = r0 + i;
+                const float want = k < 0 || k >= rows * wp ? -7.0f
+                                   : r < 0 || r >= H || col < pw || col >= pw + W ? 0.0f : 1.0f + r * W + (col - pw);
+                if (big[j] != want) {
+                  printf("pad_rows H=%ld W=%ld pw=%ld wp=%ld r0=%ld rows=%ld: [%ld] = %g, not %g\n", (long)H, (long)W,
+                         (long)pw, (long)wp, (long)r0, (long)rows, (long)k, big[j], want);
+                  return 1;
+                }
+              }
+              ++checked;
+            }
   for (int64_t n = 0; n <= IRC_VL; ++n) {
     const irc_vec v = irc_vload_n(end - n, n);
     for (int q = 0; q < IRC_VL; ++q)
@@ -93,9 +119,9 @@ int main() {
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 @pytest.mark.parametrize("lanes", [16, 8, 4])
 def test_pad_row_reads_and_writes_only_its_row(tmp_path: Path, lanes: int):
-    """A padded conv image's rows (irc_pad_row: zeros, the source row, zeros, in whole vectors and
-    masked tails) at each vector width: exact, nothing read past the source row, nothing written
-    outside the padded row; and irc_vload_n's lanes."""
+    """A padded conv image's rows (irc_pad_row: zeros, the source row, zeros; irc_pad_rows: a block
+    of them, rows outside the plane zero) at each vector width: exact, nothing read past the
+    source, nothing written outside the padded rows; and irc_vload_n's lanes."""
     src = tmp_path / "t.cpp"
     src.write_text(PAD_ROW_TEST)
     exe = tmp_path / "t"

@@ -164,6 +164,10 @@ PIXEL_CONVS = {
     "rows-16": dict(cin=128, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(5, 16)),
     "rows-13": dict(cin=96, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(9, 13)),
     "rows-1": dict(cin=128, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(9, 1)),
+    # run tiles of at most half a vector of pixels (8 and 7 at AVX-512's width), one transpose for
+    # both vectors of a whole panel's channels (irc_pixels_store_halves), a half-vector store or a
+    # masked one
+    "rows-15": dict(cin=128, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(5, 15)),
     # rows that tiles of 14 cut evenly and tiles of 12 do not, cut into 14s (`pixel_run_rows`'s
     # `tall`; at two threads a task's pixels start mid-row, its first tiles up to 14 pixels read
     # through a pointer each): 28, 56 (stride 2 from 112), 42 (a 1x3)

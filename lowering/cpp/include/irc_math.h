@@ -90,6 +90,16 @@ static inline void irc_vstore_n(float* p, irc_vec v, int64_t n) {
   for (int64_t q = 0; q < n; ++q) p[q] = v[q];
 #endif
 }
+// v's halves swapped.
+static inline irc_vec irc_swap_halves(irc_vec v) {
+#if IRC_VL == 16
+  return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
+#elif IRC_VL == 8
+  return __builtin_shufflevector(v, v, 4, 5, 6, 7, 0, 1, 2, 3);
+#else
+  return __builtin_shufflevector(v, v, 2, 3, 0, 1);
+#endif
+}
 // p[0, n) in the first n (0 <= n <= IRC_VL) lanes, zeros in the others; nothing past p + n is
 // read (it may be unmapped): one masked load where the CPU has them.
 static inline irc_vec irc_vload_n(const float* p, int64_t n) {

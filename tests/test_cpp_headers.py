@@ -75,7 +75,10 @@ int main() {
         for (int64_t j = 0; j < 128; ++j) {
           const int64_t k = j - 8;
           const float want = k < 0 || k >= wp ? -7.0f : k < pw || k >= pw + w ? 0.0f : 1.0f + (k - pw);
-          if (buf[j] != want) { printf("pad_row pw=%ld w=%ld wp=%ld: [%ld] = %g, not %g\n", (long)pw, (long)w, (long)wp, (long)k, buf[j], want); return 1; }
+          if (buf[j] != want) {
+            printf("pad_row pw=%ld w=%ld wp=%ld: [%ld] = %g, not %g\n", (long)pw, (long)w, (long)wp, (long)k, buf[j], want);
+            return 1;
+          }
         }
         ++checked;
       }

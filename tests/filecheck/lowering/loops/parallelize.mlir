@@ -69,17 +69,17 @@ func.func @one(%x: tensor<1x64xf32>) -> tensor<1x64xf32> {
 
 // -----
 
-// A window at a moving start (`ub = lb + 8`) counts 8 trips: each of 64 channels does 4 index
-// ops, 8 x (1 + 8 x (1 + 2)) for the window, a divide and a store. A window whose extent is
-// not constant (7 rows pooled into 3) is assumed to take 16 trips per loop.
+// A window at a moving start (`ub = lb + 8`) counts 8 trips: each of 64 x 2 outputs does 4
+// index ops, 8 x (1 + 8 x (1 + 2)) for the window, a divide and a store. A window whose extent
+// is not constant (7 rows pooled into 3) is assumed to take 16 trips per loop.
 
 // CHECK-LABEL: func.func @windows
-// CHECK:         irc.kernel = "irt.adaptive_avg_pool2d -> 1x64x1x1", irc.work = 13184 : i64, irc.parallel = "serial"
+// CHECK:         irc.kernel = "irt.adaptive_avg_pool2d -> 1x64x2x1", irc.work = 26368 : i64, irc.parallel = "serial"
 // CHECK:         irc.kernel = "irt.adaptive_avg_pool2d -> 1x2x3x2", irc.work = 9588 : i64, irc.parallel = "serial"
-func.func @windows(%x: tensor<1x64x8x8xf32>, %y: tensor<1x2x7x7xf32>) -> (tensor<1x64x1x1xf32>, tensor<1x2x3x2xf32>) {
-  %g = irt.adaptive_avg_pool2d %x : (tensor<1x64x8x8xf32>) -> tensor<1x64x1x1xf32>
+func.func @windows(%x: tensor<1x64x16x8xf32>, %y: tensor<1x2x7x7xf32>) -> (tensor<1x64x2x1xf32>, tensor<1x2x3x2xf32>) {
+  %g = irt.adaptive_avg_pool2d %x : (tensor<1x64x16x8xf32>) -> tensor<1x64x2x1xf32>
   %h = irt.adaptive_avg_pool2d %y : (tensor<1x2x7x7xf32>) -> tensor<1x2x3x2xf32>
-  func.return %g, %h : tensor<1x64x1x1xf32>, tensor<1x2x3x2xf32>
+  func.return %g, %h : tensor<1x64x2x1xf32>, tensor<1x2x3x2xf32>
 }
 
 // -----

@@ -629,7 +629,7 @@ static inline void irc_pad_row(float* __restrict__ dst, const float* __restrict_
 // dst[rows][wp]; rows outside [0, H) are zeros. Rows shorter than a vector: the whole block zeroed
 // in whole vectors first, then a masked load and store per row (Zen 4: a padded copy of 128
 // planes of 8x8, hot in cache, 1.6 us rather than 2.7 row by row, and of 512 planes of 7x7 5.5
-// rather than 9.5; a 128 -> 32 channel 3x3 conv on 8x8 47.3 -> 44.6 us, 32 -> 64 28.2 -> 26.9).
+// rather than 9.5; a 128 -> 32 channel 3x3 conv on 8x8 47.3 -> 44.6 us, 32 -> 64 25.0 -> 24.1).
 static inline void irc_pad_rows(float* __restrict__ dst, const float* __restrict__ src, int64_t r0, int64_t rows,
                                 int64_t H, int64_t W, int64_t pw, int64_t wp) {
   if (W < IRC_VL) {
@@ -874,14 +874,6 @@ static inline void irc_accumulate_pixels_rows(int64_t rows, int64_t C, int64_t t
   irc_accumulate_pixels<R, TAPS, RUN>(C, taps, toff, plane, voff, x, b, acc, pf);
 }
 
-// The tile's `rows` pixels from p0 x `cols` channels from i0 (acc[r]: pixel p0 + r's channels)
-// into C[channel][pixel] (ldc = OH*OW), through the epilogue: IRC_VL x IRC_VL blocks of the tile
-// are transposed in registers (irc_transpose_block), so that the epilogue runs on a vector of
-// consecutive pixels per channel, stored with the tile's pixels only. Where the vector's columns
-// would pass the end of the row (the epilogue reads its inputs at them), the vector is the
-// row's last IRC_VL columns instead, the tile's pixels in its last lanes (shift > 0); only in a
-// row shorter than a vector do the block's elements go one by one. (One by one, the last two of
-// a 7x7 plane's seven tiles: a 64 -> 384 channel 1x1 conv 25.5 us rather than 23.7, in C.)
 // A tile of at most half a vector of pixels and a whole panel of two vectors of channels
 // (IRC_NR = 2 * IRC_VL) takes one transpose, not two half-empty ones: rows [0, VL/2) of the block
 // are the pixels' first VL channels and rows [VL/2, VL) their next VL, so that after the transpose
@@ -889,7 +881,8 @@ static inline void irc_accumulate_pixels_rows(int64_t rows, int64_t C, int64_t t
 // epilogue runs on each, the halves swapped for the second, and only the pixels' lanes are
 // stored; a plain half-vector store where the tile has exactly half a vector of pixels). Zen 4,
 // one thread, alternating in one process: the cnn's 16 -> 32 channel 3x3/2 on 32x32 (8-pixel
-// tiles) 27.9 -> 26.8 us, its 32 -> 64 3x3 on 8x8 24.1 -> 23.6, the whole cnn 79.2 -> 75.7.
+// tiles) 27.9 -> 26.8 us, its 32 -> 64 3x3 on 8x8 24.1 -> 23.6, the whole cnn 67.1 -> 64.4 (the
+// native call alone).
 template <class Epi>
 static inline void irc_pixels_store_halves(int64_t n, const float (*t)[IRC_NR], float* __restrict__ c, int64_t ldc,
                                            const Epi& epi, int64_t i0, int64_t j) {
@@ -913,6 +906,15 @@ static inline void irc_pixels_store_halves(int64_t n, const float (*t)[IRC_NR], 
   }
 }
 
+// The tile's `rows` pixels from p0 x `cols` channels from i0 (acc[r]: pixel p0 + r's channels)
+// into C[channel][pixel] (ldc = OH*OW), through the epilogue: IRC_VL x IRC_VL blocks of the tile
+// are transposed in registers (irc_transpose_block), so that the epilogue runs on a vector of
+// consecutive pixels per channel, stored with the tile's pixels only. Where the vector's columns
+// would pass the end of the row (the epilogue reads its inputs at them), the vector is the
+// row's last IRC_VL columns instead, the tile's pixels in its last lanes (shift > 0); only in a
+// row shorter than a vector do the block's elements go one by one. (One by one, the last two of
+// a 7x7 plane's seven tiles: a 64 -> 384 channel 1x1 conv 25.5 us rather than 23.7, in C.)
+// HALVES: tiles of at most half a vector of pixels go through irc_pixels_store_halves.
 template <bool HALVES, class Epi>
 static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __restrict__ c, int64_t ldc, const Epi& epi,
                                     int64_t i0, int64_t cols, int64_t p0) {

@@ -174,6 +174,14 @@ PIXEL_CONVS = {
     "rows-28": dict(cin=64, cout=64, k=3, stride=1, pad=1, dil=1, groups=1, hw=(5, 28)),
     "rows-56-s2": dict(cin=32, cout=32, k=3, stride=2, pad=1, dil=1, groups=1, hw=(7, 112)),
     "rows-42-1x3": dict(cin=96, cout=64, k=(1, 3), stride=1, pad=(0, 1), dil=1, groups=1, hw=(3, 42)),
+    # edge rows skip the kernel rows that read padding alone (irc_row_taps): two at the top and
+    # bottom of a 5x5 (one, then two kernel rows), rows of a 3x3 padded by 3 that read padding
+    # alone (no taps at all), a 7-wide plane's edge rows out of its two-row tiles, and the same
+    # with dilation 2 and stride 2 (the top row alone skips)
+    "edges-5x5": dict(cin=64, cout=64, k=5, stride=1, pad=2, dil=1, groups=1, hw=(6, 10)),
+    "edges-pad-3": dict(cin=32, cout=32, k=3, stride=1, pad=3, dil=1, groups=1, hw=(4, 9)),
+    "edges-7-wide": dict(cin=64, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(6, 7)),
+    "edges-dilated-s2": dict(cin=32, cout=32, k=3, stride=2, pad=2, dil=2, groups=1, hw=(11, 14)),
 }
 TALL_ROWS = {"rows-28": 14, "rows-56-s2": 14, "rows-42-1x3": 14}  # RH at AVX-512's 32-wide panels
 
@@ -336,7 +344,7 @@ def test_pixels_conv_tiles_of_two_rows(name, batch, threads, monkeypatch):
     with torch.no_grad():
         res = torch.randn_like(m.conv(x))
     cm = check(m, x, res)
-    (args,) = re.findall(r"irc_conv_pixels<(\d+), \d+, (\d+), (\d+), (?:true|false)>", cm.cpp_source)
+    (args,) = re.findall(r"irc_conv_pixels<(\d+), \d+, (\d+), (\d+), (?:true|false), (?:true|false)>", cm.cpp_source)
     assert args[2] == ("1" if name == "one-row" else "2"), args
     banded = False  # an L2 size that bands the padded image (`pixel_band_rows`), if any does
     for l2 in (131072, 196608, 262144, 393216):
@@ -478,7 +486,7 @@ def test_conv_pixels_split_for_the_targets_thread_count(cout, hw, threads, monke
     ms, np_ = (cout // threads, p) if (cout, hw) == (64, 7) else (cout, -(-p // threads))
     # (its argument before NP is the band height, the output rows whose padded input a task
     # copies at a time: whole planes on 7x7 at any L2, see test_pixels_conv_copies_...)
-    call = rf"irc_conv_pixels<9, \d+, \d+, \d+, \w+>\({cout}, irc_a, irc_b, irc_c, irc_epi, (\d+), {np_}, {ms}, true\);"
+    call = rf"irc_conv_pixels<9, \d+, \d+, \d+, \w+, \w+>\({cout}, irc_a, irc_b, irc_c, irc_epi, (\d+), {np_}, {ms}, true\);"
     bands = re.findall(call, cm.cpp_source)
     assert len(bands) == 1 and (int(bands[0]) == 7 if hw == 7 else 1 <= int(bands[0]) <= hw), bands
     monkeypatch.setenv("IRC_NUM_THREADS", str(3 - threads))

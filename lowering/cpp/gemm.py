@@ -137,7 +137,8 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         segments = pixel_run_segments(run_rows, g.out_height, PIXEL_PAIR_ROWS[em.gemm_width])
         tiles = -(-g.out_width // max(most, run_rows))  # a whole row's tiles, as irc_pixels_task cuts it
         even = "true" if g.out_width > 0 and g.out_width % tiles == 0 else "false"
-        args = f"{g.kernel_h * g.kernel_w}, {g.stride_w}, {run_rows}, {segments}, {even}"
+        edges = "true" if g.pad_h > 0 else "false"  # edge rows skip the kernel rows that read padding alone
+        args = f"{g.kernel_h * g.kernel_w}, {g.stride_w}, {run_rows}, {segments}, {even}, {edges}"
         em.line(f"irc_conv_pixels<{args}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, {_parallel(em, op)});")
     elif layout in irl.DIRECT_LAYOUTS:  # the taps per channel are a template argument: the K loop's inner trip count
         em.line(f"irc_conv_direct<{g.kernel_h * g.kernel_w}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, "

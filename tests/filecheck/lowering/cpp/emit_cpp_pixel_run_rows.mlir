@@ -5,13 +5,22 @@
 // template argument). A row of 28 pixels: tiles of 12 would be 10 + 9 + 9, so at width 32 it
 // takes two tiles of 14 (PIXEL_PAIR_ROWS, 28 of the 32 registers), every one of them 14 (EVEN,
 // the fifth argument). At width 16 a tile holds at most 6 pixels: 6 + 4 x 5 (not EVEN).
+// The sixth, EDGES: padded above and below, the top and bottom rows' tiles skip the kernel rows
+// that read padding alone; a conv padded in its columns only (@columns_padded) has none to skip.
 // WIDE: #define IRC_PR 12
 // WIDE-NEXT: #define IRC_PT 14
-// WIDE: irc_conv_pixels<9, 1, 14, 1, true>(64, irc_a, irc_b, irc_c, irc_epi, 5, 140, 32, true);
+// WIDE: irc_conv_pixels<9, 1, 14, 1, true, true>(64, irc_a, irc_b, irc_c, irc_epi, 5, 140, 32, true);
 // NARROW: #define IRC_PR 6
 // NARROW-NEXT: #define IRC_PT 6
-// NARROW: irc_conv_pixels<9, 1, 6, 1, false>(64, irc_a, irc_b, irc_c, irc_epi, 5, 140, 32, true);
+// NARROW: irc_conv_pixels<9, 1, 6, 1, false, true>(64, irc_a, irc_b, irc_c, irc_epi, 5, 140, 32, true);
+// WIDE: irc_conv_pixels<3, 1, 14, 1, true, false>(64, irc_a, irc_b, irc_c, irc_epi, 3, 126, 32, true);
+// NARROW: irc_conv_pixels<3, 1, 6, 1, true, false>(64, irc_a, irc_b, irc_c, irc_epi, 3, 126, 32, true);
 func.func @f(%x: tensor<1x64x5x28xf32>, %w: tensor<64x64x3x3xf32>) -> tensor<1x64x5x28xf32> {
   %y = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x64x5x28xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x5x28xf32>
   func.return %y : tensor<1x64x5x28xf32>
+}
+
+func.func @columns_padded(%x: tensor<1x96x3x42xf32>, %w: tensor<64x96x1x3xf32>) -> tensor<1x64x3x42xf32> {
+  %y = irt.conv2d %x, %w stride [1, 1] padding [0, 1] dilation [1, 1] groups 1 : (tensor<1x96x3x42xf32>, tensor<64x96x1x3xf32>) -> tensor<1x64x3x42xf32>
+  func.return %y : tensor<1x64x3x42xf32>
 }

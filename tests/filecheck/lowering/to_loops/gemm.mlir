@@ -115,9 +115,9 @@ func.func @conv_packed(%x: tensor<1x6x8x8xf32>, %w: tensor<12x3x3x3xf32>, %wp: t
 // CHECK:         irl.gemm pixels %w, %x -> %out1 sizes [24, 16, 288] tiles [4, 16, 288, 16] strides [] conv <input 1x32x4x4, output 24x4x4, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 1> parallel 0
 // CPP-LABEL:   extern "C" void conv_on_pixels(
 // CPP:           const irc_prepacked<IRC_NR> irc_a{wp, 288};
-// CPP:           irc_conv_pixels<9, 1, 4, 1, true>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
+// CPP:           irc_conv_pixels<9, 1, 4, 1, true, true>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
 // CPP:           const irc_dense<IRC_NR, false> irc_a{w + irc_g*6912, 288, 24};
-// CPP:           irc_conv_pixels<9, 1, 4, 1, true>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
+// CPP:           irc_conv_pixels<9, 1, 4, 1, true, true>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
 func.func @conv_on_pixels(%x: tensor<1x32x4x4xf32>, %w: tensor<24x32x3x3xf32>, %wp: tensor<2x288x16xf32>, %b: tensor<24xf32>) -> (tensor<1x24x4x4xf32>, tensor<1x24x4x4xf32>) {
   %y = irt.conv2d %x, %w packed(%wp : tensor<2x288x16xf32>) bias(%b : tensor<24xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x32x4x4xf32>, tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32>
   %z = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x32x4x4xf32>, tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32>
@@ -131,7 +131,7 @@ func.func @conv_on_pixels(%x: tensor<1x32x4x4xf32>, %w: tensor<24x32x3x3xf32>, %
 // CHECK-LABEL: func.func @conv_on_pixels_stride2
 // CHECK:         irl.gemm pixels %w, %x -> %out0 sizes [24, 16, 288] {{.*}} stride 2x2
 // CPP-LABEL:   extern "C" void conv_on_pixels_stride2(
-// CPP:           irc_conv_pixels<9, 2, 4, 1, true>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
+// CPP:           irc_conv_pixels<9, 2, 4, 1, true, true>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
 func.func @conv_on_pixels_stride2(%x: tensor<1x32x8x8xf32>, %w: tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32> {
   %y = irt.conv2d %x, %w stride [2, 2] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x32x8x8xf32>, tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32>
   func.return %y : tensor<1x24x4x4xf32>

@@ -24,7 +24,7 @@ torch.manual_seed(0)
 
 def _gemm_kernels(cm) -> int:
     """Calls of the engine in the generated functions (not its definition)."""
-    return len(re.findall(r"^\s+(irc_gemm|irc_conv_direct<\d+>|irc_conv_pixels<\d+(?:, \w+)*>)\(\d", cm.cpp_source, re.M))
+    return len(re.findall(r"^\s+(irc_gemm|irc_conv_direct<\d+>|irc_conv_pixels<[^(]*>)\(\d", cm.cpp_source, re.M))
 
 
 # M: one row, a ragged 6-row tile, several tiles; N: ragged 16-column panels; K: one KC step or more.
@@ -182,7 +182,15 @@ PIXEL_CONVS = {
     "edges-pad-3": dict(cin=32, cout=32, k=3, stride=1, pad=3, dil=1, groups=1, hw=(4, 9)),
     "edges-7-wide": dict(cin=64, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(6, 7)),
     "edges-dilated-s2": dict(cin=32, cout=32, k=3, stride=2, pad=2, dil=2, groups=1, hw=(11, 14)),
+    # rows of one run tile each leave out the taps their first and last pixels read column padding
+    # with (irc_cols): two pixels at each end (padding 2), the left end alone (stride 2), dilation
+    # 2 (the second pixel from each end too), a 1x3 padded in its columns only
+    "cols-pad-2": dict(cin=64, cout=32, k=3, stride=1, pad=2, dil=1, groups=1, hw=(5, 8)),
+    "cols-s2-left": dict(cin=64, cout=32, k=3, stride=2, pad=1, dil=1, groups=1, hw=(9, 14)),
+    "cols-dilated": dict(cin=64, cout=32, k=3, stride=1, pad=2, dil=2, groups=1, hw=(6, 9)),
+    "cols-1x3": dict(cin=96, cout=64, k=(1, 3), stride=1, pad=(0, 1), dil=1, groups=1, hw=(4, 10)),
 }
+COLS_CONVS = {"cols-pad-2", "cols-s2-left", "cols-dilated", "cols-1x3", "edges-7-wide", "7x7-ragged-channels"}
 TALL_ROWS = {"rows-28": 14, "rows-56-s2": 14, "rows-42-1x3": 14}  # RH at AVX-512's 32-wide panels
 
 
@@ -247,11 +255,13 @@ def test_conv_with_pixels_as_the_tiles_rows(name, batch, threads, monkeypatch):
     assert "irc_prepacked<IRC_NR> irc_a" in cm.cpp_source
     if name in TALL_ROWS and irc.Target.host().gemm_width == 32:
         assert _run_rows(cm) == [TALL_ROWS[name]]
+    if name in COLS_CONVS and irc.Target.host().gemm_width == 32:
+        assert "irc_cols<" in cm.cpp_source
 
 
 def _pixels_calls(cm) -> list[tuple[list[str], list[str]]]:
     """Each irc_conv_pixels call in the C++: its template arguments and its arguments."""
-    return [(t.split(", "), a.split(", ")) for t, a in re.findall(r"irc_conv_pixels<([^>]*)>\(([^;]*)\);", cm.cpp_source)]
+    return [(t.split(", "), a.split(", ")) for t, a in re.findall(r"irc_conv_pixels<([^(]*)>\(([^;]*)\);", cm.cpp_source)]
 
 
 def _run_rows(cm) -> list[int]:
@@ -344,7 +354,8 @@ def test_pixels_conv_tiles_of_two_rows(name, batch, threads, monkeypatch):
     with torch.no_grad():
         res = torch.randn_like(m.conv(x))
     cm = check(m, x, res)
-    (args,) = re.findall(r"irc_conv_pixels<(\d+), \d+, (\d+), (\d+), (?:true|false), (?:true|false)>", cm.cpp_source)
+    flags = r"(?:true|false), (?:true|false), \w+(?:<[^>]*>)?"  # EVEN, EDGES, COLS
+    (args,) = re.findall(rf"irc_conv_pixels<(\d+), \d+, (\d+), (\d+), {flags}>", cm.cpp_source)
     assert args[2] == ("1" if name == "one-row" else "2"), args
     banded = False  # an L2 size that bands the padded image (`pixel_band_rows`), if any does
     for l2 in (131072, 196608, 262144, 393216):
@@ -486,7 +497,8 @@ def test_conv_pixels_split_for_the_targets_thread_count(cout, hw, threads, monke
     ms, np_ = (cout // threads, p) if (cout, hw) == (64, 7) else (cout, -(-p // threads))
     # (its argument before NP is the band height, the output rows whose padded input a task
     # copies at a time: whole planes on 7x7 at any L2, see test_pixels_conv_copies_...)
-    call = rf"irc_conv_pixels<9, \d+, \d+, \d+, \w+, \w+>\({cout}, irc_a, irc_b, irc_c, irc_epi, (\d+), {np_}, {ms}, true\);"
+    template = r"9, \d+, \d+, \d+, \w+, \w+, \w+(?:<[^>]*>)?"
+    call = rf"irc_conv_pixels<{template}>\({cout}, irc_a, irc_b, irc_c, irc_epi, (\d+), {np_}, {ms}, true\);"
     bands = re.findall(call, cm.cpp_source)
     assert len(bands) == 1 and (int(bands[0]) == 7 if hw == 7 else 1 <= int(bands[0]) <= hw), bands
     monkeypatch.setenv("IRC_NUM_THREADS", str(3 - threads))

@@ -130,15 +130,17 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
     mc, nc, kc, ms = (_ix(em, v) for v in op.mixed("tiles"))
     if layout in irl.PIXEL_LAYOUTS:  # bands of MC output rows, MS output channels x NC pixels per task
         # what irc_pixels_task's run tiles are compiled for: the taps, the column stride, the
-        # height of a row's run tiles, the output rows per tile, and whether every run tile of a
-        # whole row is that high (the row a multiple of its tiles: no K loop for one pixel fewer)
+        # height of a row's run tiles, the output rows per tile, whether every run tile of a
+        # whole row is that high (the row a multiple of its tiles: no K loop for one pixel fewer),
+        # whether the top and bottom rows' tiles skip kernel rows (padding above and below) and
+        # which taps a row's first and last pixels read column padding with (irc_cols)
         most = PIXEL_ROWS[em.gemm_width]
         run_rows = pixel_run_rows(g.out_width, most, PIXEL_PAIR_ROWS[em.gemm_width] if k >= TALL_TILES_MIN_K else 0)
         segments = pixel_run_segments(run_rows, g.out_height, PIXEL_PAIR_ROWS[em.gemm_width])
         tiles = -(-g.out_width // max(most, run_rows))  # a whole row's tiles, as irc_pixels_task cuts it
         even = "true" if g.out_width > 0 and g.out_width % tiles == 0 else "false"
         edges = "true" if g.pad_h > 0 else "false"  # edge rows skip the kernel rows that read padding alone
-        args = f"{g.kernel_h * g.kernel_w}, {g.stride_w}, {run_rows}, {segments}, {even}, {edges}"
+        args = f"{g.kernel_h * g.kernel_w}, {g.stride_w}, {run_rows}, {segments}, {even}, {edges}, {_pixel_cols(g, run_rows)}"
         em.line(f"irc_conv_pixels<{args}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, {_parallel(em, op)});")
     elif layout in irl.DIRECT_LAYOUTS:  # the taps per channel are a template argument: the K loop's inner trip count
         em.line(f"irc_conv_direct<{g.kernel_h * g.kernel_w}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, "
@@ -180,6 +182,24 @@ def pixel_run_segments(run_rows: int, out_height: int, most: int) -> int:
     """Rows per tile of a pixels-layout conv (`irc_pixels_task`'s S): 2 where two of a row's
     runs fit a tile of `most` pixels (`PIXEL_PAIR_ROWS`) and there are two rows, else 1."""
     return 2 if 0 < 2 * run_rows <= most and out_height >= 2 else 1
+
+
+PIXEL_EDGE_TAPS = 9
+"""The most taps per channel for which a pixels-layout conv whose output rows are each one run
+tile skips the taps its rows' first and last pixels read column padding with (`irc_cols` in
+`include/irc_gemm.h`): its K loop unrolls that many taps whole, so which (pixel, tap) pairs read
+padding is known at compile time."""
+
+
+def _pixel_cols(g, run_rows: int) -> str:
+    """`irc_cols<KW, DW, PW, ER>` for a pixels-layout conv whose output rows are each one run tile
+    of `run_rows` pixels and whose first or last pixel reads column padding with some tap, else
+    `irc_no_cols`."""
+    edge = g.width + g.pad_w - (g.out_width - 1) * g.stride_w  # the last pixel's first tap past the image
+    left, right = g.pad_w > 0, (g.kernel_w - 1) * g.dilation_w >= edge
+    if g.kernel_h * g.kernel_w > PIXEL_EDGE_TAPS or run_rows != g.out_width or not (left or right):
+        return "irc_no_cols"
+    return f"irc_cols<{g.kernel_w}, {g.dilation_w}, {g.pad_w}, {edge}>"
 
 
 def _emit_epilogue(em, op: irl.GemmOp, strides, row: str, batch: str | None, per_batch: bool = False) -> None:

@@ -815,6 +815,28 @@ static inline irc_ahead irc_ahead_share(const float* next, int64_t C, int64_t ta
   return {next + lo * taps * IRC_NR, hi - lo, hi > lo ? (C / (hi - lo) > 0 ? C / (hi - lo) : 1) : 1};
 }
 
+// COLS: a conv whose output rows are each one run tile (a plane at most IRC_PT wide), its first and
+// last pixels' taps that read column padding skipped. Output column ow's tap kw reads input column
+// ow*SW - PW + kw*DW: the row's j-th pixel reads padding with kw*DW < PW - j*SW, its j-th from the
+// end with kw*DW >= ER + j*SW (ER = W + PW - (OW - 1)*SW). Emitted only where the K loop unrolls a
+// channel's taps whole (TAPS <= 9: which pixel reads padding with which tap is then known at
+// compile time, the FMAs left out) and some edge pixel reads padding; irc_no_cols elsewhere.
+// Zen 4, one thread, alternating in one process, the native call alone: ResNet-18's 512-channel
+// 3x3 on 7x7 2028 -> 1880 us (its 42 of 441 pixel-taps per panel, 21 of the rows' 441 pixel-taps
+// times two edges, left out); ResNet-18 39.1 -> 38.1 ms, cnn 63.7 -> 62.3 us (a loaded machine).
+// Skipping them at the first and last tiles of wider rows too (a K loop per edge): ResNet-18 level
+// with this (38.2 ms), its build 0.6 s of CPU more.
+template <int KW, int DW, int PW, int ER> struct irc_cols {
+  static constexpr bool any = true;
+  static constexpr bool zero(int64_t j, int64_t n, int64_t t, int64_t sw) {  // pixel j of a row of n, tap t
+    return (t % KW) * DW < PW - j * sw || (t % KW) * DW >= ER + (n - 1 - j) * sw;
+  }
+};
+struct irc_no_cols {
+  static constexpr bool any = false;
+  static constexpr bool zero(int64_t, int64_t, int64_t, int64_t) { return false; }
+};
+
 // RUN > 0: the tile's pixels lie in one output row of a conv with column stride RUN
 // (voff[r] = voff[0] + RUN*r), so every broadcast is addressed from one pointer: with a pointer
 // per pixel, 12 of them, GCC reloads them from the stack, a load per broadcast (measured on an
@@ -831,7 +853,7 @@ static inline irc_ahead irc_ahead_share(const float* next, int64_t C, int64_t ta
 // also fetch their share of the next weights panel into L2 (ahead, irc_ahead). One-row tiles do
 // not: the check between channels took registers from their K loop (spills in it), and the
 // large planes they run on use each panel long enough for the hardware prefetcher.
-template <int ROWS, int H, int TAPS, int RUN>
+template <int ROWS, int H, int TAPS, int RUN, class COLS = irc_no_cols>
 __attribute__((always_inline)) static inline void irc_pixels_channel(int64_t nt, const int64_t* __restrict__ toff,
                                                                      int64_t base, const float* const* px,
                                                                      const float* __restrict__& b, irc_vf (*part)[2],
@@ -845,6 +867,8 @@ __attribute__((always_inline)) static inline void irc_pixels_channel(int64_t nt,
     }
     const irc_vf b0 = irc_loadv(b), b1 = irc_loadv(b + IRC_L);
     for (int r = 0; r < ROWS; ++r) {
+      if constexpr (COLS::any)  // (t is a constant here: the loop is unrolled whole)
+        if (COLS::zero(r % H, H, t, RUN)) continue;
       const irc_vf ar = irc_bcastv(RUN ? px[r / H * H][o + RUN * (r % H)] : px[r][o]);
       part[r][0] = irc_fmav(ar, b0, part[r][0]);
       part[r][1] = irc_fmav(ar, b1, part[r][1]);
@@ -856,13 +880,14 @@ __attribute__((always_inline)) static inline void irc_pixels_channel(int64_t nt,
 // kernel rows a tile's pixels read padding with, irc_row_taps): a K loop of a run-time trip
 // count, 2-3% slower than a compiled one (ResNet-18's 512-channel 3x3 on 7x7, Zen 4), taken only
 // by tiles that skip taps. The panel's first tile (pf > 0) still fetches the skipped weights.
-template <int ROWS, int TAPS, int RUN, int S = 1>
+template <int ROWS, int TAPS, int RUN, int S = 1, class COLS = irc_no_cols>
 __attribute__((noinline)) static void irc_accumulate_pixels(int64_t C, int64_t taps, const int64_t* __restrict__ toff,
                                                              int64_t plane, const int64_t* __restrict__ voff,
                                                              const float* __restrict__ x, const float* __restrict__ b,
                                                              irc_vf (*acc)[2], int64_t pf = 0, irc_ahead ahead = {},
                                                              int64_t rest = 0) {
   static_assert(ROWS % S == 0 && (S == 1 || RUN > 0), "runs of equal length, each addressed from one pointer");
+  static_assert(!COLS::any || (RUN > 0 && TAPS > 0 && TAPS <= 9), "edge pixels' taps skipped in a K loop unrolled whole");
   constexpr int H = ROWS / S;  // pixels per run
   irc_vf part[ROWS][2];
   const float* px[ROWS];
@@ -877,7 +902,8 @@ __attribute__((noinline)) static void irc_accumulate_pixels(int64_t C, int64_t t
       b += rest * IRC_NR;
     }
   } else if constexpr (S == 1) {
-    for (int64_t c = 0, base = 0; c < C; ++c, base += plane) irc_pixels_channel<ROWS, H, TAPS, RUN>(nt, toff, base, px, b, part, pf);
+    for (int64_t c = 0, base = 0; c < C; ++c, base += plane)
+      irc_pixels_channel<ROWS, H, TAPS, RUN, COLS>(nt, toff, base, px, b, part, pf);
   } else {
     for (int64_t c = 0, base = 0, stop; c < C;) {
       stop = C;
@@ -887,7 +913,7 @@ __attribute__((noinline)) static void irc_accumulate_pixels(int64_t C, int64_t t
         --ahead.left;
         if (c + ahead.every < C) stop = c + ahead.every;
       }
-      for (; c < stop; ++c, base += plane) irc_pixels_channel<ROWS, H, TAPS, RUN>(nt, toff, base, px, b, part, pf);
+      for (; c < stop; ++c, base += plane) irc_pixels_channel<ROWS, H, TAPS, RUN, COLS>(nt, toff, base, px, b, part, pf);
     }
   }
   for (int r = 0; r < ROWS; ++r) { acc[r][0] = part[r][0]; acc[r][1] = part[r][1]; }
@@ -996,7 +1022,7 @@ static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __res
 // 512-channel 3x3 ran level (1996 against 2002 us). Zen 4, one thread, alternating in one
 // process, the native call alone: that conv 2089 -> 2002 us; cnn 63.3 -> 61.4, DenseNet 1579 ->
 // 1541, ResNet-18 34.6 -> 33.7 ms (two threads: 47.1 -> 45.8 us, 941 -> 924 us, 17.6 -> 17.0 ms).
-template <int TAPS, int SW, int RH, int S, bool EVEN, bool EDGES, class PB, class Epi>
+template <int TAPS, int SW, int RH, int S, bool EVEN, bool EDGES, class COLS, class PB, class Epi>
 static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const Epi& epi, int64_t i0, int64_t ms,
                             int64_t p0, int64_t np, bool fetch = true) {
   const bool in_memory = PB::in_memory && fetch;  // weights compiled in, not read yet by this task
@@ -1049,13 +1075,15 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
         // what the store writes: `runs` runs of run_rows pixels, d.OW apart (one call site: each
         // is the epilogue inlined, a large part of a conv's build time)
         int64_t runs = 1, run_rows = rows;
-        if (S == 2 && 2 * H <= IRC_PT && pair && (rows == H || rows == HL)) {
+        // COLS: run tiles are whole rows (irc_cols), else they take the pointer per pixel below
+        const bool whole = !COLS::any || (pr % d.OW == 0 && rows == d.OW && rows == H);
+        if (S == 2 && 2 * H <= IRC_PT && pair && (rows == H || rows == HL) && whole) {
           for (int64_t r = 0; r < rows; ++r) voff[rows + r] = voff[r] + d.vh;  // the same columns, a row down
           const irc_ahead ahead = irc_ahead_share(next, d.C, d.taps, done, 2 * rows, paired);
           done += 2 * rows;
           if constexpr (S == 2 && 2 * H <= IRC_PT) {
-            if (rows == H) irc_accumulate_pixels<2 * H, TAPS, SW, 2>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
-            else if constexpr (HL < H && HL > 0)
+            if (rows == H) irc_accumulate_pixels<2 * H, TAPS, SW, 2, COLS>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
+            else if constexpr (HL < H && HL > 0 && !COLS::any)
               irc_accumulate_pixels<2 * HL, TAPS, SW, 2>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
           }
           if (rows == d.OW) run_rows = 2 * rows;  // whole rows: the two runs are consecutive pixels
@@ -1065,7 +1093,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
           // its pixels read padding alone with (irc_row_taps), in a K loop of the others
           // (TAPS = 0, `rest` skipped); the panel's first tile among them prefetches the panel
           int64_t t0 = 0, t1 = d.taps;
-          const bool run = d.vw == SW && (rows == H || rows == HL) && pr % d.OW + rows <= d.OW;
+          const bool run = d.vw == SW && (rows == H || rows == HL) && pr % d.OW + rows <= d.OW && whole;
           const bool every = !EDGES || !run || !d.g || irc_row_taps(*d.g, pr / d.OW, t0, t1);
           const int64_t nt = t1 - t0, rest = d.taps - nt, *toff = d.toff + t0, pf = first ? IRC_PF_K * IRC_NR : 0;
           const float* bt = b + t0 * IRC_NR;
@@ -1073,9 +1101,9 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
             // one run of consecutive pixels of a row, of one of the two heights compiled for it
             // (each height costs build time)
             if (rows == H) {
-              if (every) irc_accumulate_pixels<H, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
+              if (every) irc_accumulate_pixels<H, TAPS, SW, 1, COLS>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
               else if constexpr (EDGES) irc_accumulate_pixels<H, 0, SW>(d.C, nt, toff, d.cstride, voff, d.x, bt, acc, pf, {}, rest);
-            } else if constexpr (HL < H && HL > 0) {
+            } else if constexpr (HL < H && HL > 0 && !COLS::any) {
               if (every) irc_accumulate_pixels<HL, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
               else if constexpr (EDGES) irc_accumulate_pixels<HL, 0, SW>(d.C, nt, toff, d.cstride, voff, d.x, bt, acc, pf, {}, rest);
             }
@@ -1107,7 +1135,8 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
 // rows and copies its padded image in bands of at most BH of them (irc_padded_band), each band
 // used by all the channels before the next: the copy stays in cache where a whole padded image
 // went to memory and back (ResNet-18's 64-channel 3x3 on 56x56: 861 KB).
-template <int TAPS, int SW = 1, int RH = 0, int S = 1, bool EVEN = false, bool EDGES = false, class PB, class Epi>
+template <int TAPS, int SW = 1, int RH = 0, int S = 1, bool EVEN = false, bool EDGES = false, class COLS = irc_no_cols,
+          class PB, class Epi>
 static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float* c, const Epi& epi, int64_t BH,
                             int64_t NP, int64_t MS, bool parallel) {
   const int64_t taps = g.KH * g.KW, P = g.OH * g.OW;
@@ -1135,7 +1164,7 @@ static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float*
         // pixel to prefetch them (a 64 -> 128 channel 3x3/s2 on 56x56 in bands of 3 output rows:
         // a sixth of its tiles did)
         const irc_direct_b image = banded ? irc_padded_band(g, band_offs, oh0, oh1) : whole;
-        irc_pixels_task<TAPS, SW, RH, S, EVEN, EDGES>(image, pb, c, epi, i0, ms, p0, np, b == 0);
+        irc_pixels_task<TAPS, SW, RH, S, EVEN, EDGES, COLS>(image, pb, c, epi, i0, ms, p0, np, b == 0);
       }
       if (band_offs != band_toff) std::free(band_offs);
     }

@@ -11,7 +11,7 @@
 // WIDE: #define IRC_PR 12
 // WIDE-NEXT: #define IRC_PT 14
 // WIDE: const irc_prepacked<IRC_NR> irc_a{w_packed, 288};
-// WIDE: irc_conv_pixels<9, 1, 4, 2, true, true>(24, irc_a, irc_b, irc_c, irc_epi, 4, 8, 32, false);
+// WIDE: irc_conv_pixels<9, 1, 4, 2, true, true, irc_cols<3, 1, 1, 2>>(24, irc_a, irc_b, irc_c, irc_epi, 4, 8, 32, false);
 func.func @f(%x: tensor<1x32x4x4xf32>, %w: tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32> {
   %y = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x32x4x4xf32>, tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32>
   func.return %y : tensor<1x24x4x4xf32>

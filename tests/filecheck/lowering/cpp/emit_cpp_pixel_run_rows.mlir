@@ -9,12 +9,12 @@
 // that read padding alone; a conv padded in its columns only (@columns_padded) has none to skip.
 // WIDE: #define IRC_PR 12
 // WIDE-NEXT: #define IRC_PT 14
-// WIDE: irc_conv_pixels<9, 1, 14, 1, true, true>(64, irc_a, irc_b, irc_c, irc_epi, 5, 140, 32, true);
+// WIDE: irc_conv_pixels<9, 1, 14, 1, true, true, irc_no_cols>(64, irc_a, irc_b, irc_c, irc_epi, 5, 140, 32, true);
 // NARROW: #define IRC_PR 6
 // NARROW-NEXT: #define IRC_PT 6
-// NARROW: irc_conv_pixels<9, 1, 6, 1, false, true>(64, irc_a, irc_b, irc_c, irc_epi, 5, 140, 32, true);
-// WIDE: irc_conv_pixels<3, 1, 14, 1, true, false>(64, irc_a, irc_b, irc_c, irc_epi, 3, 126, 32, true);
-// NARROW: irc_conv_pixels<3, 1, 6, 1, true, false>(64, irc_a, irc_b, irc_c, irc_epi, 3, 126, 32, true);
+// NARROW: irc_conv_pixels<9, 1, 6, 1, false, true, irc_no_cols>(64, irc_a, irc_b, irc_c, irc_epi, 5, 140, 32, true);
+// WIDE: irc_conv_pixels<3, 1, 14, 1, true, false, irc_no_cols>(64, irc_a, irc_b, irc_c, irc_epi, 3, 126, 32, true);
+// NARROW: irc_conv_pixels<3, 1, 6, 1, true, false, irc_no_cols>(64, irc_a, irc_b, irc_c, irc_epi, 3, 126, 32, true);
 func.func @f(%x: tensor<1x64x5x28xf32>, %w: tensor<64x64x3x3xf32>) -> tensor<1x64x5x28xf32> {
   %y = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x64x5x28xf32>, tensor<64x64x3x3xf32>) -> tensor<1x64x5x28xf32>
   func.return %y : tensor<1x64x5x28xf32>

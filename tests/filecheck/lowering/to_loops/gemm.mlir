@@ -108,16 +108,19 @@ func.func @conv_packed(%x: tensor<1x6x8x8xf32>, %w: tensor<12x3x3x3xf32>, %wp: t
 // 16-channel panel per task (the default Target's two threads: a panel each). The template
 // arguments are the taps, the column stride, the height of a row's run tiles (a row of 4
 // pixels: one tile of 4; `pixel_run_rows`), the output rows per tile (1: two rows of 4 would
-// pass this width's 6 pixels, `pixel_run_segments`) and whether every run tile of a row is that
-// high (true: no K loop for 3 pixels is compiled).
+// pass this width's 6 pixels, `pixel_run_segments`), whether every run tile of a row is that
+// high (true: no K loop for 3 pixels is compiled), whether the top and bottom rows skip the
+// kernel rows that read padding alone (true: padded above and below), and, each row being one
+// tile, which taps its first and last pixels read column padding with (irc_cols<KW, DW, PW, ER>:
+// ER = 4 + 1 - 3 = 2, so the last pixel's third tap).
 // CHECK-LABEL: func.func @conv_on_pixels
 // CHECK:         irl.gemm pixels_panels %wp, %x -> %out0 epilogue(%b : memref<24xf32>) sizes [24, 16, 288] tiles [4, 16, 288, 16] strides [0, 1, 0] conv <input 1x32x4x4, output 24x4x4, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 1> parallel 0
 // CHECK:         irl.gemm pixels %w, %x -> %out1 sizes [24, 16, 288] tiles [4, 16, 288, 16] strides [] conv <input 1x32x4x4, output 24x4x4, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 1> parallel 0
 // CPP-LABEL:   extern "C" void conv_on_pixels(
 // CPP:           const irc_prepacked<IRC_NR> irc_a{wp, 288};
-// CPP:           irc_conv_pixels<9, 1, 4, 1, true, true>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
+// CPP:           irc_conv_pixels<9, 1, 4, 1, true, true, irc_cols<3, 1, 1, 2>>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
 // CPP:           const irc_dense<IRC_NR, false> irc_a{w + irc_g*6912, 288, 24};
-// CPP:           irc_conv_pixels<9, 1, 4, 1, true, true>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
+// CPP:           irc_conv_pixels<9, 1, 4, 1, true, true, irc_cols<3, 1, 1, 2>>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
 func.func @conv_on_pixels(%x: tensor<1x32x4x4xf32>, %w: tensor<24x32x3x3xf32>, %wp: tensor<2x288x16xf32>, %b: tensor<24xf32>) -> (tensor<1x24x4x4xf32>, tensor<1x24x4x4xf32>) {
   %y = irt.conv2d %x, %w packed(%wp : tensor<2x288x16xf32>) bias(%b : tensor<24xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x32x4x4xf32>, tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32>
   %z = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x32x4x4xf32>, tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32>
@@ -128,10 +131,12 @@ func.func @conv_on_pixels(%x: tensor<1x32x4x4xf32>, %w: tensor<24x32x3x3xf32>, %
 
 // The same layout at column stride 2: the stride is a template argument, so the tiles of pixels
 // in one output row are compiled to broadcast from one pointer at that stride (irc_pixels_task).
+// Its last pixel's window ends inside the image (ER = 8 + 1 - 6 = 3 > 2): only the first pixel
+// reads column padding.
 // CHECK-LABEL: func.func @conv_on_pixels_stride2
 // CHECK:         irl.gemm pixels %w, %x -> %out0 sizes [24, 16, 288] {{.*}} stride 2x2
 // CPP-LABEL:   extern "C" void conv_on_pixels_stride2(
-// CPP:           irc_conv_pixels<9, 2, 4, 1, true, true>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
+// CPP:           irc_conv_pixels<9, 2, 4, 1, true, true, irc_cols<3, 1, 1, 3>>(24, irc_a, irc_b, irc_c, irc_epi, 4, 16, 16, false);
 func.func @conv_on_pixels_stride2(%x: tensor<1x32x8x8xf32>, %w: tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32> {
   %y = irt.conv2d %x, %w stride [2, 2] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x32x8x8xf32>, tensor<24x32x3x3xf32>) -> tensor<1x24x4x4xf32>
   func.return %y : tensor<1x24x4x4xf32>

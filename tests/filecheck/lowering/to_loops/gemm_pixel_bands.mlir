@@ -11,7 +11,7 @@
 // whole image.
 // CHECK-LABEL: func.func @banded
 // CHECK:         irl.gemm pixels_panels {{.*}} tiles [1, 128, 576, 32] {{.*}} conv <input 1x64x16x16, output 32x16x16, kernel 3x3
-// CPP:           irc_conv_pixels<9, 1, 6, 1, false, true>(32, irc_a, irc_b, irc_c, irc_epi, 1, 128, 32, true);
+// CPP:           irc_conv_pixels<9, 1, 6, 1, false, true, irc_no_cols>(32, irc_a, irc_b, irc_c, irc_epi, 1, 128, 32, true);
 // NOL2:          irl.gemm pixels_panels {{.*}} tiles [16, 128, 576, 32]
 func.func @banded(%x: tensor<1x64x16x16xf32>, %w: tensor<32x64x3x3xf32>) -> tensor<1x32x16x16xf32> {
   %y = irt.conv2d %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x64x16x16xf32>, tensor<32x64x3x3xf32>) -> tensor<1x32x16x16xf32>

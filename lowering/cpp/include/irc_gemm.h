@@ -1020,7 +1020,7 @@ static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __res
 // (irc_row_taps). Two-row tiles skip none: on a 7x7 plane at one thread the first row is a tile
 // of its own (the panel's first) and the last is in a pair; taken out of it, ResNet-18's
 // 512-channel 3x3 ran level (1996 against 2002 us). Zen 4, one thread, alternating in one
-// process, the native call alone: that conv 2089 -> 2002 us; cnn 63.3 -> 61.4, DenseNet 1579 ->
+// process, the native call alone: that conv 2089 -> 1996 us; cnn 63.3 -> 61.4, DenseNet 1579 ->
 // 1541, ResNet-18 34.6 -> 33.7 ms (two threads: 47.1 -> 45.8 us, 941 -> 924 us, 17.6 -> 17.0 ms).
 template <int TAPS, int SW, int RH, int S, bool EVEN, bool EDGES, class COLS, class PB, class Epi>
 static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const Epi& epi, int64_t i0, int64_t ms,
@@ -1036,6 +1036,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
   // whose tiles are mostly 14 pixels)
   constexpr bool HALVES = RH > 0 && RH <= IRC_VL / 2 && S == 1;
   static_assert(TALL <= IRC_PT && (H <= IRC_PR || EVEN), "taller run tiles than IRC_PR cut rows evenly");
+  static_assert(!COLS::any || (EVEN && RH > 0), "irc_cols: rows of one run tile each, all of height RH");
   // segments [s, e) of the range: its rows' pieces (RH > 0), or the whole range
   const auto segment_end = [&](int64_t s) {
     const int64_t e = RH > 0 ? (s / d.OW + 1) * d.OW : p0 + np;
@@ -1045,7 +1046,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
   const auto pairs = [&](int64_t s, int64_t e, bool first) {
     const int64_t n = e - s, tiles = (n + TALL - 1) / TALL;
     return S == 2 && !first && d.vw == SW && s % d.OW == 0 && n == d.OW && e + d.OW <= p0 + np &&
-           (n + tiles - 1) / tiles <= H && n / tiles >= HL;
+           (n + tiles - 1) / tiles <= H && n / tiles >= HL && (!COLS::any || n == H);
   };
   int64_t paired = 0;  // pixels in two-row tiles, per panel: they share out fetching the next one
   if constexpr (S == 2)
@@ -1075,15 +1076,13 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
         // what the store writes: `runs` runs of run_rows pixels, d.OW apart (one call site: each
         // is the epilogue inlined, a large part of a conv's build time)
         int64_t runs = 1, run_rows = rows;
-        // COLS: run tiles are whole rows (irc_cols), else they take the pointer per pixel below
-        const bool whole = !COLS::any || (pr % d.OW == 0 && rows == d.OW && rows == H);
-        if (S == 2 && 2 * H <= IRC_PT && pair && (rows == H || rows == HL) && whole) {
+        if (S == 2 && 2 * H <= IRC_PT && pair && (rows == H || rows == HL)) {
           for (int64_t r = 0; r < rows; ++r) voff[rows + r] = voff[r] + d.vh;  // the same columns, a row down
           const irc_ahead ahead = irc_ahead_share(next, d.C, d.taps, done, 2 * rows, paired);
           done += 2 * rows;
           if constexpr (S == 2 && 2 * H <= IRC_PT) {
             if (rows == H) irc_accumulate_pixels<2 * H, TAPS, SW, 2, COLS>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
-            else if constexpr (HL < H && HL > 0 && !COLS::any)
+            else if constexpr (HL < H && HL > 0)
               irc_accumulate_pixels<2 * HL, TAPS, SW, 2>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
           }
           if (rows == d.OW) run_rows = 2 * rows;  // whole rows: the two runs are consecutive pixels
@@ -1093,7 +1092,9 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
           // its pixels read padding alone with (irc_row_taps), in a K loop of the others
           // (TAPS = 0, `rest` skipped); the panel's first tile among them prefetches the panel
           int64_t t0 = 0, t1 = d.taps;
-          const bool run = d.vw == SW && (rows == H || rows == HL) && pr % d.OW + rows <= d.OW && whole;
+          // (COLS: a run tile must be a whole row, else it takes the pointer per pixel below)
+          const bool run = d.vw == SW && (rows == H || rows == HL) && pr % d.OW + rows <= d.OW &&
+                           (!COLS::any || (pr % d.OW == 0 && rows == d.OW));
           const bool every = !EDGES || !run || !d.g || irc_row_taps(*d.g, pr / d.OW, t0, t1);
           const int64_t nt = t1 - t0, rest = d.taps - nt, *toff = d.toff + t0, pf = first ? IRC_PF_K * IRC_NR : 0;
           const float* bt = b + t0 * IRC_NR;
@@ -1103,7 +1104,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
             if (rows == H) {
               if (every) irc_accumulate_pixels<H, TAPS, SW, 1, COLS>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
               else if constexpr (EDGES) irc_accumulate_pixels<H, 0, SW>(d.C, nt, toff, d.cstride, voff, d.x, bt, acc, pf, {}, rest);
-            } else if constexpr (HL < H && HL > 0 && !COLS::any) {
+            } else if constexpr (HL < H && HL > 0) {
               if (every) irc_accumulate_pixels<HL, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
               else if constexpr (EDGES) irc_accumulate_pixels<HL, 0, SW>(d.C, nt, toff, d.cstride, voff, d.x, bt, acc, pf, {}, rest);
             }

@@ -176,8 +176,8 @@ PIXEL_CONVS = {
     "rows-42-1x3": dict(cin=96, cout=64, k=(1, 3), stride=1, pad=(0, 1), dil=1, groups=1, hw=(3, 42)),
     # edge rows skip the kernel rows that read padding alone (irc_row_taps): two at the top and
     # bottom of a 5x5 (one, then two kernel rows), rows of a 3x3 padded by 3 that read padding
-    # alone (no taps at all), a 7-wide plane's edge rows out of its two-row tiles, and the same
-    # with dilation 2 and stride 2 (the top row alone skips)
+    # alone (no taps at all), a 7-wide plane (two-row tiles, which skip none; its first row, the
+    # panel's first tile, skips), dilation 2 with stride 2 (the top row alone skips)
     "edges-5x5": dict(cin=64, cout=64, k=5, stride=1, pad=2, dil=1, groups=1, hw=(6, 10)),
     "edges-pad-3": dict(cin=32, cout=32, k=3, stride=1, pad=3, dil=1, groups=1, hw=(4, 9)),
     "edges-7-wide": dict(cin=64, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(6, 7)),

@@ -876,8 +876,8 @@ __attribute__((always_inline)) static inline void irc_pixels_channel(int64_t nt,
   }
 }
 
-// TAPS = 0: `taps` of each channel's, from toff[0] and b on, then `rest` more skipped in b (the
-// kernel rows a tile's pixels read padding with, irc_row_taps): a K loop of a run-time trip
+// TAPS = 0: `taps` of each channel's, from toff[0] and b on, then `rest` more skipped in b (those
+// of the kernel rows a tile's pixels read padding with, irc_row_taps): a K loop of a run-time trip
 // count, 2-3% slower than a compiled one (ResNet-18's 512-channel 3x3 on 7x7, Zen 4), taken only
 // by tiles that skip taps. The panel's first tile (pf > 0) still fetches the skipped weights.
 template <int ROWS, int TAPS, int RUN, int S = 1, class COLS = irc_no_cols>

@@ -457,7 +457,8 @@ def compile(
       (used as it is) or a torch.export.ExportedProgram (its ATen graph).
     fuse: apply irc's fusion rules (False compiles every op as its own kernel).
     cxx_flags: the C++ compiler flags (default: $IRC_CXXFLAGS, else irc.runtime.default_flags():
-      DEFAULT_CXXFLAGS, with GCC plus its parallel link-time optimization).
+      DEFAULT_CXXFLAGS, with GCC plus its parallel link-time optimization and, on an AVX-512 CPU
+      its native tuning does not know as one, an AVX-512 tuning).
     fallback: run nodes irc cannot compile in eager PyTorch, between native partitions (logged
       once, at WARNING, on logger "irc"). False raises UnsupportedOpError listing them all.
     max_versions: how many input-shape versions a call may compile before raising IrcError.

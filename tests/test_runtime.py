@@ -469,6 +469,40 @@ def test_default_flags_add_parallel_lto_only_for_gcc_with_make(tmp_path: Path, m
     assert default_flags(str(gcc)) == DEFAULT_CXXFLAGS
 
 
+def _fake_gcc_tuning(directory: Path, tune: str) -> Path:
+    """A GCC that answers --version and reports `tune` as its -march=native tuning."""
+    path = directory / "fake-gcc"
+    path.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --version ]; then printf "gcc (GCC) 12.2.0\\nFree Software Foundation, Inc.\\n"; exit 0; fi\n'
+        f'if [ "$2" = -Q ]; then printf "  -march=   \\t\\t{tune}\\n  -mtune=   \\t\\t{tune}\\n"; exit 0; fi\n'
+        "exit 1\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.parametrize(
+    "tune, features, tuned",
+    [("znver3", "avx2 avx512f fma", True),  # GCC 12 on a Zen 4 or Zen 5: tuned as an AVX-512 CPU it knows
+     ("icelake-server", "avx2 avx512f fma", False),  # GCC knows this AVX-512 CPU: its own tuning
+     ("znver4", "avx2 avx512f fma", False),
+     ("znver3", "avx2 fma", False),  # no AVX-512: the native tuning is right
+     ("", "avx2 avx512f fma", False)],  # GCC does not say: nothing guessed
+)
+def test_default_flags_tune_avx512_cpus_gcc_does_not_know(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          tune: str, features: str, tuned: bool):
+    from irc.runtime import build
+    from irc.runtime.build import AVX512_TUNING_FLAGS, DEFAULT_CXXFLAGS, default_flags, native_tuning
+
+    gcc = _fake_gcc_tuning(tmp_path, tune)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no make: no link-time flags
+    monkeypatch.setattr(build, "_cpu_flags", features)
+    monkeypatch.setattr(build, "_tunings", {})
+    assert native_tuning(str(gcc)) == tune
+    assert default_flags(str(gcc)) == DEFAULT_CXXFLAGS + (AVX512_TUNING_FLAGS if tuned else ())
+
+
 def test_failed_link_time_optimization_has_hint(tmp_path: Path):
     if not shutil.which("make"):
         pytest.skip("no make on PATH: the default flags have no -flto")

@@ -485,6 +485,32 @@ def test_pooling_nan_and_inf_at_every_vector_width(pool, width):
     torch.testing.assert_close(cm(x), model(x), equal_nan=True)
 
 
+@pytest.mark.parametrize(
+    "pool,shape",
+    [
+        (nn.MaxPool2d(3, 2, 1), (1, 20, 40, 33)),  # 20 interior rows: two blocks of 8 and one of 2
+        (nn.MaxPool2d(3, 1, 1), (2, 11, 19, 17)),  # 17 interior rows (8 + 8 + 1), two images
+        (nn.MaxPool2d(3, 2, 1, dilation=2), (1, 9, 23, 21)),  # borders of two rows at each end
+        (nn.AvgPool2d(3, 2, 1, count_include_pad=False), (1, 20, 33, 30)),
+        (nn.AvgPool2d(5, 3, 2, ceil_mode=True), (1, 17, 29, 26)),
+        (nn.MaxPool2d(2), (1, 20, 18, 18)),  # windows that tile the row: one row at a time
+    ],
+    ids=_pool_id,
+)
+def test_pooling_in_blocks_of_rows_over_chunks_of_channels(pool, shape):
+    """`separable_pool` runs each pass over a block of output rows before the other, in a buffer
+    of rows per chunk of channels (more channels than the chunks, and rows that the blocks do
+    not divide evenly): NaN and inf anywhere still come out as eager's."""
+    x = torch.randn(shape)
+    x[0, 0, 0, 0], x[0, -1, -1, -1], x[0, 5, 7, 3] = float("nan"), float("inf"), float("-inf")
+    x[-1, 3, shape[2] // 2, shape[3] - 2] = float("nan")
+    model = nn.Sequential(pool).eval()
+    cm = irc.compile(model, (x,), fallback=False)
+    torch.testing.assert_close(cm(x), model(x), equal_nan=True)
+    loops = cm.ir("loops")
+    assert "window_rows" in loops and "iter_args" not in loops
+
+
 def test_strict_max_pool_keeps_eager_s_first_of_equal_values(monkeypatch):
     """Strict builds take each window's taps in (kh, kw) order and keep the first of equal values
     as eager does, so -0 and +0 come out with eager's signs (bit for bit)."""

@@ -14,8 +14,8 @@ clamps are emitted only where the geometry needs them (no padding, no ceil_mode 
               plane's H*W contiguous elements as one row, `_global_avg_pool`).
 
 Three ops work a row at a time instead, the row's columns innermost so `irc-vectorize` runs them
-in SIMD lanes: max and avg pooling (`separable_pool`: the window's rows into a padded row, then
-its columns; strict builds keep a max pool folding each tap's column range into the output row
+in SIMD lanes: max and avg pooling (`separable_pool`: the window's rows into padded rows, a block
+of output rows at a time, then their columns; strict builds keep a max pool folding each tap's column range into the output row
 and an avg pool summing each window alone), and depthwise convolutions (one input channel per
 group, `lower_depthwise_conv2d`: every tap unrolled, the interior free of bounds, fused epilogue;
 planes of rows narrower than 8 as one flat row, `_depthwise_flat`).
@@ -886,13 +886,29 @@ def _pool_phases(aw: Axis) -> int:
     return aw.stride if 1 < aw.stride <= MAX_PHASES and gap else 1
 
 
-def _window_rows(fl: FunctionLowering, shape: Sequence[int], aw: Axis, phases: int) -> SSAValue:
-    """`separable_pool`'s buffer: one row per plane of the result `shape`, as wide as the padded
-    input or the last window's reach (a ceil_mode window may overhang the padding), rounded up
-    to whole column phases."""
+POOL_ROW_BLOCK = 8
+"""Output rows `separable_pool` runs each pass over before the other (their vertical passes, then
+their horizontal passes) where a window reads columns another one reads too, or padding
+(`_pool_row_block`)."""
+
+
+def _pool_row_block(aw: Axis, out_height: int) -> int:
+    """Output rows per block of `separable_pool`: `POOL_ROW_BLOCK` (at most the output's height),
+    or 1 where the horizontal pass reads each stored vector back whole (windows that tile the row:
+    kernel = stride, no dilation or padding: a 2x2/s2 pool, whose store forwards to its loads)."""
+    tiles = aw.kernel == aw.stride and aw.dilation == 1 and aw.pad == 0
+    return 1 if tiles else max(1, min(POOL_ROW_BLOCK, out_height))
+
+
+def _window_rows(fl: FunctionLowering, shape: Sequence[int], aw: Axis, phases: int, slots: int) -> SSAValue:
+    """`separable_pool`'s buffer: for each of `slots` planes (`_depthwise_nest`), a row per output
+    row of a block of `POOL_ROW_BLOCK`, [N, slots, rows, width]: as wide as the padded input or
+    the last window's reach (a ceil_mode window may overhang the padding), rounded up to whole
+    column phases."""
     width = max(aw.size + 2 * aw.pad, (aw.out - 1) * aw.stride + (aw.kernel - 1) * aw.dilation + 1)
     width = -(-width // phases) * phases
-    alloc = fl.b.insert(memref.AllocOp([], [], memref_of(f32, [*shape[:2], width]), IntegerAttr(64, 64)))
+    alloc = fl.b.insert(memref.AllocOp([], [], memref_of(f32, [shape[0], slots, _pool_row_block(aw, shape[2]), width]),
+                                       IntegerAttr(64, 64)))
     alloc.memref.name_hint = "window_rows"
     fl.allocs.append(alloc.memref)
     return alloc.memref
@@ -911,25 +927,25 @@ def _fold_window(b: Builder, values: list[SSAValue], is_max: bool) -> SSAValue:
     return acc
 
 
-def _pool_vertical(fl: FunctionLowering, b: Builder, views: list[SSAValue], rows: SSAValue, nc: list[SSAValue],
-                   aw: Axis, phases: int, combine: Callable[[Builder, list[SSAValue]], SSAValue]) -> None:
+def _pool_vertical(fl: FunctionLowering, b: Builder, views: list[SSAValue], row: SSAValue, aw: Axis, phases: int,
+                   combine: Callable[[Builder, list[SSAValue]], SSAValue]) -> None:
     """`separable_pool`'s vertical pass: every input column of the window's rows in bounds
-    (`views`) folded into its place in `rows` (padded, in `phases` column phases)."""
-    n, c = nc
+    (`views`) folded into its place in `row` (a 1-D view of a padded row, in `phases` column
+    phases)."""
     # a row of fewer groups than the widest vector in overlapping chunks of whole vectors (one
     # loop of 14 ran scalar: a 5x5/s1 max pool on 1x32x14x14 18.0 -> 14.3 us, a 3x3/s2 on
     # 1x96x28x28 38.2 -> 23.2); longer ones in one loop (chunks measured no faster in phases, and
     # 33.5 against 31.3 us for a 3x3/s1 pool on 1x64x28x28 in plain rows, whose one loop runs
     # over the padded columns, storing at its index)
     if phases > 1 or aw.size < MAX_CHUNK:
-        _column_groups(fl, b, aw.size, phases, aw.pad, rows.type.get_shape()[-1] // phases, lambda vb, src, dst:
-                       store_at(vb, combine(vb, [load_at(vb, view, [src]) for view in views]), rows, [n, c, dst]),
+        _column_groups(fl, b, aw.size, phases, aw.pad, row.type.get_shape()[-1] // phases, lambda vb, src, dst:
+                       store_at(vb, combine(vb, [load_at(vb, view, [src]) for view in views]), row, [dst]),
                        aw.size // phases < MAX_CHUNK)
         return
 
     def column(vb: Builder, j: SSAValue, _: list) -> list:
         src = _i(vb, arith.SubiOp, j, fl.index(aw.pad)) if aw.pad else j
-        store_at(vb, combine(vb, [load_at(vb, view, [src]) for view in views]), rows, [n, c, j])
+        store_at(vb, combine(vb, [load_at(vb, view, [src]) for view in views]), row, [j])
         return []
 
     for_loop(fl, b, aw.pad + aw.size, [], column, "iw", lb=aw.pad)
@@ -937,25 +953,33 @@ def _pool_vertical(fl: FunctionLowering, b: Builder, views: list[SSAValue], rows
 
 def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool2dOp) -> None:
     """Max or average pooling as two passes per output row, each a column loop `irc-vectorize`
-    runs in SIMD lanes with constant bounds. One parallel iteration per plane (n, c):
+    runs in SIMD lanes with constant bounds. One parallel iteration per plane (n, c), or per
+    chunk of planes (`_depthwise_nest`), each with its buffer of B rows:
 
-        rows[0, pw) = rows[pw + W, RW) = pad   (-inf for max, 0 for avg; once per plane)
-        for oh:
-          rows[pw + iw] = x[ih_0, iw] (op) ... (op) x[ih_last, iw]   for iw < W: the window's
-                          rows in bounds, in order
-          out[oh, ow] = rows[ow*sw] (op) rows[ow*sw + dw] (op) ... [/ count]   for ow < OW
+        rows[r][0, pw) = rows[r][pw + W, RW) = pad   (-inf for max, 0 for avg; once per chunk)
+        for each block of B output rows oh0 .. oh0 + B - 1:
+          for r < B:  rows[r][pw + iw] = x[ih_0, iw] (op) ... (op) x[ih_last, iw]   for iw < W:
+                      the window's rows in bounds for output row oh0 + r, in order
+          for r < B:  out[oh0 + r, ow] = rows[r][ow*sw] (op) rows[r][ow*sw + dw] (op) ... [/ count]
 
-    `rows` is one padded input row per plane, RW wide: W plus the padding, or more when a ceil_mode
-    window overhangs it. With a column stride s (up to `MAX_PHASES`) whose window leaves a gap in a
-    group of s columns (`_pool_phases`) it holds the row's s column phases side by side (padded
-    column j at (j % s)*RW/s + j // s), so the horizontal pass reads consecutive columns; the
-    vertical pass reads each group of s input columns (q*s .. q*s + s - 1, q < W // s; the rest
-    straight-line) and stores each phase at q plus a constant (`_pool_vertical`). Read at a stride
-    instead, the horizontal pass's taps left GCC a gap to peel for: 16 columns ran scalar
-    (DenseNet's 3x3/s2 pool on 1x64x32x32, one thread: 24.3 -> 15.9 us a call). The rows in bounds
-    are compile-time lists: one loop over the interior rows (every kernel row in bounds),
-    straight-line code for each border row. So no tap tests bounds and the horizontal pass reads
-    the padding columns as values (-inf never wins a max; NaN still propagates, and 0 adds nothing
+    Each of the `rows` is a padded input row, RW wide: W plus the padding, or more when a ceil_mode
+    window overhangs it. B is `POOL_ROW_BLOCK` (or the output's height) where a window reads
+    columns another one reads too, or padding: a horizontal pass right after its vertical one read
+    its row back, at other offsets, while the row's stores were still in flight, which stalled
+    every load (DenseNet's 3x3/s2 pool on 1x64x32x32, one thread, Zen 4: 13.3 -> 6.1 us;
+    ResNet-18's on 1x64x112x112 with the whole plane's rows first, 139 -> 159 us, out of L1; in
+    blocks of 8, 137). Windows that tile the row (2x2/s2) read back whole the vectors just
+    stored, which forward: B = 1, a row per plane (`_pool_row_block`). With a column stride s (up
+    to `MAX_PHASES`) whose window leaves a gap in a group of s columns (`_pool_phases`) each row
+    holds its s column phases side by side (padded column j at (j % s)*RW/s + j // s), so the
+    horizontal pass reads consecutive columns; the vertical pass reads each group of s input
+    columns (q*s .. q*s + s - 1, q < W // s; the rest straight-line) and stores each phase at q
+    plus a constant (`_pool_vertical`). Read at a stride instead, the horizontal pass's taps left
+    GCC a gap to peel for: 16 columns ran scalar (DenseNet's 3x3/s2 pool on 1x64x32x32, one
+    thread: 24.3 -> 15.9 us a call). The rows in bounds are compile-time lists: loops over the
+    interior rows (every kernel row in bounds), straight-line code for each border row
+    (`_pool_row_blocks`). So no tap tests bounds and the horizontal pass reads the padding
+    columns as values (-inf never wins a max; NaN still propagates, and 0 adds nothing
     to a sum). An average divides by PyTorch's divisor, a compile-time constant per output
     (`_window_count`): one column loop per run of columns with the same divisor. The old nests
     visited each tap's clamped column range in its own loop (nine short loops per output row with
@@ -968,56 +992,104 @@ def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool
     pad_value = float("-inf") if is_max else 0.0
     include_pad = is_max or op.count_include_pad is not None
     phases = _pool_phases(aw)
-    rows = _window_rows(fl, shape, aw, phases)
-    width = rows.type.get_shape()[-1]
-    wq = width // phases
+    # a plane of rows per channel when each is one row (as small as the result), else per chunk of
+    # channels (`_depthwise_nest`), so that a thread's block stays in L1
+    slots = shape[1] if _pool_row_block(aw, shape[2]) == 1 else min(shape[1], PADDED_SLOTS_PER_THREAD * fl.threads)
+    rows = _window_rows(fl, shape, aw, phases, slots)
+    block, width = rows.type.get_shape()[2:]
     col_counts = [1 if is_max else _window_count(aw, o, include_pad) for o in range(aw.out)]
 
     def combine(b: Builder, values: list[SSAValue]) -> SSAValue:
         return _fold_window(b, values, is_max)
 
-    def at(j: int) -> int:
-        return _phase_at(j, phases, wq)
+    def padding(b: Builder, n: SSAValue, slot: SSAValue) -> None:
+        """The padding columns of every row of plane (n, slot) of `rows`."""
+        def one(rb: Builder, r: SSAValue, _: list) -> list:
+            for j in [*range(aw.pad), *range(aw.pad + aw.size, width)]:
+                store_at(rb, fconst(rb, pad_value), rows, [n, slot, r, fl.index(_phase_at(j, phases, width // phases))])
+            return []
 
-    def body(b: Builder, ivs: list[SSAValue]) -> None:
-        n, c = ivs
-        for j in [*range(aw.pad), *range(aw.pad + aw.size, width)]:
-            store_at(b, fconst(b, pad_value), rows, [n, c, fl.index(at(j))])
+        if aw.pad or aw.pad + aw.size < width:
+            one(b, fl.index(0), []) if block == 1 else for_loop(fl, b, block, [], one, "r")
+
+    def body(b: Builder, n: SSAValue, c: SSAValue, slot: SSAValue) -> None:
+        if slots == shape[1]:  # a plane of `rows` per channel: its padding is written here
+            padding(b, n, slot)
         plane = _plane_rows(fl, b, x, n, c)
 
-        def vertical(rb: Builder, oh: SSAValue | int, taps: list[int]) -> None:
+        def vertical(rb: Builder, oh: SSAValue | int, r: SSAValue | int, taps: list[int]) -> None:
             views = [_row_view(fl, rb, x, plane, _input_index(fl, rb, oh, ah, i)) for i in taps]
+            _pool_vertical(fl, rb, views, _flat_view(fl, rb, rows, [n, slot, r], width), aw, phases, combine)
 
-            _pool_vertical(fl, rb, views, rows, [n, c], aw, phases, combine)
-
-        def horizontal(rb: Builder, oh: SSAValue, count: int) -> None:
-            for lo, hi in _runs(col_counts):
-                def output(hb: Builder, ow: SSAValue | int, _: list, divisor: int = count * col_counts[lo]) -> list:
-                    first = ow * (aw.stride // phases) if isinstance(ow, int) else _mul(fl, hb, ow, aw.stride // phases)
-                    taps = [_plus(fl, hb, first, at(j * aw.dilation)) for j in range(aw.kernel)]
-                    v = combine(hb, [load_at(hb, rows, [n, c, t]) for t in taps])
-                    if not is_max:
-                        v = hb.insert(arith.DivfOp(v, fconst(hb, float(divisor)))).result
-                    store_at(hb, v, out, [n, c, oh, fl.index(ow) if isinstance(ow, int) else ow])
-                    return []
-
-                if hi - lo == 1:
-                    output(rb, lo, [])
-                else:
-                    for_loop(fl, rb, hi, [], output, "ow", lb=lo)
-
-        def row(rb: Builder, oh: SSAValue | int, taps: list[int]) -> None:
-            vertical(rb, oh, taps)
+        def horizontal(rb: Builder, oh: SSAValue | int, r: SSAValue | int, taps: list[int]) -> None:
+            # an interior row's divisor is the kernel's rows, a border row's PyTorch's (`_window_count`)
             count = 1 if is_max else len(taps) if isinstance(oh, SSAValue) else _window_count(ah, oh, include_pad)
-            horizontal(rb, oh if isinstance(oh, SSAValue) else fl.index(oh), count)
+            _pool_horizontal(fl, rb, _flat_view(fl, rb, rows, [n, slot, r], width), out, [n, c, oh], aw, phases,
+                             [count * k for k in col_counts], is_max)
 
-        lo, hi = interior(ah)
-        if lo < hi:
-            for_loop(fl, b, hi, [], lambda rb, oh, _: row(rb, oh, list(range(ah.kernel))) or [], "oh", lb=lo)
-        for oh in borders(ah):
-            row(b, oh, valid_taps(ah, oh))
+        _pool_row_blocks(fl, b, ah, block, vertical, horizontal)
 
-    fl.nest(shape[:2], describe(op), body)
+    _depthwise_nest(fl, op, body, slots, padding)
+
+
+def _pool_horizontal(fl: FunctionLowering, b: Builder, row: SSAValue, out: SSAValue, at: list[SSAValue | int],
+                     aw: Axis, phases: int, divisors: list[int], is_max: bool) -> None:
+    """`separable_pool`'s horizontal pass of one output row (`at`: its (n, c, oh) in `out`) from
+    its padded `row` (a 1-D view, in `phases` column phases): each output column's window, divided
+    by its divisor unless `is_max`; one column loop per run of equal divisors."""
+    wq = row.type.get_shape()[-1] // phases
+    oh = at[2] if isinstance(at[2], SSAValue) else fl.index(at[2])
+    for c_lo, c_hi in _runs(divisors):
+        def output(hb: Builder, ow: SSAValue | int, _: list, divisor: int = divisors[c_lo]) -> list:
+            first = ow * (aw.stride // phases) if isinstance(ow, int) else _mul(fl, hb, ow, aw.stride // phases)
+            taps = [_plus(fl, hb, first, _phase_at(j * aw.dilation, phases, wq)) for j in range(aw.kernel)]
+            v = _fold_window(hb, [load_at(hb, row, [t]) for t in taps], is_max)
+            if not is_max:
+                v = hb.insert(arith.DivfOp(v, fconst(hb, float(divisor)))).result
+            store_at(hb, v, out, [at[0], at[1], oh, fl.index(ow) if isinstance(ow, int) else ow])
+            return []
+
+        if c_hi - c_lo == 1:
+            output(b, c_lo, [])
+        else:
+            for_loop(fl, b, c_hi, [], output, "ow", lb=c_lo)
+
+
+PoolPass = Callable[[Builder, SSAValue | int, SSAValue | int, list[int]], None]
+"""A pass of `separable_pool` over output row oh, in row r of its block's buffer, from kernel rows
+`taps`: (b, oh, r, taps)."""
+
+
+def _pool_row_blocks(fl: FunctionLowering, b: Builder, ah: Axis, block: int, vertical: PoolPass,
+                     horizontal: PoolPass) -> None:
+    """Every output row of a `separable_pool` plane, `block` rows at a time: the vertical pass of
+    each row of a block, then the horizontal pass of each. The interior rows (every kernel row in
+    bounds) are loops over blocks (rows first + r), the border rows straight-line code."""
+    lo, hi = interior(ah)
+    every = list(range(ah.kernel))
+
+    def interior_block(qb: Builder, first: SSAValue, size: int) -> None:
+        if size == 1:  # rows one at a time (`_pool_row_block`)
+            vertical(qb, first, 0, every)
+            horizontal(qb, first, 0, every)
+            return
+        for run in (vertical, horizontal):
+            for_loop(fl, qb, size, [], lambda ib, r, _, run=run: run(ib, _i(ib, arith.AddiOp, first, r), r, every) or [],
+                     "r")
+
+    if lo < hi:
+        full, rest = divmod(hi - lo, block)
+        if full:
+            for_loop(fl, b, full, [], lambda qb, q, _: interior_block(qb, _plus(fl, qb, _mul(fl, qb, q, block), lo), block)
+                     or [], "oh" if block == 1 else "q")
+        if rest:
+            interior_block(b, fl.index(lo + full * block), rest)
+    edge = borders(ah)
+    for k in range(0, len(edge), block):
+        part = edge[k:k + block]
+        for run in (vertical, horizontal):
+            for r, oh in enumerate(part):
+                run(b, oh, r, valid_taps(ah, oh))
 
 
 def _sum_window(fl, b, x, n, c, h_range, w_range) -> SSAValue:

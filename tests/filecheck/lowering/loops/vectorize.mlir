@@ -96,22 +96,24 @@ func.func @softmax_dim0(%x: tensor<4x9xf32>) -> tensor<4x9xf32> {
 }
 
 // Max pool's vertical pass reads the input rows at a stride of 2 (q*2, q*2 + 1) and stores the
-// two column phases of its row of window maxima at q + 9 and q + 1, 8 trips apart: marked. The
-// horizontal pass reads the phases at ow, ow + 9, ow + 1 and writes the output row at ow:
-// marked. A stride of 8 keeps plain rows, and its horizontal pass would gather element by
-// element: not marked.
+// two column phases of its row of window maxima (a 1-D view of it) at q + 9 and q + 1, 8 trips
+// apart: marked. The horizontal pass reads the phases at ow, ow + 9, ow + 1 and writes the
+// output row at ow: marked. A stride of 8 keeps plain rows, and its horizontal pass would
+// gather element by element: not marked.
 
 // CHECK-LABEL: func.func @max_pool
-// CHECK:           scf.for %q = %c0 to %c8 step %c1 {
-// CHECK-NEXT:        arith.muli %q, %c2 : index
-// CHECK-NEXT:        %[[P1:.*]] = arith.addi %q, %c9 : index
-// CHECK:             memref.store %{{.*}}, %window_rows[%i0, %i1, %[[P1]]]
-// CHECK:             %[[P0:.*]] = arith.addi %q, %c1 : index
-// CHECK:             memref.store %{{.*}}, %window_rows[%i0, %i1, %[[P0]]]
-// CHECK-NEXT:      } {irc.vectorize}
-// CHECK-NEXT:      scf.for %ow = %c0 to %c8 step %c1 {
-// CHECK:             memref.load %window_rows[%i0, %i1, %ow]
-// CHECK:           } {irc.vectorize}
+// CHECK:             %flat = memref.reinterpret_cast %window_rows
+// CHECK-NEXT:        scf.for %q = %c0 to %c8 step %c1 {
+// CHECK-NEXT:          arith.muli %q, %c2 : index
+// CHECK-NEXT:          %[[P1:.*]] = arith.addi %q, %c9 : index
+// CHECK:               memref.store %{{.*}}, %flat[%[[P1]]]
+// CHECK:               %[[P0:.*]] = arith.addi %q, %c1 : index
+// CHECK:               memref.store %{{.*}}, %flat[%[[P0]]]
+// CHECK-NEXT:        } {irc.vectorize}
+// CHECK:             %flat_1 = memref.reinterpret_cast %window_rows
+// CHECK-NEXT:        scf.for %ow = %c0 to %c8 step %c1 {
+// CHECK:               memref.load %flat_1[%ow]
+// CHECK:             } {irc.vectorize}
 // At 4 lanes too, with no lanes mark (constant bounds).
 // W4-LABEL:    func.func @max_pool
 // W4:              scf.for %ow = %c0 to %c8 step %c1 {

@@ -249,6 +249,23 @@ def test_depthwise_flat_planes(width, k, dilation, hw):
     assert "arith.select" in loops and "iter_args" not in loops
 
 
+@pytest.mark.parametrize("channels,batch", [(37, 2), (384, 1)])
+def test_depthwise_flat_planes_in_chunks_of_channels(channels, batch):
+    """`_depthwise_flat` copies every plane of a parallel iteration's chunk of channels (more
+    channels than chunks, not evenly split) before computing any: each computes from its own."""
+    model = nn.Sequential(nn.Conv2d(channels, channels, 3, padding=1, groups=channels), nn.BatchNorm2d(channels),
+                          nn.ReLU6()).eval()
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-1, 1)
+        model[1].running_var.uniform_(0.5, 2)
+    x = torch.randn(batch, channels, 7, 7)
+    x[0, 0, 0, 0], x[-1, -1, 6, 6] = float("nan"), float("inf")
+    cm = irc.compile(model, (x,), fallback=False)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x), equal_nan=True)
+    assert "%valid" in cm.ir("loops")
+
+
 def test_depthwise_column_chunks():
     """Whole vectors at 16, 8 and 4 lanes: a prefix of C-column vectors and one overlapping tail
     of a power of two columns, together exactly [0, width)."""

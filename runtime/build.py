@@ -104,8 +104,7 @@ _OUT_PLACEHOLDER = "<output.so>"
 
 _lock = threading.Lock()
 _invocations = 0  # compiler runs (not counting `--version` probes)
-_versions: dict[str, str] = {}  # resolved compiler path -> output of `--version`
-_tunings: dict[str, str] = {}  # resolved compiler path -> its -march=native tuning
+_outputs: dict[tuple[str, tuple[str, ...]], str] = {}  # (resolved compiler path, its arguments) -> output
 _loaded: dict[str, ctypes.CDLL] = {}  # resolved library path -> loaded library
 _cpu_flags: str | None = None
 _cpu0: dict[str, str] | None = None
@@ -383,20 +382,9 @@ def default_flags(cxx: str | None = None) -> tuple[str, ...]:
 
 def native_tuning(cxx: str | None = None) -> str:
     """The CPU GCC `cxx` (default: $IRC_CXX or g++) tunes for with `-march=native` (its
-    `-Q --help=target` report, memoized per resolved path); "" if it does not say."""
-    cxx = cxx or os.environ.get("IRC_CXX") or "g++"
-    resolved = shutil.which(cxx) or cxx
-    if (cached := _tunings.get(resolved)) is not None:
-        return cached
-    try:
-        proc = subprocess.run([resolved, "-march=native", "-Q", "--help=target"], capture_output=True,
-                              encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    tune = next((line.split()[1] for line in proc.stdout.splitlines()
-                 if line.split()[:1] == ["-mtune="] and len(line.split()) > 1), "")
-    _tunings[resolved] = tune
-    return tune
+    `-Q --help=target` report); "" if it does not say."""
+    lines = (line.split() for line in _compiler_text(cxx, "-march=native", "-Q", "--help=target").splitlines())
+    return next((words[1] for words in lines if words[:1] == ["-mtune="] and len(words) > 1), "")
 
 
 def is_gcc(cxx: str | None = None) -> bool:
@@ -420,21 +408,20 @@ def compiler_version(cxx: str | None = None) -> str:
     return lines[0].strip() if lines else ""
 
 
-def _compiler_text(cxx: str | None = None) -> str:
-    """The whole output of ``cxx --version`` (default: $IRC_CXX or g++), memoized per resolved
-    path; "" (not memoized) for a compiler that cannot be run."""
+def _compiler_text(cxx: str | None = None, *args: str) -> str:
+    """The whole output of ``cxx ARGS`` (default: $IRC_CXX or g++; ARGS: ``--version``),
+    memoized per resolved path and arguments; "" (not memoized) for a compiler that cannot be
+    run."""
     cxx = cxx or os.environ.get("IRC_CXX") or "g++"
-    resolved = shutil.which(cxx) or cxx
-    if (cached := _versions.get(resolved)) is not None:
+    resolved, args = shutil.which(cxx) or cxx, args or ("--version",)
+    if (cached := _outputs.get((resolved, args))) is not None:
         return cached
     try:
-        proc = subprocess.run(
-            [resolved, "--version"], capture_output=True, encoding="utf-8", errors="replace"
-        )
+        proc = subprocess.run([resolved, *args], capture_output=True, encoding="utf-8", errors="replace")
     except OSError:
         return ""
     text = proc.stdout or proc.stderr or ""
-    _versions[resolved] = text
+    _outputs[(resolved, args)] = text
     return text
 
 

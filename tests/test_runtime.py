@@ -498,7 +498,7 @@ def test_default_flags_tune_avx512_cpus_gcc_does_not_know(tmp_path: Path, monkey
     gcc = _fake_gcc_tuning(tmp_path, tune)
     monkeypatch.setenv("PATH", str(tmp_path))  # no make: no link-time flags
     monkeypatch.setattr(build, "_cpu_flags", features)
-    monkeypatch.setattr(build, "_tunings", {})
+    monkeypatch.setattr(build, "_outputs", {})
     assert native_tuning(str(gcc)) == tune
     assert default_flags(str(gcc)) == DEFAULT_CXXFLAGS + (AVX512_TUNING_FLAGS if tuned else ())
 

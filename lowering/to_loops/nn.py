@@ -14,11 +14,12 @@ clamps are emitted only where the geometry needs them (no padding, no ceil_mode 
               plane's H*W contiguous elements as one row, `_global_avg_pool`).
 
 Three ops work a row at a time instead, the row's columns innermost so `irc-vectorize` runs them
-in SIMD lanes: max and avg pooling (`separable_pool`: the window's rows into padded rows, a block
-of output rows at a time, then their columns; strict builds keep a max pool folding each tap's column range into the output row
-and an avg pool summing each window alone), and depthwise convolutions (one input channel per
-group, `lower_depthwise_conv2d`: every tap unrolled, the interior free of bounds, fused epilogue;
-planes of rows narrower than 8 as one flat row, `_depthwise_flat`).
+in SIMD lanes: max and avg pooling (`separable_pool`: the window's rows into padded rows, a
+block of output rows at a time, then their columns; strict builds keep a max pool folding each
+tap's column range into the output row and an avg pool summing each window alone), and
+depthwise convolutions (one input channel per group, `lower_depthwise_conv2d`: every tap
+unrolled, the interior free of bounds, fused epilogue; planes of rows narrower than 8 as one
+flat row, `_depthwise_flat`).
 """
 
 from __future__ import annotations
@@ -1027,8 +1028,12 @@ def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool
                 store_at(rb, fconst(rb, pad_value), rows, [n, slot, r, fl.index(_phase_at(j, phases, width // phases))])
             return []
 
-        if aw.pad or aw.pad + aw.size < width:
-            one(b, fl.index(0), []) if block == 1 else for_loop(fl, b, block, [], one, "r")
+        if not (aw.pad or aw.pad + aw.size < width):
+            return
+        if block == 1:
+            one(b, fl.index(0), [])
+        else:
+            for_loop(fl, b, block, [], one, "r")
 
     def body(b: Builder, n: SSAValue, c: SSAValue, slot: SSAValue) -> None:
         if slots == shape[1]:  # a plane of `rows` per channel: its padding is written here

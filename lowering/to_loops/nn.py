@@ -515,22 +515,31 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
 
 
 def _depthwise_nest(fl: FunctionLowering, op: irt_nn.Conv2dOp, body: Callable, slots: int | None,
-                    zeros: Callable[[Builder, SSAValue, SSAValue], None]) -> None:
+                    zeros: Callable[[Builder, SSAValue, SSAValue], None] | None, *more: Callable) -> None:
     """The parallel nest of a depthwise conv calling body(b, n, o, slot) for every output plane
     (n, o), slot: the plane of the padded buffer its input is written to (None: no padded
     buffer). A plane per channel, or one per chunk of channels [q*C/slots, (q+1)*C/slots) taken
-    one after another, zeros(b, n, q) writing the plane's zeros once, before them."""
+    one after another, zeros(b, n, q) (if given) writing the plane's zeros once, before them.
+    Each of `more` is a further pass called the same way after `body`, over every plane of the
+    chunk again (`_depthwise_flat`: every plane copied, then every one computed)."""
     shape = shape_of(op.result)
     channels = shape[1]
+    passes = (body, *more)
     if slots is None or slots == channels:
-        fl.nest(shape[:2], describe(op), lambda b, ivs: body(b, *ivs, None if slots is None else ivs[1]))
+        def plane(b: Builder, ivs: list[SSAValue]) -> None:
+            for run in passes:
+                run(b, *ivs, None if slots is None else ivs[1])
+
+        fl.nest(shape[:2], describe(op), plane)
         return
 
     def chunk(b: Builder, ivs: list[SSAValue]) -> None:
         n, q = ivs
-        zeros(b, n, q)
+        if zeros is not None:
+            zeros(b, n, q)
         lo, hi = (_i(b, arith.DivSIOp, _mul(fl, b, v, channels), fl.index(slots)) for v in (q, _plus(fl, b, q, 1)))
-        for_loop(fl, b, hi, [], lambda ob, o, _: body(ob, n, o, q) or [], "o", lb=lo)
+        for run in passes:
+            for_loop(fl, b, hi, [], lambda ob, o, _, run=run: run(ob, n, o, q) or [], "o", lb=lo)
 
     fl.nest([shape[0], slots], describe(op), chunk)
 
@@ -749,7 +758,7 @@ def _depthwise_flat(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
 
     kinds = [_flat_epilogue_input(e, shape) for e in op.epilogue_inputs]
 
-    def copy(b: Builder, n: SSAValue, o: SSAValue) -> None:
+    def copy(b: Builder, n: SSAValue, o: SSAValue, _: SSAValue) -> None:
         """Plane (n, o) into its buffer, zero rows included."""
         src = _flat_view(fl, b, padded, [n, o], length)
         zeros(b, src)
@@ -758,7 +767,7 @@ def _depthwise_flat(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
             for_loop(fl, b, hi, [], lambda cb, j, _: store_at(cb, load_at(cb, xin, [j]), src, [_plus(fl, cb, j, start)])
                      or [], "j", lb=lo)
 
-    def body(b: Builder, n: SSAValue, o: SSAValue) -> None:
+    def body(b: Builder, n: SSAValue, o: SSAValue, _: SSAValue) -> None:
         src = _flat_view(fl, b, padded, [n, o], length)
         weights = [[load_at(b, w, [o, fl.index(0), fl.index(i), fl.index(j)]) for j in range(kw)] for i in range(kh)]
         init = load_at(b, bias, [o]) if bias is not None else None
@@ -791,15 +800,7 @@ def _depthwise_flat(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
             for_loop(fl, b, hi, [], columns, "f", lb=lo)
 
     # chunks of channels: every plane of a chunk copied, then every one computed (see the doc)
-    chunks = min(o_count, PADDED_SLOTS_PER_THREAD * fl.threads)
-
-    def chunk(b: Builder, ivs: list[SSAValue]) -> None:
-        n, q = ivs
-        lo, hi = (_i(b, arith.DivSIOp, _mul(fl, b, v, o_count), fl.index(chunks)) for v in (q, _plus(fl, b, q, 1)))
-        for run in (copy, body):
-            for_loop(fl, b, hi, [], lambda ob, o, _, run=run: run(ob, n, o) or [], "o", lb=lo)
-
-    fl.nest([n_count, chunks], describe(op), chunk)
+    _depthwise_nest(fl, op, copy, min(o_count, PADDED_SLOTS_PER_THREAD * fl.threads), None, body)
 
 
 def lower_max_pool2d(fl: FunctionLowering, op: irt_nn.MaxPool2dOp) -> None:

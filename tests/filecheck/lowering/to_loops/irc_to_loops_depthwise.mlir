@@ -351,9 +351,10 @@ func.func @unpadded_stride2(%x: tensor<2x4x9x9xf32>, %w: tensor<4x1x3x3xf32>, %b
 // -----
 
 // Rows narrower than 8 (5 columns), stride 1, padding 1 (the row width kept): each plane is one
-// flat row of 25 outputs (`_depthwise_flat`, as [0, 16) + [9, 25)). Each parallel iteration
-// takes a chunk of channels (here one): it copies every plane of the chunk into its buffer,
-// then computes every one. Output f = oh*5 + ow reads tap (i, j) at f + i*5 + j of its plane's
+// flat row of 25 outputs (`_depthwise_flat`, as [0, 16) + [9, 25)). Each plane has its own
+// buffer; a parallel iteration takes a chunk of channels (`_depthwise_nest`; here, with fewer
+// channels than chunks, one plane), copies every plane of it into its buffer, then computes
+// every one (the chunks: test_depthwise_flat_planes_in_chunks_of_channels). Output f = oh*5 + ow reads tap (i, j) at f + i*5 + j of its plane's
 // buffer: the input at 6 (one zero row and one zero above it), zeros in [0, 6) and [31, 37). Kernel column 0 is off the row where ow = 0 and
 // column 2 where ow = 4 (the previous and next rows' elements): their sums are selected away
 // there by the masks %valid[0] and %valid[1], written once before the nest (0 at column 0 or 4,
@@ -372,21 +373,19 @@ func.func @unpadded_stride2(%x: tensor<2x4x9x9xf32>, %w: tensor<4x1x3x3xf32>, %b
 // CHECK:           scf.for %{{.*}} = %c4 to %c5 step %c1 {
 // CHECK-NEXT:        %{{.*}} = arith.constant 0.000000e+00 : f32
 // CHECK:         "scf.parallel"(%c0, %c0, %c2, %c3, %c1, %c1)
-// CHECK:           scf.for %o = %{{.*}} to %{{.*}} step %c1 {
-// CHECK:             %[[BUF0:.*]] = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [37], strides: [1]
-// CHECK-NEXT:        scf.for %{{.*}} = %c0 to %c6 step %c1 {
-// CHECK:             } {irc.vectorize}
-// CHECK-NEXT:        scf.for %{{.*}} = %c31 to %c37 step %c1 {
-// CHECK:             %[[IN:.*]] = memref.reinterpret_cast %x to offset: [%{{.*}}], sizes: [25], strides: [1]
-// CHECK-NEXT:        scf.for %[[J:.*]] = %c0 to %c16 step %c1 {
-// CHECK-NEXT:          %[[V:.*]] = memref.load %[[IN]][%[[J]]] : memref<25xf32>
-// CHECK-NEXT:          %[[AT:.*]] = arith.addi %[[J]], %c6 : index
-// CHECK-NEXT:          memref.store %[[V]], %[[BUF0]][%[[AT]]] : memref<37xf32>
-// CHECK-NEXT:        } {irc.vectorize}
-// CHECK-NEXT:        scf.for %{{.*}} = %c9 to %c25 step %c1 {
-// CHECK:           scf.for %o_1 = %{{.*}} to %{{.*}} step %c1 {
-// CHECK:             %[[BUF:.*]] = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [37], strides: [1]
-// CHECK:             %[[OUT:.*]] = memref.reinterpret_cast %out0 to offset: [%{{.*}}], sizes: [25], strides: [1]
+// CHECK:           %[[BUF0:.*]] = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [37], strides: [1]
+// CHECK-NEXT:      scf.for %{{.*}} = %c0 to %c6 step %c1 {
+// CHECK:           } {irc.vectorize}
+// CHECK-NEXT:      scf.for %{{.*}} = %c31 to %c37 step %c1 {
+// CHECK:           %[[IN:.*]] = memref.reinterpret_cast %x to offset: [%{{.*}}], sizes: [25], strides: [1]
+// CHECK-NEXT:      scf.for %[[J:.*]] = %c0 to %c16 step %c1 {
+// CHECK-NEXT:        %[[V:.*]] = memref.load %[[IN]][%[[J]]] : memref<25xf32>
+// CHECK-NEXT:        %[[AT:.*]] = arith.addi %[[J]], %c6 : index
+// CHECK-NEXT:        memref.store %[[V]], %[[BUF0]][%[[AT]]] : memref<37xf32>
+// CHECK-NEXT:      } {irc.vectorize}
+// CHECK-NEXT:      scf.for %{{.*}} = %c9 to %c25 step %c1 {
+// CHECK:           %[[BUF:.*]] = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [37], strides: [1]
+// CHECK:           %[[OUT:.*]] = memref.reinterpret_cast %out0 to offset: [%{{.*}}], sizes: [25], strides: [1]
 // CHECK-NEXT:      %[[M0:.*]] = memref.reinterpret_cast %valid to offset: [%c0], sizes: [25], strides: [1]
 // CHECK-NEXT:      %[[M2:.*]] = memref.reinterpret_cast %valid to offset: [%c25], sizes: [25], strides: [1]
 // CHECK:           %[[S:.*]] = memref.reinterpret_cast %s to offset: [%{{.*}}], sizes: [25], strides: [1]

@@ -114,7 +114,7 @@ DEPTHWISE = [
     # flat planes (rows narrower than 8, stride 1, the row width kept: `_depthwise_flat`)
     (6, 1, 3, 1, 1, True, 1, (4, 3), nn.ReLU()),  # 12 outputs as [0, 8) + [4, 12)
     (2, 1, 7, 1, 3, True, 1, (1, 1), None),  # one pixel: every tap but the centre is padding
-    # column phases (a padded row stored as its stride's phases side by side: `_column_phases`)
+    # column phases (a padded row stored as its stride's phases side by side: `PaddedRow`)
     (8, 1, 3, 2, 1, True, 1, (56, 56), nn.ReLU6()),  # MobileNet's 3x3/s2: 28 columns as [0, 16) + [12, 28)
     (5, 1, 3, 3, 1, True, 2, (13, 14), None),  # stride 3: 3 phases of 6 columns
     (6, 1, 5, 2, 2, False, 1, (10, 9), nn.ReLU()),  # padded width 13: phases of 7 and 6 (+ 1 zero)
@@ -139,19 +139,42 @@ def test_depthwise_conv_matches_eager(cfg):
     assert "iter_args" not in loops  # no loop over taps carries an accumulator: the columns are innermost
 
 
-@pytest.mark.parametrize("stride,dilation,column_loops", [((2, 2), 2, 2), ((1, 2), 1, 4), ((2, 1), 1, 4), ((2, 3), 1, 2)])
-def test_depthwise_column_phases(stride, dilation, column_loops):
-    """A strided padded depthwise conv reads its padded rows as column phases: row width
-    stride_w x ceil(padded width / stride_w), every tap unit-stride; dilation and unequal
-    strides included. It runs in row blocks (`_depthwise_blocked`: 7 output rows, so 7 rows
-    are one block, 15 and 8 two); output rows of 11, 12 and 23 columns run as two overlapping
-    column loops of whole vectors per block, 8 columns as one."""
+@pytest.mark.parametrize("stride,dilation,column_loops,width", [
+    ((2, 2), 2, 2, 48),  # phases of 13 columns at 15 and 31 (input columns from 16 and 32)
+    ((1, 2), 1, 4, 48),
+    ((2, 1), 1, 4, 48),  # one phase of 25 at 14 (input columns from 16)
+    ((2, 3), 1, 2, 64),  # phases of 9 at 15, 31 and 48
+])
+def test_depthwise_column_phases(stride, dilation, column_loops, width):
+    """A strided padded depthwise conv reads its padded rows as column phases (`PaddedRow`), every
+    tap unit-stride; dilation and unequal strides included. It runs in row blocks
+    (`_depthwise_blocked`: 7 output rows, so 7 rows are one block, 15 and 8 two); output rows of
+    11, 12 and 23 columns run as two overlapping column loops of whole vectors per block, 8
+    columns as one."""
     model = nn.Sequential(nn.Conv2d(4, 4, 3, stride=stride, padding=2, dilation=dilation, groups=4), nn.ReLU6())
     cm = check(model, torch.randn(2, 4, 13, 21))
-    phases, wp = stride[1], 21 + 4
     loops = cm.ir("loops")
-    assert f"memref<2x4x17x{phases * -(-wp // phases)}xf32>" in loops
+    assert f"memref<2x4x17x{width}xf32>" in loops
     assert len(re.findall(r"scf.for %ow\S* = ", loops)) == column_loops
+
+
+@pytest.mark.parametrize("padded,pad,phases", [(58, 1, 2), (25, 2, 2), (25, 2, 1), (25, 2, 3), (9, 4, 4), (16, 0, 1),
+                                               (113, 1, 2), (30, 3, 1), (7, 0, 3)])
+def test_padded_row_aligns_every_phase_input(padded, pad, phases):
+    """`PaddedRow`: every padded column has its own place in the row; a phase's columns are
+    consecutive and its first input column (padded column >= pad) is at a multiple of 16, as is
+    the row's width, so the copy of an input row stores aligned vectors."""
+    from irc.lowering.to_loops.nn import ROW_ALIGN, PaddedRow
+
+    row = PaddedRow.of(padded, pad, phases)
+    places = [row.at(j) for j in range(row.phases * row.columns)]
+    assert len(set(places)) == len(places) and 0 <= min(places) and max(places) < row.width
+    assert row.width % ROW_ALIGN == 0 and row.columns * phases >= padded
+    for p in range(phases):
+        phase = [row.at(j) for j in range(p, phases * row.columns, phases)]
+        assert phase == list(range(phase[0], phase[0] + row.columns))
+        first_input = next(j for j in range(p, padded + phases, phases) if j >= pad)
+        assert row.at(first_input) % ROW_ALIGN == 0
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -160,7 +183,7 @@ def test_depthwise_padded_planes_per_chunk_of_channels(threads, stride):
     """A padded depthwise conv writes each channel's padded input into its chunk's plane (4 per
     thread it is compiled for: 4, 8 and 12 planes for 13 channels, chunks of 3-4, 1-2 and 1-2
     channels), the zeros once per chunk: each channel overwrites exactly the previous one's
-    input, at batch 2, stride 1 (14 columns copied as [1, 9) + [7, 15)) and stride 2 (phases)."""
+    input, at batch 2, stride 1 (14 columns copied as [16, 24) + [22, 30)) and stride 2 (phases)."""
     from irc.target import Target
 
     model = nn.Sequential(nn.Conv2d(13, 13, 3, stride=stride, padding=1, groups=13), nn.ReLU6()).eval()
@@ -168,7 +191,7 @@ def test_depthwise_padded_planes_per_chunk_of_channels(threads, stride):
     cm = irc.compile(model, (x,), fallback=False, target=Target.host().replace(threads=threads))
     with torch.no_grad():
         torch.testing.assert_close(cm(x), model(x))
-    slots, width = 4 * threads, 16 if stride == 1 else 2 * 8
+    slots, width = 4 * threads, 32 if stride == 1 else 48  # (`PaddedRow`: input columns from 16, and from 16 and 32)
     assert re.search(rf"%padded = memref.reinterpret_cast %arena .* to memref<2x{slots}x16x{width}xf32>", cm.ir("loops"))
 
 

@@ -215,9 +215,51 @@ chunks of channels per thread of its nest (`_depthwise_nest`), of `_depthwise_fl
 `separable_pool`'s."""
 
 
+ROW_ALIGN = 16
+"""The alignment, in floats, of the input columns in a `PaddedRow` (64 bytes: a 16-float vector
+and two 8-float ones): the copy into the row stores whole aligned vectors."""
+
+
+@dataclass(frozen=True)
+class PaddedRow:
+    """Where the columns of an input row, padded by `pad` columns on the left, are in a row buffer
+    `width` floats wide: padded column j in phase j % phases, at starts[j % phases] + j // phases
+    (a column stride s > 1 stores its s phases side by side, so that each tap reads consecutive
+    columns). Each phase holds `columns` columns, and its first input column is at a multiple of
+    `ROW_ALIGN`, as is `width`: the copy of the input row into the buffer stores aligned vectors
+    (one of the two overlapping column loops of a 28-column phase, [0, 16) + [12, 28)). Measured
+    as the kernel alone, one thread, Zen 4: MobileNet-v2's 3x3/s2 on 1x96x56x56 42.5 -> 38.3 us
+    (its phases had been at 0 and 29 of rows 58 wide; now 15 and 48 of 80), on 1x144x28x28 16.4
+    -> 14.0; ResNet-18's 3x3/s2 max pool 64.2 -> 60.6, DenseNet's 6.1 -> 5.2. The stride-1
+    depthwise convs measured level (3x3 on 1x32x56x56 25.3 / 25.2 us, on 1x144x28x28 29.1 / 29.3)."""
+
+    pad: int
+    phases: int
+    columns: int
+    starts: tuple[int, ...]
+    width: int
+
+    @staticmethod
+    def of(padded: int, pad: int, phases: int) -> PaddedRow:
+        """The layout of a row `padded` columns wide (padding included; whole phases: rounded up),
+        its phases one after another."""
+        columns = -(-padded // phases)
+        starts, cursor = [], 0
+        for p in range(phases):
+            first = max(0, -(-(pad - p) // phases))  # q of the phase's first input column (padded q*phases + p >= pad)
+            start = cursor + (-(cursor + first)) % ROW_ALIGN
+            starts.append(start)
+            cursor = start + columns
+        return PaddedRow(pad, phases, columns, tuple(starts), -(-cursor // ROW_ALIGN) * ROW_ALIGN)
+
+    def at(self, j: int) -> int:
+        """Where padded column j is."""
+        return self.starts[j % self.phases] + j // self.phases
+
+
 def _padded_buffer(fl: FunctionLowering, op: irt_nn.Conv2dOp, ah: Axis, width: int, slots: int) -> SSAValue:
     """A buffer for planes of the input with their zero padding written out, [N, slots, H + 2*ph,
-    width] (width: W + 2*pw, or its column phases side by side, `_column_phases`): one plane per
+    width] (width: a `PaddedRow`'s, `_padded_row`): one plane per
     chunk of channels, rewritten for each channel of the chunk, so it stays in L1 (a plane per
     channel, MobileNet-v2's 96 x 58 x 58 of them, is 1.3 MB: every store of the copy missed)."""
     n = shape_of(op.input)[0]
@@ -228,27 +270,27 @@ def _padded_buffer(fl: FunctionLowering, op: irt_nn.Conv2dOp, ah: Axis, width: i
     return alloc.memref
 
 
-def _column_phases(aw: Axis) -> tuple[int, int]:
-    """(phases, width of one) for a padded row of a depthwise conv: a column stride s > 1 stores
-    padded column q*s + p at p*Wq + q (Wq = ceil(Wp / s)), so that every tap reads consecutive
-    columns (the strided loads of each of the kernel's taps cost more than the one deinterleaving
-    copy: MobileNet-v2's 3x3/s2 on 1x96x56x56, one thread, Zen 4: 93 -> 82 us)."""
-    wp = aw.size + 2 * aw.pad
-    return (aw.stride, -(-wp // aw.stride)) if aw.stride > 1 else (1, wp)
+def _padded_row(aw: Axis) -> PaddedRow:
+    """The `PaddedRow` of a depthwise conv's padded input rows: a column stride s > 1 stores them
+    in s column phases, so that every tap reads consecutive columns (the strided loads of each of
+    the kernel's taps cost more than the one deinterleaving copy: MobileNet-v2's 3x3/s2 on
+    1x96x56x56, one thread, Zen 4: 93 -> 82 us)."""
+    return PaddedRow.of(aw.size + 2 * aw.pad, aw.pad, aw.stride)
 
 
 def _pad_plane(fl: FunctionLowering, b: Builder, x: SSAValue, padded: SSAValue, nc: tuple[SSAValue, SSAValue],
                axes: tuple[Axis, Axis], slot: SSAValue, zeros_too: bool = True, input_too: bool = True) -> None:
     """Fill plane (n, slot) of `padded` from plane nc = (n, c) of `x` (axes: the conv's unpadded
     row and column axes): zero rows above and below, each input row with zero columns on both
-    sides, its column phases side by side (`_column_phases`); every loop runs over a row's columns
-    of one phase (stored at the loop's index). Only the zeros, or only the input: a plane that
+    sides, laid out as `_padded_row` says; every loop runs over a row's columns of one phase
+    (stored at the loop's index plus a constant). Only the zeros, or only the input: a plane that
     takes the inputs of several channels keeps its zeros."""
     n, c = nc
     ah, aw = axes
     width = padded.type.get_shape()[-1]
     (ph, h), (pw, w) = (ah.pad, ah.size), (aw.pad, aw.size)
-    phases, wq = _column_phases(aw)
+    layout = _padded_row(aw)
+    phases, wq = layout.phases, layout.columns
 
     def zeros(rb: Builder, r: SSAValue, lo: int, hi: int) -> None:
         if lo < hi and zeros_too:
@@ -263,12 +305,12 @@ def _pad_plane(fl: FunctionLowering, b: Builder, x: SSAValue, padded: SSAValue, 
 
     def row(rb: Builder, r: SSAValue, _: list) -> list:
         src_row = _i(rb, arith.SubiOp, r, fl.index(ph)) if ph else r
-        for p, (q_lo, q_hi) in enumerate(spans):  # padded column q*phases + p, input column q*phases + p - pw
-            zeros(rb, r, p * wq, p * wq + q_lo)
-            zeros(rb, r, p * wq + q_hi, (p + 1) * wq)
+        for start, (q_lo, q_hi) in zip(layout.starts, spans):  # padded column q*phases + p, input column q*phases + p - pw
+            zeros(rb, r, start, start + q_lo)
+            zeros(rb, r, start + q_hi, start + wq)
         if input_too:  # (a loop per phase reading every other column ran scalar, GCC peeling for
             # the gap: MobileNet-v2's 3x3/s2 on 1x96x56x56, 56.5 -> 48.4 us a call as groups)
-            _column_groups(fl, rb, w, phases, pw, wq, lambda gb, src, dst:
+            _column_groups(fl, rb, w, layout, lambda gb, src, dst:
                            store_at(gb, load_at(gb, x, [n, c, src_row, src]), padded, [n, slot, r, dst]))
         return []
 
@@ -279,26 +321,22 @@ def _pad_plane(fl: FunctionLowering, b: Builder, x: SSAValue, padded: SSAValue, 
         for_loop(fl, b, ph + h, [], row, "r", lb=ph)
 
 
-def _phase_at(j: int, phases: int, width: int) -> int:
-    """Where column j of a row is when the row holds its `phases` column phases side by side,
-    each `width` wide: column q*phases + p at p*width + q."""
-    return j % phases * width + j // phases
-
-
-def _column_groups(fl: FunctionLowering, b: Builder, count: int, phases: int, pad: int, width: int,
+def _column_groups(fl: FunctionLowering, b: Builder, count: int, layout: PaddedRow,
                    column: Callable[[Builder, SSAValue, SSAValue], None], chunks: bool = True) -> None:
     """column(b, src, dst) for every input column src < count of a row, `dst` where its padded column
-    src + pad is in a row of `phases` column phases each `width` wide (`_phase_at`). A loop over
+    src + pad is in the row (`layout`). A loop over
     groups of `phases` input columns (q*phases .. q*phases + phases - 1): consecutive loads with
     no gap, each phase's stores at q plus a constant, so `irc-vectorize` marks it; in whole
     vectors from 4 groups on (`column_chunks`, the last overlapping: a column may be done twice;
     14 columns in one loop left GCC a scalar remainder, 15% of a 14x14 depthwise conv's time);
     the columns after the last whole group straight-line."""
 
+    phases = layout.phases
+
     def group(gb: Builder, q: SSAValue | int, size: int = phases) -> None:
         for p in range(size):
             src = _plus(fl, gb, _mul(fl, gb, q, phases) if isinstance(q, SSAValue) else q * phases, p)
-            column(gb, src, _plus(fl, gb, q, _phase_at(p + pad, phases, width)))
+            column(gb, src, _plus(fl, gb, q, layout.at(p + layout.pad)))
 
     full = count // phases
     for lo, hi in column_chunks(full) if chunks and full >= 4 else [(0, full)] if full else []:
@@ -376,14 +414,15 @@ def column_chunks(width: int) -> list[tuple[int, int]]:
 
 
 def _shifted(fl: FunctionLowering, b: Builder, v: SSAValue | int, ax: Axis, t: int,
-             phases: tuple[int, int]) -> SSAValue:
+             layout: PaddedRow | None = None) -> SSAValue:
     """v*stride - pad + t*dilation (in bounds where it is used); a constant for a constant v. In
-    a row of column phases (`phases` = (count, width of one) from `_column_phases`, count > 1):
-    tap t's phase, at v plus the tap's offset in it."""
+    a padded row (`layout`, whose phases divide the stride): where that column is, v*(stride /
+    phases) plus the tap's place in the row."""
     offset = t * ax.dilation - ax.pad
-    count, width = phases
-    if count > 1:
-        return _plus(fl, b, v, offset % count * width + offset // count)
+    if layout is not None:
+        if isinstance(v, int):
+            return fl.index(layout.at(v * ax.stride + offset))
+        return _plus(fl, b, _mul(fl, b, v, ax.stride // layout.phases), layout.at(offset))
     if isinstance(v, int):
         return fl.index(v * ax.stride + offset)
     at = _mul(fl, b, v, ax.stride)
@@ -428,7 +467,7 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     time). A padded tap then adds x*0 (which differs only for an infinite weight or a -0 sum),
     so strict builds keep the borders and sum exactly the scalar nest's terms in its order. Other
     builds also spread the taps over `PARTIAL_SUMS` sums (as the GEMM engine reassociates). With a
-    column stride the buffer's rows hold the column phases side by side (`_column_phases`), so
+    column stride the buffer's rows hold the column phases side by side (`_padded_row`), so
     every tap reads consecutive columns.
 
     Outside strict builds a stride-1 conv on rows narrower than 8 whose padding keeps the row
@@ -444,21 +483,21 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     o_count, _, kh, kw = shape_of(op.weight)
     multiplier = o_count // op.group_count
     ah, aw = _axes(op, shape_of(op.input), shape, (kh, kw))
-    padded, raw_axes, phases, wq, slots = None, (ah, aw), 1, 0, min(o_count, PADDED_SLOTS_PER_THREAD * fl.threads)
+    padded, raw_axes, layout, slots = None, (ah, aw), None, min(o_count, PADDED_SLOTS_PER_THREAD * fl.threads)
     if (ah.pad or aw.pad) and multiplier == 1 and not fl.strict:
-        phases, wq = _column_phases(aw)
-        padded = _padded_buffer(fl, op, ah, phases * wq, slots)
+        layout = _padded_row(aw)
+        padded = _padded_buffer(fl, op, ah, layout.width, slots)
         ah, aw = (Axis(a.size + 2 * a.pad, a.kernel, a.stride, 0, a.dilation, a.out) for a in (ah, aw))
 
     def shifted(b: Builder, v: SSAValue | int, ax: Axis, t: int) -> SSAValue:
-        return _shifted(fl, b, v, ax, t, (phases, wq) if ax is aw else (1, 0))
+        return _shifted(fl, b, v, ax, t, layout if ax is aw else None)
 
     # the row blocks at a column stride of 1, or with column phases (every tap reads consecutive
     # columns; with strided loads the 2R+1 rows of a block were slower than the row at a time
     # nest). Measured, one thread: 3x3 on 1x32x56x56 35.7 -> 28.5 us (8 lanes: 40.9 -> 33.2),
     # 5x5 83.9 -> 62.0; 3x3/s2 on 1x96x56x56 48.4 -> 44.4, on 1x192x14x14 13.8 -> 10.8; 7x7/s2
     # on 1x96x56x56 246 -> 110 (the row at a time nest's pass per kernel row stores partial sums)
-    blocked = (not fl.strict and (aw.stride == 1 or phases > 1) and ah.out > 0 and aw.out > 0
+    blocked = (not fl.strict and (aw.stride == 1 or layout is not None) and ah.out > 0 and aw.out > 0
                and interior(ah) == (0, ah.out) and interior(aw) == (0, aw.out))
 
     def body(b: Builder, n: SSAValue, o: SSAValue, slot: SSAValue | None) -> None:
@@ -471,7 +510,7 @@ def lower_depthwise_conv2d(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
         init = load_at(b, bias, [o]) if bias is not None else None
         plane = _plane_rows(fl, b, src, n, c if slot is None else slot)
         if blocked:
-            _depthwise_blocked(fl, b, op, src, plane, out, [n, o], weights, init, ah, aw, (phases, wq))
+            _depthwise_blocked(fl, b, op, src, plane, out, [n, o], weights, init, ah, aw, layout)
             return
 
         def output(b: Builder, oh: SSAValue, rows: list, ow: SSAValue | int, cols: Sequence[int],
@@ -563,16 +602,17 @@ def _block_reads(rows: int, kernel: int, ah: Axis) -> dict[int, list[tuple[int, 
 
 def _depthwise_blocked(fl: FunctionLowering, b: Builder, op: irt_nn.Conv2dOp, src: SSAValue, plane: SSAValue,
                        out: SSAValue, nc: list[SSAValue], weights: list[list[SSAValue]], init: SSAValue | None,
-                       ah: Axis, aw: Axis, phases: tuple[int, int]) -> None:
-    """One output plane of a depthwise conv whose every tap is in bounds (padding written out, or
-    none), `ROW_BLOCK` output rows at a time, outside strict builds:
+                       ah: Axis, aw: Axis, layout: PaddedRow | None) -> None:
+    """One output plane of a depthwise conv whose every tap is in bounds (padding written out in
+    rows laid out as `layout` says, or none), `ROW_BLOCK` output rows at a time, outside strict
+    builds:
 
         for each block of R output rows oh0 .. oh0+R-1 (then one block of the remaining rows):
           for each column range of `column_chunks(OW)` (whole vectors; the last may overlap):
             for ow in the range:
               acc_r = bias                       (r < R)
               for each input row t the block reads, each kernel column j:
-                v = x[t, ow*sw + j*dw]           (one load; in column phases: x[t, ow + the tap's offset])
+                v = x[t, ow*sw + j*dw]           (one load; in column phases: x[t, ow + the tap's place])
                 acc_r += v * w[i, j]             for every output r whose kernel row i reads row t
               out[oh0 + r, ow] = epilogue(acc_r, ...)
 
@@ -597,7 +637,7 @@ def _depthwise_blocked(fl: FunctionLowering, b: Builder, op: irt_nn.Conv2dOp, sr
             acc: list[SSAValue | None] = [init] * rows
             for t in sorted(reads):
                 for j in range(kw):
-                    col = _plus(fl, cb, _shifted(fl, cb, ow, aw, j, phases), t * width)
+                    col = _plus(fl, cb, _shifted(fl, cb, ow, aw, j, layout), t * width)
                     v = load_at(cb, view, [col])
                     for r, i in reads[t]:
                         term = cb.insert(arith.MulfOp(v, weights[i][j])).result
@@ -920,15 +960,18 @@ def _pool_row_block(aw: Axis, out_height: int) -> int:
     return 1 if tiles else max(1, min(POOL_ROW_BLOCK, out_height))
 
 
-def _window_rows(fl: FunctionLowering, shape: Sequence[int], aw: Axis, phases: int, slots: int) -> SSAValue:
-    """`separable_pool`'s buffer: for each of `slots` planes (`_depthwise_nest`), a row per output
-    row of a block of `POOL_ROW_BLOCK`, [N, slots, rows, width]: as wide as the padded input or
-    the last window's reach (a ceil_mode window may overhang the padding), rounded up to whole
-    column phases."""
+def _pool_row(aw: Axis) -> PaddedRow:
+    """The `PaddedRow` of `separable_pool`'s rows: as wide as the padded input or the last
+    window's reach (a ceil_mode window may overhang the padding), in `_pool_phases` phases."""
     width = max(aw.size + 2 * aw.pad, (aw.out - 1) * aw.stride + (aw.kernel - 1) * aw.dilation + 1)
-    width = -(-width // phases) * phases
-    alloc = fl.b.insert(memref.AllocOp([], [], memref_of(f32, [shape[0], slots, _pool_row_block(aw, shape[2]), width]),
-                                       IntegerAttr(64, 64)))
+    return PaddedRow.of(width, aw.pad, _pool_phases(aw))
+
+
+def _window_rows(fl: FunctionLowering, shape: Sequence[int], aw: Axis, layout: PaddedRow, slots: int) -> SSAValue:
+    """`separable_pool`'s buffer: for each of `slots` planes (`_depthwise_nest`), a row per output
+    row of a block of `POOL_ROW_BLOCK`, [N, slots, rows, width] (`layout`'s width)."""
+    alloc = fl.b.insert(memref.AllocOp([], [], memref_of(f32, [shape[0], slots, _pool_row_block(aw, shape[2]),
+                                                                layout.width]), IntegerAttr(64, 64)))
     alloc.memref.name_hint = "window_rows"
     fl.allocs.append(alloc.memref)
     return alloc.memref
@@ -947,28 +990,26 @@ def _fold_window(b: Builder, values: list[SSAValue], is_max: bool) -> SSAValue:
     return acc
 
 
-def _pool_vertical(fl: FunctionLowering, b: Builder, views: list[SSAValue], row: SSAValue, aw: Axis, phases: int,
-                   combine: Callable[[Builder, list[SSAValue]], SSAValue]) -> None:
+def _pool_vertical(fl: FunctionLowering, b: Builder, views: list[SSAValue], row: SSAValue, aw: Axis,
+                   layout: PaddedRow, combine: Callable[[Builder, list[SSAValue]], SSAValue]) -> None:
     """`separable_pool`'s vertical pass: every input column of the window's rows in bounds
-    (`views`) folded into its place in `row` (a 1-D view of a padded row, in `phases` column
-    phases)."""
+    (`views`) folded into its place in `row` (a 1-D view of a padded row laid out as `layout`)."""
     # a row of fewer groups than the widest vector in overlapping chunks of whole vectors (one
     # loop of 14 ran scalar: a 5x5/s1 max pool on 1x32x14x14 18.0 -> 14.3 us, a 3x3/s2 on
     # 1x96x28x28 38.2 -> 23.2); longer ones in one loop (chunks measured no faster in phases, and
     # 33.5 against 31.3 us for a 3x3/s1 pool on 1x64x28x28 in plain rows, whose one loop runs
     # over the padded columns, storing at its index)
-    if phases > 1 or aw.size < MAX_CHUNK:
-        _column_groups(fl, b, aw.size, phases, aw.pad, row.type.get_shape()[-1] // phases, lambda vb, src, dst:
+    if layout.phases > 1 or aw.size < MAX_CHUNK:
+        _column_groups(fl, b, aw.size, layout, lambda vb, src, dst:
                        store_at(vb, combine(vb, [load_at(vb, view, [src]) for view in views]), row, [dst]),
-                       aw.size // phases < MAX_CHUNK)
+                       aw.size // layout.phases < MAX_CHUNK)
         return
 
-    def column(vb: Builder, j: SSAValue, _: list) -> list:
-        src = _i(vb, arith.SubiOp, j, fl.index(aw.pad)) if aw.pad else j
-        store_at(vb, combine(vb, [load_at(vb, view, [src]) for view in views]), row, [j])
+    def column(vb: Builder, iw: SSAValue, _: list) -> list:
+        store_at(vb, combine(vb, [load_at(vb, view, [iw]) for view in views]), row, [_plus(fl, vb, iw, layout.at(aw.pad))])
         return []
 
-    for_loop(fl, b, aw.pad + aw.size, [], column, "iw", lb=aw.pad)
+    for_loop(fl, b, aw.size, [], column, "iw")
 
 
 def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool2dOp) -> None:
@@ -991,7 +1032,7 @@ def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool
     blocks of 8, 137). Windows that tile the row (2x2/s2) read back whole the vectors just
     stored, which forward: B = 1, a row per plane (`_pool_row_block`). With a column stride s (up
     to `MAX_PHASES`) whose window leaves a gap in a group of s columns (`_pool_phases`) each row
-    holds its s column phases side by side (padded column j at (j % s)*RW/s + j // s), so the
+    holds its s column phases side by side (`PaddedRow`, each phase's input columns aligned), so the
     horizontal pass reads consecutive columns; the vertical pass reads each group of s input
     columns (q*s .. q*s + s - 1, q < W // s; the rest straight-line) and stores each phase at q
     plus a constant (`_pool_vertical`). Read at a stride instead, the horizontal pass's taps left
@@ -1011,11 +1052,11 @@ def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool
     ah, aw = _axes(op, shape_of(op.input), shape, op.kernels)
     pad_value = float("-inf") if is_max else 0.0
     include_pad = is_max or op.count_include_pad is not None
-    phases = _pool_phases(aw)
+    layout = _pool_row(aw)
     # a plane of rows per channel when each is one row (as small as the result), else per chunk of
     # channels (`_depthwise_nest`), so that a thread's block stays in L1
     slots = shape[1] if _pool_row_block(aw, shape[2]) == 1 else min(shape[1], PADDED_SLOTS_PER_THREAD * fl.threads)
-    rows = _window_rows(fl, shape, aw, phases, slots)
+    rows = _window_rows(fl, shape, aw, layout, slots)
     block, width = rows.type.get_shape()[2:]
     col_counts = [1 if is_max else _window_count(aw, o, include_pad) for o in range(aw.out)]
 
@@ -1025,11 +1066,11 @@ def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool
     def padding(b: Builder, n: SSAValue, slot: SSAValue) -> None:
         """The padding columns of every row of plane (n, slot) of `rows`."""
         def one(rb: Builder, r: SSAValue, _: list) -> list:
-            for j in [*range(aw.pad), *range(aw.pad + aw.size, width)]:
-                store_at(rb, fconst(rb, pad_value), rows, [n, slot, r, fl.index(_phase_at(j, phases, width // phases))])
+            for j in [*range(aw.pad), *range(aw.pad + aw.size, layout.phases * layout.columns)]:
+                store_at(rb, fconst(rb, pad_value), rows, [n, slot, r, fl.index(layout.at(j))])
             return []
 
-        if not (aw.pad or aw.pad + aw.size < width):
+        if not (aw.pad or aw.pad + aw.size < layout.phases * layout.columns):
             return
         if block == 1:
             one(b, fl.index(0), [])
@@ -1043,12 +1084,12 @@ def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool
 
         def vertical(rb: Builder, oh: SSAValue | int, r: SSAValue | int, taps: list[int]) -> None:
             views = [_row_view(fl, rb, x, plane, _input_index(fl, rb, oh, ah, i)) for i in taps]
-            _pool_vertical(fl, rb, views, _flat_view(fl, rb, rows, [n, slot, r], width), aw, phases, combine)
+            _pool_vertical(fl, rb, views, _flat_view(fl, rb, rows, [n, slot, r], width), aw, layout, combine)
 
         def horizontal(rb: Builder, oh: SSAValue | int, r: SSAValue | int, taps: list[int]) -> None:
             # an interior row's divisor is the kernel's rows, a border row's PyTorch's (`_window_count`)
             count = 1 if is_max else len(taps) if isinstance(oh, SSAValue) else _window_count(ah, oh, include_pad)
-            _pool_horizontal(fl, rb, _flat_view(fl, rb, rows, [n, slot, r], width), out, [n, c, oh], aw, phases,
+            _pool_horizontal(fl, rb, _flat_view(fl, rb, rows, [n, slot, r], width), out, [n, c, oh], aw, layout,
                              [count * k for k in col_counts], is_max)
 
         _pool_row_blocks(fl, b, ah, block, vertical, horizontal)
@@ -1057,16 +1098,16 @@ def separable_pool(fl: FunctionLowering, op: irt_nn.MaxPool2dOp | irt_nn.AvgPool
 
 
 def _pool_horizontal(fl: FunctionLowering, b: Builder, row: SSAValue, out: SSAValue, at: list[SSAValue | int],
-                     aw: Axis, phases: int, divisors: list[int], is_max: bool) -> None:
+                     aw: Axis, layout: PaddedRow, divisors: list[int], is_max: bool) -> None:
     """`separable_pool`'s horizontal pass of one output row (`at`: its (n, c, oh) in `out`) from
-    its padded `row` (a 1-D view, in `phases` column phases): each output column's window, divided
-    by its divisor unless `is_max`; one column loop per run of equal divisors."""
-    wq = row.type.get_shape()[-1] // phases
+    its padded `row` (a 1-D view laid out as `layout`): each output column's window, divided by
+    its divisor unless `is_max`; one column loop per run of equal divisors."""
+    phases = layout.phases
     oh = at[2] if isinstance(at[2], SSAValue) else fl.index(at[2])
     for c_lo, c_hi in _runs(divisors):
         def output(hb: Builder, ow: SSAValue | int, _: list, divisor: int = divisors[c_lo]) -> list:
             first = ow * (aw.stride // phases) if isinstance(ow, int) else _mul(fl, hb, ow, aw.stride // phases)
-            taps = [_plus(fl, hb, first, _phase_at(j * aw.dilation, phases, wq)) for j in range(aw.kernel)]
+            taps = [_plus(fl, hb, first, layout.at(j * aw.dilation)) for j in range(aw.kernel)]
             v = _fold_window(hb, [load_at(hb, row, [t]) for t in taps], is_max)
             if not is_max:
                 v = hb.insert(arith.DivfOp(v, fconst(hb, float(divisor)))).result

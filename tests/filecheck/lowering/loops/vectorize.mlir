@@ -96,23 +96,25 @@ func.func @softmax_dim0(%x: tensor<4x9xf32>) -> tensor<4x9xf32> {
 }
 
 // Max pool's vertical pass reads the input rows at a stride of 2 (q*2, q*2 + 1) and stores the
-// two column phases of its row of window maxima (a 1-D view of it) at q + 9 and q + 1, 8 trips
-// apart: marked. The horizontal pass reads the phases at ow, ow + 9, ow + 1 and writes the
-// output row at ow: marked. A stride of 8 keeps plain rows, and its horizontal pass would
+// two column phases of its row of window maxima (a 1-D view of it) at q + 32 and q + 16
+// (`PaddedRow`: each phase's input columns from a multiple of 16), 8 trips apart: marked. The
+// horizontal pass reads the phases at ow + 15, ow + 32, ow + 16 and writes the output row at
+// ow: marked. A stride of 8 keeps plain rows, and its horizontal pass would
 // gather element by element: not marked.
 
 // CHECK-LABEL: func.func @max_pool
 // CHECK:             %flat = memref.reinterpret_cast %window_rows
 // CHECK-NEXT:        scf.for %q = %c0 to %c8 step %c1 {
 // CHECK-NEXT:          arith.muli %q, %c2 : index
-// CHECK-NEXT:          %[[P1:.*]] = arith.addi %q, %c9 : index
+// CHECK-NEXT:          %[[P1:.*]] = arith.addi %q, %c32 : index
 // CHECK:               memref.store %{{.*}}, %flat[%[[P1]]]
-// CHECK:               %[[P0:.*]] = arith.addi %q, %c1 : index
+// CHECK:               %[[P0:.*]] = arith.addi %q, %c16 : index
 // CHECK:               memref.store %{{.*}}, %flat[%[[P0]]]
 // CHECK-NEXT:        } {irc.vectorize}
 // CHECK:             %flat_1 = memref.reinterpret_cast %window_rows
 // CHECK-NEXT:        scf.for %ow = %c0 to %c8 step %c1 {
-// CHECK:               memref.load %flat_1[%ow]
+// CHECK-NEXT:          %[[T0:.*]] = arith.addi %ow, %c15 : index
+// CHECK:               memref.load %flat_1[%[[T0]]]
 // CHECK:             } {irc.vectorize}
 // At 4 lanes too, with no lanes mark (constant bounds).
 // W4-LABEL:    func.func @max_pool

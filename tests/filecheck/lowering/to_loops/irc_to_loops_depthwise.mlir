@@ -15,41 +15,43 @@
 // vectors: @depthwise, @kernel7, @rows_of_16); an unpadded strided one keeps the row at a time
 // nest (@kernel7_stride2, @unpadded_stride2).
 
-// 7 columns in, stride 2, padding 1: the padded rows hold the two column phases side by side
-// (padded columns 0, 2, .. 8 at [0, 5), 1, 3, .. 7 at [5, 9), one zero column to 10), so every
-// tap reads consecutive columns: tap 0 the even phase at ow, tap 1 the odd one at ow + 5, tap 2
-// the even one at ow + 1, in row blocks (`_depthwise_blocked`: the 4 output rows read padded
+// 7 columns in, stride 2, padding 1: the padded rows hold the two column phases side by side,
+// each phase's first input column at a multiple of 16 (`PaddedRow`: padded columns 0, 2, .. 8
+// at [15, 20), 1, 3, .. 7 at [32, 36), one zero column to 37; rows 48 wide), so every tap reads
+// consecutive columns: tap 0 the even phase at ow + 15, tap 1 the odd one at ow + 32, tap 2
+// the even one at ow + 16, in row blocks (`_depthwise_blocked`: the 4 output rows read padded
 // rows 0..8 through one view, each loaded input row feeding the outputs that read it: row 2
 // output 0's last kernel row and output 1's first). The copy reads the input row in pairs (columns 2q and 2q + 1, q < 3:
-// consecutive loads) and stores them at q + 5 and q + 1 (padded 2q + 1 and 2q + 2); the last
-// column (6, padded 7) goes to 8.
+// consecutive loads) and stores them at q + 32 and q + 16 (padded 2q + 1 and 2q + 2); the last
+// column (6, padded 7) goes to 35. Only the zeros a tap reads are written in an input row: 15,
+// 19 and 36.
 // CHECK-LABEL: func.func @depthwise(%x: memref<2x4x7x7xf32>, %w: memref<4x1x3x3xf32>, %b: memref<4xf32>, %out0: memref<2x4x4x4xf32>)
-// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<2x4x9x10xf32>
+// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<2x4x9x48xf32>
 // CHECK-NEXT:    "scf.parallel"(%c0, %c0, %c2, %c4, %c1, %c1)
 // CHECK-NEXT:    ^bb0(%i0: index, %i1: index):
 // CHECK-NEXT:      scf.for %r = %c0 to %c1 step %c1 {
-// CHECK-NEXT:        scf.for %j = %c0 to %c10 step %c1 {
+// CHECK-NEXT:        scf.for %j = %c0 to %c48 step %c1 {
 // CHECK-NEXT:          %{{.*}} = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:          memref.store %{{.*}}, %padded[%i0, %i1, %r, %j] : memref<2x4x9x10xf32>
+// CHECK-NEXT:          memref.store %{{.*}}, %padded[%i0, %i1, %r, %j] : memref<2x4x9x48xf32>
 // CHECK-NEXT:        } {irc.vectorize}
 // CHECK:           scf.for %[[R:.*]] = %c1 to %c8 step %c1 {
 // CHECK-NEXT:        %[[SRC:.*]] = arith.subi %[[R]], %c1 : index
-// CHECK-NEXT:        scf.for %{{.*}} = %c0 to %c1 step %c1 {
-// CHECK:             scf.for %{{.*}} = %c4 to %c5 step %c1 {
-// CHECK:             scf.for %{{.*}} = %c9 to %c10 step %c1 {
+// CHECK-NEXT:        scf.for %{{.*}} = %c15 to %c16 step %c1 {
+// CHECK:             scf.for %{{.*}} = %c19 to %c20 step %c1 {
+// CHECK:             scf.for %{{.*}} = %c36 to %c37 step %c1 {
 // CHECK:             scf.for %[[Q:.*]] = %c0 to %c3 step %c1 {
 // CHECK-NEXT:          %[[E:.*]] = arith.muli %[[Q]], %c2 : index
-// CHECK-NEXT:          %[[AT1:.*]] = arith.addi %[[Q]], %c5 : index
+// CHECK-NEXT:          %[[AT1:.*]] = arith.addi %[[Q]], %c32 : index
 // CHECK-NEXT:          %[[V:.*]] = memref.load %x[%i0, %i1, %[[SRC]], %[[E]]] : memref<2x4x7x7xf32>
-// CHECK-NEXT:          memref.store %[[V]], %padded[%i0, %i1, %[[R]], %[[AT1]]] : memref<2x4x9x10xf32>
+// CHECK-NEXT:          memref.store %[[V]], %padded[%i0, %i1, %[[R]], %[[AT1]]] : memref<2x4x9x48xf32>
 // CHECK-NEXT:          %[[E2:.*]] = arith.muli %[[Q]], %c2 : index
 // CHECK-NEXT:          %[[O:.*]] = arith.addi %[[E2]], %c1 : index
-// CHECK-NEXT:          %[[AT0:.*]] = arith.addi %[[Q]], %c1 : index
+// CHECK-NEXT:          %[[AT0:.*]] = arith.addi %[[Q]], %c16 : index
 // CHECK-NEXT:          %[[V2:.*]] = memref.load %x[%i0, %i1, %[[SRC]], %[[O]]] : memref<2x4x7x7xf32>
-// CHECK-NEXT:          memref.store %[[V2]], %padded[%i0, %i1, %[[R]], %[[AT0]]] : memref<2x4x9x10xf32>
+// CHECK-NEXT:          memref.store %[[V2]], %padded[%i0, %i1, %[[R]], %[[AT0]]] : memref<2x4x9x48xf32>
 // CHECK-NEXT:        } {irc.vectorize}
 // CHECK-NEXT:        %[[LAST:.*]] = memref.load %x[%i0, %i1, %[[SRC]], %c6] : memref<2x4x7x7xf32>
-// CHECK-NEXT:        memref.store %[[LAST]], %padded[%i0, %i1, %[[R]], %c8] : memref<2x4x9x10xf32>
+// CHECK-NEXT:        memref.store %[[LAST]], %padded[%i0, %i1, %[[R]], %c35] : memref<2x4x9x48xf32>
 // CHECK-NEXT:      }
 // CHECK:           %[[W00:.*]] = memref.load %w[%i1, %c0, %c0, %c0] : memref<4x1x3x3xf32>
 // CHECK-NEXT:      %[[W01:.*]] = memref.load %w[%i1, %c0, %c0, %c1] : memref<4x1x3x3xf32>
@@ -59,22 +61,25 @@
 // CHECK-NEXT:      %[[PLANE:.*]] = arith.addi %[[NC]], %i1 : index
 // CHECK-NEXT:      %[[FIRST:.*]] = arith.muli %[[PLANE]], %c9 : index
 // CHECK-NEXT:      %[[AT0:.*]] = arith.addi %[[FIRST]], %c0 : index
-// CHECK-NEXT:      %[[OFF:.*]] = arith.muli %[[AT0]], %c10 : index
-// CHECK-NEXT:      %row = memref.reinterpret_cast %padded to offset: [%[[OFF]]], sizes: [90], strides: [1] : memref<2x4x9x10xf32> to memref<90xf32>
+// CHECK-NEXT:      %[[OFF:.*]] = arith.muli %[[AT0]], %c48 : index
+// CHECK-NEXT:      %row = memref.reinterpret_cast %padded to offset: [%[[OFF]]], sizes: [432], strides: [1] : memref<2x4x9x48xf32> to memref<432xf32>
 // CHECK-NEXT:      scf.for %ow = %c0 to %c4 step %c1 {
-// CHECK-NEXT:        %[[X0:.*]] = memref.load %row[%ow] : memref<90xf32>
+// CHECK-NEXT:        %[[IW0:.*]] = arith.addi %ow, %c15 : index
+// CHECK-NEXT:        %[[X0:.*]] = memref.load %row[%[[IW0]]] : memref<432xf32>
 // CHECK-NEXT:        %[[P0:.*]] = arith.mulf %[[X0]], %[[W00]] : f32
 // CHECK-NEXT:        %[[A0:.*]] = arith.addf %[[BIAS]], %[[P0]] : f32
-// CHECK-NEXT:        %[[IW1:.*]] = arith.addi %ow, %c5 : index
-// CHECK-NEXT:        %[[X1:.*]] = memref.load %row[%[[IW1]]] : memref<90xf32>
+// CHECK-NEXT:        %[[IW1:.*]] = arith.addi %ow, %c32 : index
+// CHECK-NEXT:        %[[X1:.*]] = memref.load %row[%[[IW1]]] : memref<432xf32>
 // CHECK-NEXT:        %[[P1:.*]] = arith.mulf %[[X1]], %[[W01]] : f32
 // CHECK-NEXT:        arith.addf %[[A0]], %[[P1]] : f32
-// CHECK-NEXT:        %[[IW2:.*]] = arith.addi %ow, %c1 : index
-// CHECK-NEXT:        memref.load %row[%[[IW2]]] : memref<90xf32>
-// CHECK:             %[[R1:.*]] = arith.addi %ow, %c10 : index
-// CHECK-NEXT:        memref.load %row[%[[R1]]] : memref<90xf32>
-// CHECK:             %[[R2:.*]] = arith.addi %ow, %c20 : index
-// CHECK-NEXT:        %[[X6:.*]] = memref.load %row[%[[R2]]] : memref<90xf32>
+// CHECK-NEXT:        %[[IW2:.*]] = arith.addi %ow, %c16 : index
+// CHECK-NEXT:        memref.load %row[%[[IW2]]] : memref<432xf32>
+// CHECK:             %[[C1:.*]] = arith.addi %ow, %c15 : index
+// CHECK-NEXT:        %[[R1:.*]] = arith.addi %[[C1]], %c48 : index
+// CHECK-NEXT:        memref.load %row[%[[R1]]] : memref<432xf32>
+// CHECK:             %[[C2:.*]] = arith.addi %ow, %c15 : index
+// CHECK-NEXT:        %[[R2:.*]] = arith.addi %[[C2]], %c96 : index
+// CHECK-NEXT:        %[[X6:.*]] = memref.load %row[%[[R2]]] : memref<432xf32>
 // CHECK-NEXT:        arith.mulf %[[X6]], %{{.*}} : f32
 // CHECK-NEXT:        arith.addf
 // CHECK-NEXT:        %[[Y0:.*]] = arith.mulf %[[X6]], %[[W00]] : f32
@@ -88,7 +93,7 @@
 // CHECK-NEXT:      } {irc.vectorize}
 // CHECK-NEXT:      scf.reduce
 // CHECK-NEXT:    }) {irc.kernel = "irt.conv2d (irt.conv2d + irt.relu) -> 2x4x4x4"}
-// CHECK-NEXT:    memref.dealloc %padded : memref<2x4x9x10xf32>
+// CHECK-NEXT:    memref.dealloc %padded : memref<2x4x9x48xf32>
 
 // Strict: no padded copy (rows of %x itself); rows 1..2 and columns 1..2 are interior, row 0
 // takes kernel rows 1 and 2, column 0 taps 1 and 2, column 3 taps 0 and 1 (row 3 takes every
@@ -183,27 +188,30 @@ func.func @kernel7_stride2(%x: tensor<1x2x15x15xf32>, %w: tensor<2x1x7x7xf32>, %
 
 // -----
 
-// A 7x7 kernel at stride 1 (ConvNeXt's): the row blocks (`_depthwise_blocked`). Rows 0..6 in
-// one block (13 input rows through one view of the padded plane, 195 = 13 x 15 elements), rows
-// 7..8 in a second (8 input rows, 120 elements). Each block's columns run as [0, 8) and [5, 9)
+// A 7x7 kernel at stride 1 (ConvNeXt's): the row blocks (`_depthwise_blocked`). The padded rows
+// are 32 wide, the 15 padded columns at [13, 28) (the input's at 16). Rows 0..6 in one block (13
+// input rows through one view of the padded plane, 416 = 13 x 32 elements), rows 7..8 in a
+// second (8 input rows, 256 elements). Each block's columns run as [0, 8) and [5, 9)
 // (whole vectors; the second overlaps the first). Each input element is loaded once per column
 // loop (13 rows x 7 columns = 91 loads) and feeds every output row that reads it; output row r
 // is complete after input row r + 6, and its ReLU6 and store follow at once. No partial sums
 // pass through %out0.
 // CHECK-LABEL: func.func @kernel7
-// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<1x2x15x15xf32>
+// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<1x2x15x32xf32>
 // CHECK:         %[[BIAS:.*]] = memref.load %b[%i1] : memref<2xf32>
 // CHECK-NOT:     scf.for %oh
-// CHECK:         %row = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [195], strides: [1] : memref<1x2x15x15xf32> to memref<195xf32>
+// CHECK:         %row = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [416], strides: [1] : memref<1x2x15x32xf32> to memref<416xf32>
 // CHECK-NEXT:    scf.for %ow = %c0 to %c8 step %c1 {
-// CHECK-NEXT:      %[[X0:.*]] = memref.load %row[%ow] : memref<195xf32>
+// CHECK-NEXT:      %[[I0:.*]] = arith.addi %ow, %c13 : index
+// CHECK-NEXT:      %[[X0:.*]] = memref.load %row[%[[I0]]] : memref<416xf32>
 // CHECK-NEXT:      %[[P0:.*]] = arith.mulf %[[X0]], %{{.*}} : f32
 // CHECK-NEXT:      %{{.*}} = arith.addf %[[BIAS]], %[[P0]] : f32
-// CHECK-NEXT:      %[[I1:.*]] = arith.addi %ow, %c1 : index
-// CHECK-NEXT:      %{{.*}} = memref.load %row[%[[I1]]] : memref<195xf32>
+// CHECK-NEXT:      %[[I1:.*]] = arith.addi %ow, %c14 : index
+// CHECK-NEXT:      %{{.*}} = memref.load %row[%[[I1]]] : memref<416xf32>
 // CHECK-NOT:       memref.load %out0
-// CHECK:           %[[I7:.*]] = arith.addi %ow, %c15 : index
-// CHECK-NEXT:      %[[X7:.*]] = memref.load %row[%[[I7]]] : memref<195xf32>
+// CHECK:           %[[C7:.*]] = arith.addi %ow, %c13 : index
+// CHECK-NEXT:      %[[I7:.*]] = arith.addi %[[C7]], %c32 : index
+// CHECK-NEXT:      %[[X7:.*]] = memref.load %row[%[[I7]]] : memref<416xf32>
 // CHECK-NEXT:      %{{.*}} = arith.mulf %[[X7]], %{{.*}} : f32
 // CHECK-NEXT:      %{{.*}} = arith.addf %{{.*}}, %{{.*}} : f32
 // CHECK-NEXT:      %{{.*}} = arith.mulf %[[X7]], %{{.*}} : f32
@@ -219,7 +227,7 @@ func.func @kernel7_stride2(%x: tensor<1x2x15x15xf32>, %w: tensor<2x1x7x7xf32>, %
 // CHECK-NOT:       memref.load %row[
 // CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c6, %ow_1] : memref<1x2x9x9xf32>
 // CHECK-NEXT:    } {irc.vectorize}
-// CHECK:         %row_1 = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [120], strides: [1] : memref<1x2x15x15xf32> to memref<120xf32>
+// CHECK:         %row_1 = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [256], strides: [1] : memref<1x2x15x32xf32> to memref<256xf32>
 // CHECK-NEXT:    scf.for %ow_2 = %c0 to %c8 step %c1 {
 // CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c7, %ow_2] : memref<1x2x9x9xf32>
 // CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c8, %ow_2] : memref<1x2x9x9xf32>
@@ -247,14 +255,14 @@ func.func @kernel7(%x: tensor<1x2x9x9xf32>, %w: tensor<2x1x7x7xf32>, %b: tensor<
 // nest runs over (n, chunk q), channels [q*20/8, (q+1)*20/8) one after another, each writing its
 // input into the chunk's plane, which stays in cache (a plane per channel missed on every store);
 // the plane's zeros are written once per chunk. A row of 14 columns is copied as input columns
-// [0, 8) + [6, 14) (to padded [1, 9) + [7, 15)),
-// whole vectors (GCC's remainder was scalar).
+// [0, 8) + [6, 14) (to [16, 24) + [22, 30) of a row 32 wide: `PaddedRow`), whole vectors (GCC's
+// remainder was scalar).
 // CHECK-LABEL: func.func @channel_chunks(
-// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<1x8x16x16xf32>
+// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<1x8x16x32xf32>
 // CHECK-NEXT:    "scf.parallel"(%c0, %c0, %c1, %c8, %c1, %c1)
 // CHECK-NEXT:    ^bb0(%i0: index, %i1: index):
 // CHECK-NEXT:      scf.for %r = %c0 to %c1 step %c1 {
-// CHECK:             memref.store %{{.*}}, %padded[%i0, %i1, %r, %j] : memref<1x8x16x16xf32>
+// CHECK:             memref.store %{{.*}}, %padded[%i0, %i1, %r, %j] : memref<1x8x16x32xf32>
 // CHECK:           scf.for %[[R:.*]] = %c1 to %c15 step %c1 {
 // CHECK-NOT:         memref.load %x
 // CHECK:           %[[NEXT:.*]] = arith.addi %i1, %c1 : index
@@ -266,7 +274,7 @@ func.func @kernel7(%x: tensor<1x2x9x9xf32>, %w: tensor<2x1x7x7xf32>, %b: tensor<
 // CHECK-NEXT:        scf.for %[[RO:.*]] = %c1 to %c15 step %c1 {
 // CHECK-NEXT:          %[[SRC:.*]] = arith.subi %[[RO]], %c1 : index
 // CHECK-NEXT:          scf.for %[[Q:.*]] = %c0 to %c8 step %c1 {
-// CHECK-NEXT:            %[[AT:.*]] = arith.addi %[[Q]], %c1 : index
+// CHECK-NEXT:            %[[AT:.*]] = arith.addi %[[Q]], %c16 : index
 // CHECK-NEXT:            memref.load %x[%i0, %o, %[[SRC]], %[[Q]]] : memref<1x20x14x14xf32>
 // CHECK-NEXT:            memref.store %{{.*}}, %padded[%i0, %i1, %[[RO]], %[[AT]]]
 // CHECK:               } {irc.vectorize}
@@ -288,15 +296,16 @@ func.func @channel_chunks(%x: tensor<1x20x14x14xf32>, %w: tensor<20x1x3x3xf32>) 
 
 // A 3x3 kernel at stride 1 on rows of 16 columns (a multiple of 8, which took the row at a time
 // nest before the row blocks measured faster there too): blocks of 7 output rows (oh = 0, 1:
-// rows 0..13, 9 input rows = 162 elements of the padded plane), then one of rows 14 and 15.
+// rows 0..13, 9 input rows = 432 elements of the padded plane, whose rows are 48 wide), then one
+// of rows 14 and 15.
 // CHECK-LABEL: func.func @rows_of_16
-// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<1x2x18x18xf32>
+// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<1x2x18x48xf32>
 // CHECK:         scf.for %oh = %c0 to %c2 step %c1 {
-// CHECK:           %row = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [162], strides: [1]
+// CHECK:           %row = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [432], strides: [1]
 // CHECK:           scf.for %ow = %c0 to %c16 step %c1 {
 // CHECK-COUNT-7:     memref.store %{{.*}}, %out0[%i0, %i1, %{{.*}}, %ow]
 // CHECK-NEXT:      } {irc.vectorize}
-// CHECK:         %row_1 = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [72], strides: [1]
+// CHECK:         %row_1 = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [192], strides: [1]
 // CHECK-NEXT:    scf.for %ow_1 = %c0 to %c16 step %c1 {
 // CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c14, %ow_1]
 // CHECK:           memref.store %{{.*}}, %out0[%i0, %i1, %c15, %ow_1]

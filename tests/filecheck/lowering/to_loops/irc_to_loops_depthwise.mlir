@@ -363,13 +363,14 @@ func.func @unpadded_stride2(%x: tensor<2x4x9x9xf32>, %w: tensor<4x1x3x3xf32>, %b
 // flat row of 25 outputs (`_depthwise_flat`, as [0, 16) + [9, 25)). Each plane has its own
 // buffer; a parallel iteration takes a chunk of channels (`_depthwise_nest`; here, with fewer
 // channels than chunks, one plane), copies every plane of it into its buffer, then computes
-// every one (the chunks: test_depthwise_flat_planes_in_chunks_of_channels). Output f = oh*5 + ow reads tap (i, j) at f + i*5 + j of its plane's
-// buffer: the input at 6 (one zero row and one zero above it), zeros in [0, 6) and [31, 37). Kernel column 0 is off the row where ow = 0 and
+// every one (the chunks: test_depthwise_flat_planes_in_chunks_of_channels). Output f = oh*5 + ow reads tap (i, j) at f + 10 + i*5 + j of its
+// plane's buffer: the input at 16 (10 floats unused, so that the copy stores aligned vectors, then
+// one zero row and one zero), zeros in [10, 16) and [41, 48). Kernel column 0 is off the row where ow = 0 and
 // column 2 where ow = 4 (the previous and next rows' elements): their sums are selected away
 // there by the masks %valid[0] and %valid[1], written once before the nest (0 at column 0 or 4,
 // 1 elsewhere, per row). The residual add reads %s at f; strict builds keep the row nest.
 // CHECK-LABEL: func.func @flat(
-// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<2x3x37xf32>
+// CHECK:         %padded = memref.alloc() {alignment = 64 : i64} : memref<2x3x48xf32>
 // CHECK-NEXT:    %valid = memref.alloc() {alignment = 64 : i64} : memref<2x5x5xf32>
 // CHECK-NEXT:    scf.for %oh = %c0 to %c5 step %c1 {
 // CHECK-NEXT:      scf.for %ow = %c0 to %c1 step %c1 {
@@ -382,35 +383,36 @@ func.func @unpadded_stride2(%x: tensor<2x4x9x9xf32>, %w: tensor<4x1x3x3xf32>, %b
 // CHECK:           scf.for %{{.*}} = %c4 to %c5 step %c1 {
 // CHECK-NEXT:        %{{.*}} = arith.constant 0.000000e+00 : f32
 // CHECK:         "scf.parallel"(%c0, %c0, %c2, %c3, %c1, %c1)
-// CHECK:           %[[BUF0:.*]] = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [37], strides: [1]
-// CHECK-NEXT:      scf.for %{{.*}} = %c0 to %c6 step %c1 {
+// CHECK:           %[[BUF0:.*]] = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [48], strides: [1]
+// CHECK-NEXT:      scf.for %{{.*}} = %c10 to %c16 step %c1 {
 // CHECK:           } {irc.vectorize}
-// CHECK-NEXT:      scf.for %{{.*}} = %c31 to %c37 step %c1 {
+// CHECK-NEXT:      scf.for %{{.*}} = %c41 to %c48 step %c1 {
 // CHECK:           %[[IN:.*]] = memref.reinterpret_cast %x to offset: [%{{.*}}], sizes: [25], strides: [1]
 // CHECK-NEXT:      scf.for %[[J:.*]] = %c0 to %c16 step %c1 {
 // CHECK-NEXT:        %[[V:.*]] = memref.load %[[IN]][%[[J]]] : memref<25xf32>
-// CHECK-NEXT:        %[[AT:.*]] = arith.addi %[[J]], %c6 : index
-// CHECK-NEXT:        memref.store %[[V]], %[[BUF0]][%[[AT]]] : memref<37xf32>
+// CHECK-NEXT:        %[[AT:.*]] = arith.addi %[[J]], %c16 : index
+// CHECK-NEXT:        memref.store %[[V]], %[[BUF0]][%[[AT]]] : memref<48xf32>
 // CHECK-NEXT:      } {irc.vectorize}
 // CHECK-NEXT:      scf.for %{{.*}} = %c9 to %c25 step %c1 {
-// CHECK:           %[[BUF:.*]] = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [37], strides: [1]
+// CHECK:           %[[BUF:.*]] = memref.reinterpret_cast %padded to offset: [%{{.*}}], sizes: [48], strides: [1]
 // CHECK:           %[[OUT:.*]] = memref.reinterpret_cast %out0 to offset: [%{{.*}}], sizes: [25], strides: [1]
 // CHECK-NEXT:      %[[M0:.*]] = memref.reinterpret_cast %valid to offset: [%c0], sizes: [25], strides: [1]
 // CHECK-NEXT:      %[[M2:.*]] = memref.reinterpret_cast %valid to offset: [%c25], sizes: [25], strides: [1]
 // CHECK:           %[[S:.*]] = memref.reinterpret_cast %s to offset: [%{{.*}}], sizes: [25], strides: [1]
 // CHECK:           scf.for %f = %c0 to %c16 step %c1 {
-// CHECK-NEXT:        %{{.*}} = memref.load %[[BUF]][%f] : memref<37xf32>
-// CHECK:             %[[T3:.*]] = arith.addi %f, %c5 : index
-// CHECK-NEXT:        %{{.*}} = memref.load %[[BUF]][%[[T3]]] : memref<37xf32>
-// CHECK:             %[[T6:.*]] = arith.addi %f, %c10 : index
+// CHECK-NEXT:        %[[T0:.*]] = arith.addi %f, %c10 : index
+// CHECK-NEXT:        %{{.*}} = memref.load %[[BUF]][%[[T0]]] : memref<48xf32>
+// CHECK:             %[[T3:.*]] = arith.addi %f, %c15 : index
+// CHECK-NEXT:        %{{.*}} = memref.load %[[BUF]][%[[T3]]] : memref<48xf32>
+// CHECK:             %[[T6:.*]] = arith.addi %f, %c20 : index
 // CHECK:             %[[COL0:.*]] = arith.addf %{{.*}}, %{{.*}} : f32
 // CHECK-NEXT:        %[[MV0:.*]] = memref.load %[[M0]][%f] : memref<25xf32>
 // CHECK-NEXT:        %[[OK0:.*]] = arith.cmpf ogt, %[[MV0]], %{{.*}} : f32
 // CHECK-NEXT:        %[[Z0:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:        %[[SEL0:.*]] = arith.select %[[OK0]], %[[COL0]], %[[Z0]] : f32
 // CHECK-NOT:         %[[M0]]
-// CHECK:             %{{.*}} = arith.addi %f, %c11 : index
-// CHECK:             %{{.*}} = arith.addi %f, %c12 : index
+// CHECK:             %{{.*}} = arith.addi %f, %c21 : index
+// CHECK:             %{{.*}} = arith.addi %f, %c22 : index
 // CHECK:             %[[MV2:.*]] = memref.load %[[M2]][%f] : memref<25xf32>
 // CHECK-NEXT:        %[[OK2:.*]] = arith.cmpf ogt, %[[MV2]], %{{.*}} : f32
 // CHECK-NEXT:        %[[Z2:.*]] = arith.constant 0.000000e+00 : f32

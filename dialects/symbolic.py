@@ -128,6 +128,13 @@ def align_up(n: Dim, alignment: int) -> Dim:
     return dim(sympy.floor((n + alignment - 1) / alignment) * alignment)
 
 
+def ceil_div(n: Dim, k: int) -> Dim:
+    """ceil(n / k) for k > 0."""
+    if isinstance(n, int):
+        return -(-n // k)
+    return dim(sympy.floor((n + k - 1) / k))
+
+
 def upper_bound(*sizes: Dim) -> Dim:
     """A size at least as large as each of `sizes` for every value of the symbols, with no
     `max` in it: the coefficient-wise maximum of the polynomials (every monomial of non-negative

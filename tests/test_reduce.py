@@ -22,6 +22,7 @@ from torch import nn
 
 import irc
 from irc.dialects.irt import reduce as irt_reduce
+from irc.lowering.to_loops.reduce import layer_norm_rows
 from irc.reference import evaluate
 
 torch.manual_seed(0)
@@ -163,6 +164,33 @@ def test_layer_norm_with_large_mean_is_as_accurate_as_torch():
         eager_error = (m(x).double() - exact).abs().max().item()
     irc_error = (cm(x).double() - exact).abs().max().item()
     assert irc_error <= eager_error, (irc_error, eager_error)
+
+
+@pytest.mark.parametrize("shape,rows", [
+    ((2, 7, 64), 4),  # 7 rows: blocks of 4, the second ends on row 6 again
+    ((3, 4, 48), 4),
+    ((5, 1, 64), 1),  # a last outer dim of 1: one row at a time
+    ((2, 3, 33), 3),  # three rows, one block
+    ((1, 6, 1024), 4),  # 4 KB rows: 16 KB a block
+    ((1, 5, 2048), 2),  # 8 KB rows: two at a time
+    ((2, 4096), 1),  # 16 KB rows: one at a time
+])
+def test_layer_norm_rows_in_blocks(shape, rows):
+    """layer_norm normalizes `layer_norm_rows` rows of the last outer dim per iteration, each pass
+    over all of them in turn; the block that the rows do not fill takes the last row again. Every
+    row is computed exactly as alone: bit for bit what a one-row compile gives it."""
+    m = _random_affine(nn.LayerNorm(shape[-1]))
+    x = torch.randn(shape) * 3 + 0.5
+    cm = check(m, x)
+    outer = list(shape[:-1])
+    assert layer_norm_rows(outer, [shape[-1]]) == rows
+    (header,) = re.findall(r'"scf.parallel"\(([^)]*)\)', cm.ir("loops"))  # the one kernel's
+    bounds = header.split(", ")
+    assert bounds[len(bounds) // 3: 2 * len(bounds) // 3][-1] == f"%c{-(-outer[-1] // rows)}", header
+    one = irc.compile(m, (x.reshape(-1, shape[-1])[:1],), fallback=False)
+    with torch.no_grad():
+        alone = torch.cat([one(r) for r in x.reshape(-1, 1, shape[-1])]).reshape(shape)
+    assert torch.equal(cm(x).detach(), alone.detach())
 
 
 def test_layer_norm_is_one_kernel():

@@ -46,7 +46,7 @@ from irc.dialects.irt.reduce import (
     ReduceOp,
     SoftmaxBase,
 )
-from irc.dialects.symbolic import Dim, product
+from irc.dialects.symbolic import Dim, ceil_div, dim, product
 from irc.lowering.to_loops.function import KERNEL_ATTR, REDUCTION_ATTR, FunctionLowering, describe, load_at, store_at
 
 NEG_FLT_MAX = -3.4028234663852886e38  # the running max starts here, not at -inf (see module doc)
@@ -278,7 +278,33 @@ def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+LAYER_NORM_ROWS = 4
+"""Rows a layer_norm kernel iteration normalizes (`layer_norm_rows`), each pass over every one
+of them before the next pass: one row's passes are a chain of latencies (a vector sum, its
+horizontal add, the mean, the next sum...) that a row of 64 or 256 floats cannot hide."""
+
+LAYER_NORM_BLOCK_BYTES = 16 * 1024
+"""The most bytes of rows one iteration takes together: half an L1 cache, so every row is still
+there for the next pass."""
+
+
+def layer_norm_rows(outer: Sequence[Dim], inner: Sequence[Dim]) -> int:
+    """Rows of the last outer dim that one layer_norm iteration takes: up to `LAYER_NORM_ROWS`,
+    at most `LAYER_NORM_BLOCK_BYTES` of them (static rows only), at most the dim's size."""
+    count = product(inner)
+    if not outer or not isinstance(count, int) or count <= 0:
+        return 1
+    rows = max(1, min(LAYER_NORM_ROWS, LAYER_NORM_BLOCK_BYTES // (4 * count)))
+    return max(1, min(rows, outer[-1])) if isinstance(outer[-1], int) else rows
+
+
 def lower_layer_norm(fl: FunctionLowering, op: LayerNormOp) -> None:
+    """Each row: the mean (summing x - x[0]), the variance of x - mean, then the affine write (the
+    module doc). `layer_norm_rows` rows per iteration of the kernel, each pass over every one of
+    them in turn, so that their chains overlap (ConvNeXt's over 1x28x28x64, one thread, Zen 4:
+    the kernel alone 20.9 -> 14.4 us). Every row is computed as alone; where the rows do not fill
+    the last block, its last rows are the dim's last row again (the same values, stored twice:
+    layer_norm never writes in place of its input)."""
     out = fl.result_buffer(op.result)
     src = fl.buffers[op.input]
     shape, n = irt.shape_of(op.input), op.normalized_rank
@@ -286,40 +312,65 @@ def lower_layer_norm(fl: FunctionLowering, op: LayerNormOp) -> None:
     inv_count = reciprocal(fl, product(inner))
     weight = fl.buffers[op.weight] if op.weight is not None else None
     bias = fl.buffers[op.bias] if op.bias is not None else None
+    rows = layer_norm_rows(outer_shape, inner)
+    nest_shape = [*outer_shape[:-1], ceil_div(outer_shape[-1], rows)] if rows > 1 else outer_shape
+
+    def row_indices(b: Builder, ivs: list[SSAValue]) -> list[list[SSAValue]]:
+        """The outer indices of each row of this iteration."""
+        if rows == 1:
+            return [ivs]
+        last = outer_shape[-1]
+        first = _bin(b, arith.MuliOp, ivs[-1], fl.index(rows))
+        top = None if isinstance(last, int) and last % rows == 0 else fl.index(dim(last - 1))
+        picked = []
+        for k in range(rows):
+            at = _bin(b, arith.AddiOp, first, fl.index(k)) if k else first
+            picked.append([*ivs[:-1], at if top is None or k == 0 else _bin(b, arith.MinSIOp, at, top)])
+        return picked
 
     def body(b: Builder, ivs: list[SSAValue]) -> None:
-        def x_at(kb: Builder, rivs: list[SSAValue]) -> SSAValue:
-            return load_at(kb, src, [*ivs, *rivs])
+        each = row_indices(b, ivs)
+
+        def x_at(kb: Builder, row: list[SSAValue], rivs: list[SSAValue]) -> SSAValue:
+            return load_at(kb, src, [*row, *rivs])
 
         # mean = x0 + sum(x - x0) / n: summing values near 0 keeps a large common offset exact
-        x0 = x_at(b, [fl.index(0)] * len(inner))
+        firsts = [x_at(b, row, [fl.index(0)] * len(inner)) for row in each]
+        totals = []
+        for row, x0 in zip(each, firsts):
+            def shifted(kb: Builder, r: list[SSAValue], a: Accs, row=row, x0=x0) -> Accs:
+                return [_bin(kb, arith.AddfOp, a[0], _bin(kb, arith.SubfOp, x_at(kb, row, r), x0))]
 
-        def shifted(kb: Builder, r: list[SSAValue], a: Accs) -> Accs:
-            return [_bin(kb, arith.AddfOp, a[0], _bin(kb, arith.SubfOp, x_at(kb, r), x0))]
+            totals += nested_loops(fl, b, inner, [fconst(b, 0.0)], shifted, reduction=True)
+        means = [_bin(b, arith.AddfOp, x0, _bin(b, arith.MulfOp, total, scalar(b, inv_count)))
+                 for x0, total in zip(firsts, totals)]
 
-        (total,) = nested_loops(fl, b, inner, [fconst(b, 0.0)], shifted, reduction=True)
-        mean = _bin(b, arith.AddfOp, x0, _bin(b, arith.MulfOp, total, scalar(b, inv_count)))
+        squares = []
+        for row, mean in zip(each, means):
+            def square(kb: Builder, r: list[SSAValue], a: Accs, row=row, mean=mean) -> Accs:
+                d = _bin(kb, arith.SubfOp, x_at(kb, row, r), mean)
+                return [_bin(kb, arith.AddfOp, a[0], _bin(kb, arith.MulfOp, d, d))]
 
-        def square(kb: Builder, r: list[SSAValue], a: Accs) -> Accs:
-            d = _bin(kb, arith.SubfOp, x_at(kb, r), mean)
-            return [_bin(kb, arith.AddfOp, a[0], _bin(kb, arith.MulfOp, d, d))]
+            squares += nested_loops(fl, b, inner, [fconst(b, 0.0)], square, reduction=True)
+        rstds = []
+        for sq in squares:
+            var = _bin(b, arith.MulfOp, sq, scalar(b, inv_count))
+            rstds.append(_bin(b, arith.DivfOp, fconst(b, 1.0),
+                              _un(b, xmath.SqrtOp, _bin(b, arith.AddfOp, var, fconst(b, op.epsilon)))))
 
-        (sq,) = nested_loops(fl, b, inner, [fconst(b, 0.0)], square, reduction=True)
-        var = _bin(b, arith.MulfOp, sq, scalar(b, inv_count))
-        rstd = _bin(b, arith.DivfOp, fconst(b, 1.0), _un(b, xmath.SqrtOp, _bin(b, arith.AddfOp, var, fconst(b, op.epsilon))))
+        for row, mean, rstd in zip(each, means, rstds):
+            def write(kb: Builder, r: list[SSAValue], a: Accs, row=row, mean=mean, rstd=rstd) -> Accs:
+                y = _bin(kb, arith.MulfOp, _bin(kb, arith.SubfOp, x_at(kb, row, r), mean), rstd)
+                if weight is not None:
+                    y = _bin(kb, arith.MulfOp, y, load_at(kb, weight, r))
+                if bias is not None:
+                    y = _bin(kb, arith.AddfOp, y, load_at(kb, bias, r))
+                store_at(kb, y, out, [*row, *r])
+                return []
 
-        def write(kb: Builder, r: list[SSAValue], a: Accs) -> Accs:
-            y = _bin(kb, arith.MulfOp, _bin(kb, arith.SubfOp, x_at(kb, r), mean), rstd)
-            if weight is not None:
-                y = _bin(kb, arith.MulfOp, y, load_at(kb, weight, r))
-            if bias is not None:
-                y = _bin(kb, arith.AddfOp, y, load_at(kb, bias, r))
-            store_at(kb, y, out, [*ivs, *r])
-            return []
+            nested_loops(fl, b, inner, [], write)
 
-        nested_loops(fl, b, inner, [], write)
-
-    kernel(fl, outer_shape, describe(op), body)
+    kernel(fl, nest_shape, describe(op), body)
 
 
 

@@ -100,30 +100,54 @@ func.func @reduce(%x: tensor<3x4x5xf32>) -> (tensor<1x4x1xf32>, tensor<f32>) {
 // -----
 
 // Layer norm: per row, the mean of x - x[0] (shifted, so a large offset stays exact), the
-// variance of x - mean, then (x - mean) / sqrt(var + eps) * w + b.
+// variance of x - mean, then (x - mean) / sqrt(var + eps) * w + b. Four rows per iteration
+// (`layer_norm_rows`), each pass over all four in turn: 6 rows are two iterations, the second
+// taking rows 4, 5, 5, 5 (clamped to the last row; its values are stored again).
 
 // CHECK-LABEL: func.func @layer_norm
-// CHECK:         ^bb0(%i0: index):
-// CHECK-NEXT:      %[[X0:.*]] = memref.load %x[%i0, %c0] : memref<4x8xf32>
+// CHECK:         "scf.parallel"(%c0, %c2, %c1)
+// CHECK-NEXT:    ^bb0(%i0: index):
+// CHECK-NEXT:      %[[R0:.*]] = arith.muli %i0, %c4 : index
+// CHECK-NEXT:      %[[A1:.*]] = arith.addi %[[R0]], %c1 : index
+// CHECK-NEXT:      %[[R1:.*]] = arith.minsi %[[A1]], %c5 : index
+// CHECK-NEXT:      %[[A2:.*]] = arith.addi %[[R0]], %c2 : index
+// CHECK-NEXT:      %[[R2:.*]] = arith.minsi %[[A2]], %c5 : index
+// CHECK-NEXT:      %[[A3:.*]] = arith.addi %[[R0]], %c3 : index
+// CHECK-NEXT:      %[[R3:.*]] = arith.minsi %[[A3]], %c5 : index
+// CHECK-NEXT:      %[[X0:.*]] = memref.load %x[%[[R0]], %c0] : memref<6x8xf32>
+// CHECK-NEXT:      %[[X1:.*]] = memref.load %x[%[[R1]], %c0] : memref<6x8xf32>
+// CHECK-NEXT:      %[[X2:.*]] = memref.load %x[%[[R2]], %c0] : memref<6x8xf32>
+// CHECK-NEXT:      %[[X3:.*]] = memref.load %x[%[[R3]], %c0] : memref<6x8xf32>
 // CHECK:           scf.for %r = %c0 to %c8
-// CHECK:             arith.subf %{{.*}}, %[[X0]] : f32
+// CHECK-NEXT:        memref.load %x[%[[R0]], %r]
+// CHECK-NEXT:        arith.subf %{{.*}}, %[[X0]] : f32
 // CHECK:           } {irc.reduction = "add"}
-// CHECK:           %[[MEAN:.*]] = arith.addf %[[X0]], %{{.*}} : f32
 // CHECK:           scf.for %r_1 = %c0 to %c8
-// CHECK:             arith.subf %{{.*}}, %[[MEAN]] : f32
+// CHECK-NEXT:        memref.load %x[%[[R1]], %r_1]
+// CHECK-NEXT:        arith.subf %{{.*}}, %[[X1]] : f32
 // CHECK:           } {irc.reduction = "add"}
+// CHECK-COUNT-2:   } {irc.reduction = "add"}
+// CHECK:           %[[MEAN0:.*]] = arith.addf %[[X0]], %{{.*}} : f32
+// CHECK:           scf.for %r_4 = %c0 to %c8
+// CHECK-NEXT:        memref.load %x[%[[R0]], %r_4]
+// CHECK-NEXT:        arith.subf %{{.*}}, %[[MEAN0]] : f32
+// CHECK:           } {irc.reduction = "add"}
+// CHECK-COUNT-3:   } {irc.reduction = "add"}
 // CHECK:           %[[EPS:.*]] = arith.constant 1.000000e-05 : f32
 // CHECK-NEXT:      %[[VE:.*]] = arith.addf %{{.*}}, %[[EPS]] : f32
 // CHECK-NEXT:      %[[SD:.*]] = math.sqrt %[[VE]] : f32
 // CHECK-NEXT:      %[[RSTD:.*]] = arith.divf %{{.*}}, %[[SD]] : f32
-// CHECK-NEXT:      scf.for %r_2 = %c0 to %c8 step %c1 {
-// CHECK:             memref.load %w[%r_2] : memref<8xf32>
-// CHECK:             memref.load %b[%r_2] : memref<8xf32>
-// CHECK:             memref.store %{{.*}}, %out0[%i0, %r_2] : memref<4x8xf32>
-// CHECK:         }) {irc.kernel = "irt.layer_norm -> 4x8"}
-func.func @layer_norm(%x: tensor<4x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
-  %n = irt.layer_norm %x : tensor<4x8xf32> weight %w : tensor<8xf32> bias %b : tensor<8xf32> dims 1 eps 1.000000e-05 -> tensor<4x8xf32>
-  func.return %n : tensor<4x8xf32>
+// CHECK-COUNT-3:   math.sqrt
+// CHECK:           scf.for %r_8 = %c0 to %c8 step %c1 {
+// CHECK:             memref.load %w[%r_8] : memref<8xf32>
+// CHECK:             memref.load %b[%r_8] : memref<8xf32>
+// CHECK:             memref.store %{{.*}}, %out0[%[[R0]], %r_8] : memref<6x8xf32>
+// CHECK:           scf.for %r_11 = %c0 to %c8 step %c1 {
+// CHECK:             memref.store %{{.*}}, %out0[%[[R3]], %r_11] : memref<6x8xf32>
+// CHECK:         }) {irc.kernel = "irt.layer_norm -> 6x8"}
+func.func @layer_norm(%x: tensor<6x8xf32>, %w: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<6x8xf32> {
+  %n = irt.layer_norm %x : tensor<6x8xf32> weight %w : tensor<8xf32> bias %b : tensor<8xf32> dims 1 eps 1.000000e-05 -> tensor<6x8xf32>
+  func.return %n : tensor<6x8xf32>
 }
 
 // -----

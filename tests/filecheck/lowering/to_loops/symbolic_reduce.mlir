@@ -30,15 +30,23 @@ func.func @mean(%x: !X) -> tensor<?x1x1xf32, #irt.dims<"s0">> {
 }
 
 // Softmax over a run-time last dim (attention scores): its three passes run to %s1; a
-// layer_norm over the static last dim has run-time rows.
+// layer_norm over the static last dim has run-time rows, four per iteration: ceil(s1 / 4)
+// iterations (computed at entry), rows past the last one clamped to it (s1 - 1).
 // CHECK-LABEL: func.func @scores(%s0: index, %s1: index,
+// CHECK:         %[[LAST:.*]] = arith.addi %s1, %c-1 : index
+// CHECK-NEXT:    %[[UP:.*]] = arith.addi %s1, %c3 : index
+// CHECK-NEXT:    %[[BLOCKS:.*]] = arith.divsi %[[UP]], %c4 : index
 // CHECK:         "scf.parallel"(%c0, %s0, %c1)
 // CHECK:           scf.for %j = %c0 to %s1 step %c1 iter_args
 // CHECK:           } {irc.reduction = "max"}
 // CHECK:           scf.for %{{.*}} = %c0 to %s1 step %c1 iter_args
 // CHECK:           } {irc.reduction = "add"}
 // CHECK:           scf.for %{{.*}} = %c0 to %s1 step %c1 {
-// CHECK:         "scf.parallel"(%c0, %c0, %s0, %s1, %c1, %c1)
+// CHECK:         "scf.parallel"(%c0, %c0, %s0, %[[BLOCKS]], %c1, %c1)
+// CHECK-NEXT:    ^bb0(%{{.*}}: index, %i1: index):
+// CHECK-NEXT:      %[[FIRST:.*]] = arith.muli %i1, %c4 : index
+// CHECK-NEXT:      %[[NEXT:.*]] = arith.addi %[[FIRST]], %c1 : index
+// CHECK-NEXT:      arith.minsi %[[NEXT]], %[[LAST]] : index
 // CHECK:         }) {irc.kernel = "irt.layer_norm -> s0xs1x12"}
 // CPP-LABEL: extern "C" void scores(
 // CPP:         for (int64_t j = 0; j < s1; ++j)

@@ -13,7 +13,8 @@ Every op is one kernel: an `scf.parallel` over the independent positions (output
   rescales with an exp per element in a loop-carried chain that does not vectorize.)
 * `irt.layer_norm`: the mean (summing x - x[0], so a large common offset costs no precision),
   then the biased variance of (x - mean) (the exact two-pass form, in f32), then the normalized,
-  affine write: three reads of a row that is in cache.
+  affine write: three reads of a row that is in cache; up to four rows per iteration, each pass
+  over all of them in turn (`layer_norm_rows`).
 * `irt.batch_matmul`: the contraction nest of `irt.matmul` with broadcast batch indices.
 * `irt.attention`: online softmax per (batch..., query): for each key, the score q.k * scale
   (+ mask) updates the running max/sum and rescales the output row, which doubles as the

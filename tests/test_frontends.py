@@ -180,6 +180,21 @@ def test_exported_program_with_in_place_ops_runs_natively():
         assert_same(cm(x), eager(ref, x))
 
 
+def test_exported_program_whose_functionalization_fails_still_compiles(monkeypatch):
+    """If torch cannot functionalize an exported graph, irc compiles it as exported: its in-place
+    ops run in eager PyTorch, and the result still matches."""
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("no decompositions today")
+
+    x, m = torch.randn(3, 6), InPlace(bump=False).eval()
+    ep = torch.export.export(m, (x,))
+    monkeypatch.setattr(torch.export.ExportedProgram, "run_decompositions", broken)
+    cm = irc.compile(ep, (x,))
+    assert {n.target for n in cm._first.eager_nodes} == {"torch._ops.aten.add_.Tensor", "torch._ops.aten.mul_.Tensor",
+                                                        "torch._ops.aten.sub_.Tensor"}
+    assert_same(cm(x), eager(m, x))
+
+
 def test_exported_program_with_keyword_inputs_is_refused():
     class Kw(nn.Module):
         def forward(self, x, *, scale):

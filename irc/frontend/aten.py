@@ -21,6 +21,7 @@ export guards are dropped, and inputs/outputs are flat tensors.
 
 from __future__ import annotations
 
+import logging
 import operator
 import warnings
 from collections.abc import Callable, Sequence
@@ -432,12 +433,17 @@ def exported_program_module(ep: torch.export.ExportedProgram) -> fx.GraphModule:
     export guards and check ops, and replaces the pytree calling convention by flat arguments.
     A graph with in-place ops (`torch.export.export` keeps a model's `x += y` as `aten.add_`,
     which no converter takes: a BERT ran that add in eager PyTorch, between two native parts) is
-    functionalized first (`run_decompositions({})`: the same ATen ops, without their mutations).
+    functionalized first (`run_decompositions({})`: the same ATen ops, without their mutations); if
+    that fails, the graph is imported as exported.
     """
     if _mutates(ep.graph):
-        with warnings.catch_warnings():  # torch's own pytree deprecation notice, not the user's to act on
-            warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
-            ep = ep.run_decompositions({})
+        try:
+            with warnings.catch_warnings():  # torch's own pytree deprecation notice, not the user's to act on
+                warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+                ep = ep.run_decompositions({})
+        except Exception as e:  # the graph as exported still compiles: its in-place ops become eager nodes
+            logging.getLogger("irc").info("irc: functionalizing the exported program failed (%s); its in-place "
+                                          "ops run in eager PyTorch", str(e).strip().splitlines()[:1])
     in_spec, out_spec = ep.call_spec.in_spec, ep.call_spec.out_spec
     if in_spec is not None:
         args_spec, kwargs_spec = _children(in_spec) if in_spec.num_children == 2 else (in_spec, None)

@@ -117,6 +117,9 @@ CONVS = {
     # tile ragged and packed; rows of 41 columns that tiles of 16/32 straddle; a rectangular
     # kernel with its own paddings; padding on one axis
     "1x1-ragged": dict(cin=16, cout=24, k=1, stride=1, pad=0, dil=1, groups=1, hw=(7, 13)),
+    # a ragged last tile of at most one vector's columns runs one vector per row
+    # (irc_accumulate_half): 196 = 6 x 32 + 4 and 12 x 16 + 4, a ragged panel of 13 = 6 + 6 + 1 rows
+    "1x1-half-tile": dict(cin=32, cout=13, k=1, stride=1, pad=0, dil=1, groups=1, hw=(14, 14)),
     "wide": dict(cin=5, cout=13, k=3, stride=1, pad=1, dil=1, groups=1, hw=(23, 41)),
     # output rows a multiple of the panel width (16 and 32): tiles in rows, dropped columns skipped
     "rows-of-32": dict(cin=3, cout=16, k=3, stride=1, pad=1, dil=1, groups=1, hw=(19, 32)),

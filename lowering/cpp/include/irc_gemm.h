@@ -544,6 +544,26 @@ static inline void irc_direct_whole(int64_t C, int64_t taps, const int64_t* __re
   }
 }
 
+// A ragged last tile of at most IRC_L columns (b: K x IRC_L, packed): one vector per row, half
+// the FMAs of a whole tile's K loop; acc[r][1] is zero. All IRC_MR rows of the weights' panel
+// (a[k*IRC_MR + r]), whose rows past M are zeros.
+__attribute__((noinline)) static void irc_accumulate_half(int64_t K, const float* __restrict__ a,
+                                                          const float* __restrict__ b, irc_vf (*acc)[2]) {
+  irc_vf part[2][IRC_MR];  // two partial sums per row: twice the FMA chains in flight
+  for (int r = 0; r < IRC_MR; ++r) part[0][r] = part[1][r] = irc_vf{};
+  int64_t k = 0;
+  for (; k + 2 <= K; k += 2)
+    for (int u = 0; u < 2; ++u) {
+      const irc_vf bk = irc_loadv(b + (k + u) * IRC_L);
+      for (int r = 0; r < IRC_MR; ++r) part[u][r] = irc_fmav(irc_bcastv(a[(k + u) * IRC_MR + r]), bk, part[u][r]);
+    }
+  if (k < K) {
+    const irc_vf bk = irc_loadv(b + k * IRC_L);
+    for (int r = 0; r < IRC_MR; ++r) part[0][r] = irc_fmav(irc_bcastv(a[k * IRC_MR + r]), bk, part[0][r]);
+  }
+  for (int r = 0; r < IRC_MR; ++r) { acc[r][0] = part[0][r] + part[1][r]; acc[r][1] = irc_vf{}; }
+}
+
 // One task: C rows [i0, i0 + ms) x virtual columns [v0, v0 + nv).
 template <int TAPS, class PA, class Epi>
 static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const Epi& epi, int64_t i0, int64_t ms,
@@ -569,13 +589,15 @@ static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const
         if (d.OW - ow < cols) cols = d.OW - ow;  // a task that starts mid-row: up to the row's end
       }
       const float* panel = nullptr;
+      const bool half = jr + IRC_NR > d.V && cols <= IRC_L;  // a ragged tile of one vector's columns
       if (jr + IRC_NR > d.V) {  // the ragged last tile: packed, zeros past the last column
-        float* buf = irc_scratch(1, K * IRC_NR);
+        const int64_t w = half ? IRC_L : IRC_NR;
+        float* buf = irc_scratch(1, K * w);
         for (int64_t cc = 0; cc < d.C; ++cc)
           for (int64_t t = 0; t < d.taps; ++t) {
             const float* src = d.x + cc * d.cstride + d.toff[t] + jr;
-            float* dst = buf + (cc * d.taps + t) * IRC_NR;
-            for (int64_t e = 0; e < IRC_NR; ++e) dst[e] = e < cols ? src[e] : 0.0f;
+            float* dst = buf + (cc * d.taps + t) * w;
+            for (int64_t e = 0; e < w; ++e) dst[e] = e < cols ? src[e] : 0.0f;
           }
         panel = buf;
       }
@@ -589,7 +611,8 @@ static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const
           continue;
         }
         irc_vf acc[IRC_MR][2];
-        if (panel) irc_accumulate_rows<IRC_MR, IRC_MR>(rows, K, a, 0, panel, acc);
+        if (half) irc_accumulate_half(K, a, panel, acc);  // every row of the panel: padded to IRC_MR
+        else if (panel) irc_accumulate_rows<IRC_MR, IRC_MR>(rows, K, a, 0, panel, acc);
         else irc_accumulate_direct_rows<IRC_MR, TAPS>(rows, d.C, d.taps, d.toff, d.cstride, a, d.x + jr, acc);
         irc_direct_store(rows, acc, c, ldc, epi, ic + ir, runs);
       }

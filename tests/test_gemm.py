@@ -192,8 +192,19 @@ PIXEL_CONVS = {
     "cols-s2-left": dict(cin=64, cout=32, k=3, stride=2, pad=1, dil=1, groups=1, hw=(9, 14)),
     "cols-dilated": dict(cin=64, cout=32, k=3, stride=1, pad=2, dil=2, groups=1, hw=(6, 9)),
     "cols-1x3": dict(cin=96, cout=64, k=(1, 3), stride=1, pad=(0, 1), dil=1, groups=1, hw=(4, 10)),
+    # ... and rows of two run tiles, the first skipping the row's first pixels' taps, the second its
+    # last pixels' (irc_cols<..., 0>): 16 = 8 + 8 with padding 2 (two pixels at each end), 14 = 7 + 7
+    # in two-row tiles, dilation 2, stride 2 to 14 (the left end alone), a 1x3, one row (no pair)
+    "halves-pad-2": dict(cin=64, cout=32, k=3, stride=1, pad=2, dil=1, groups=1, hw=(5, 14)),
+    "halves-pairs": dict(cin=64, cout=64, k=3, stride=1, pad=1, dil=1, groups=1, hw=(7, 14)),
+    "halves-dilated": dict(cin=64, cout=32, k=3, stride=1, pad=2, dil=2, groups=1, hw=(6, 16)),
+    "halves-s2": dict(cin=48, cout=32, k=3, stride=2, pad=1, dil=1, groups=1, hw=(9, 28)),
+    "halves-1x3": dict(cin=96, cout=32, k=(1, 3), stride=1, pad=(0, 1), dil=1, groups=1, hw=(4, 16)),
+    "halves-one-row": dict(cin=64, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(1, 16)),
+    "halves-12": dict(cin=64, cout=32, k=3, stride=1, pad=1, dil=1, groups=1, hw=(5, 12)),  # 6 + 6 at 16-wide panels
 }
 COLS_CONVS = {"cols-pad-2", "cols-s2-left", "cols-dilated", "cols-1x3", "edges-7-wide", "7x7-ragged-channels"}
+HALVES_CONVS = {"halves-pad-2", "halves-pairs", "halves-dilated", "halves-s2", "halves-1x3", "halves-one-row", "rows-16"}
 TALL_ROWS = {"rows-28": 14, "rows-56-s2": 14, "rows-42-1x3": 14}  # RH at AVX-512's 32-wide panels
 
 
@@ -260,6 +271,8 @@ def test_conv_with_pixels_as_the_tiles_rows(name, batch, threads, monkeypatch):
         assert _run_rows(cm) == [TALL_ROWS[name]]
     if name in COLS_CONVS and irc.Target.host().gemm_width == 32:
         assert "irc_cols<" in cm.cpp_source
+    if name in HALVES_CONVS and irc.Target.host().gemm_width == 32:
+        assert re.search(r"irc_cols<\d+, \d+, \d+, -?\d+, 0>", cm.cpp_source)
 
 
 def _pixels_calls(cm) -> list[tuple[list[str], list[str]]]:
@@ -385,8 +398,8 @@ def test_conv_with_pixels_on_run_time_weights(name):
 
 
 @pytest.mark.parametrize("widths", [(16, 8), (16, 4), (32, 16)], ids=["avx2", "portable", "avx512"])
-@pytest.mark.parametrize("name", ["pixels:7x7-ragged-channels", "pixels:dilated-3x5", "direct:wide", "direct:5x5-s2",
-                                  "direct:rows-of-32"])
+@pytest.mark.parametrize("name", ["pixels:7x7-ragged-channels", "pixels:dilated-3x5", "pixels:halves-pad-2",
+                                  "pixels:halves-pairs", "pixels:halves-12", "direct:wide", "direct:5x5-s2", "direct:rows-of-32"])
 def test_conv_stores_at_every_vector_width(name, widths, monkeypatch):
     """The tile stores of both conv layouts at each vector width (16-wide panels with tiles of
     at most 6 pixels, `PIXEL_ROWS`, at the AVX2 and portable widths; on any host): the pixels
@@ -407,6 +420,8 @@ def test_conv_stores_at_every_vector_width(name, widths, monkeypatch):
     cm = check(m, x, res)
     assert f"#define IRC_PR {12 if width == 32 else 6}" in cm.cpp_source
     assert f"irc_conv_{layout}<" in cm.cpp_source and _gemm_kernels(cm) == 1
+    if case == "halves-12" and width == 16:
+        assert "irc_cols<3, 1, 1, 2, 0>" in cm.cpp_source  # rows of 12 in two tiles of 6
 
 
 @pytest.mark.parametrize("cin,hw,panels", [(8, 10, "IRC_MR"), (96, 5, "IRC_NR")], ids=["direct", "pixels"])

@@ -185,21 +185,35 @@ def pixel_run_segments(run_rows: int, out_height: int, most: int) -> int:
 
 
 PIXEL_EDGE_TAPS = 9
-"""The most taps per channel for which a pixels-layout conv whose output rows are each one run
-tile skips the taps its rows' first and last pixels read column padding with (`irc_cols` in
+"""The most taps per channel for which a pixels-layout conv whose output rows are each one or two
+run tiles skips the taps its rows' first and last pixels read column padding with (`irc_cols` in
 `include/irc_gemm.h`): its K loop unrolls that many taps whole, so which (pixel, tap) pairs read
 padding is known at compile time."""
 
 
+PIXEL_EDGE_HALF_ROWS = 8
+"""The most pixels per run tile for which rows of two tiles skip their edge pixels' padding taps:
+one pixel of 8 with a 3x3 is 4% of a tile's FMAs. Zen 4, one thread, alternating in one process,
+the native call alone: DenseNet's 128 -> 32 channel 3x3 on 16x16 (8 + 8) 171.1 -> 166.9 us,
+DenseNet 1527 -> 1504 us (two threads 940 -> 928), ResNet-18 (its 256-channel 3x3s on 14x14, 7 + 7
+in two-row tiles) 32.8 -> 32.4 ms. Also ResNet-18's 28-wide rows (14 + 14): level within the noise
+(32.4-32.6 ms either way), 0.45 s more of g++'s CPU time on its unit (7.56 -> 8.01 s)."""
+
+
 def _pixel_cols(g, run_rows: int) -> str:
     """`irc_cols<KW, DW, PW, ER>` for a pixels-layout conv whose output rows are each one run tile
-    of `run_rows` pixels and whose first or last pixel reads column padding with some tap, else
+    of `run_rows` pixels and whose first or last pixel reads column padding with some tap;
+    `irc_cols<KW, DW, PW, ER, 0>` where each row is two run tiles (the first skips the row's first
+    pixels' taps, the second its last pixels'; tiles of at most `PIXEL_EDGE_HALF_ROWS`); else
     `irc_no_cols`."""
     edge = g.width + g.pad_w - (g.out_width - 1) * g.stride_w  # the last pixel's first tap past the image
     left, right = g.pad_w > 0, (g.kernel_w - 1) * g.dilation_w >= edge
-    if g.kernel_h * g.kernel_w > PIXEL_EDGE_TAPS or run_rows != g.out_width or not (left or right):
+    if g.kernel_h * g.kernel_w > PIXEL_EDGE_TAPS or g.out_width not in (run_rows, 2 * run_rows) or not (left or right):
         return "irc_no_cols"
-    return f"irc_cols<{g.kernel_w}, {g.dilation_w}, {g.pad_w}, {edge}>"
+    halves = ", 0" if g.out_width == 2 * run_rows else ""
+    if halves and run_rows > PIXEL_EDGE_HALF_ROWS:
+        return "irc_no_cols"
+    return f"irc_cols<{g.kernel_w}, {g.dilation_w}, {g.pad_w}, {edge}{halves}>"
 
 
 def _emit_epilogue(em, op: irl.GemmOp, strides, row: str, batch: str | None, per_batch: bool = False) -> None:

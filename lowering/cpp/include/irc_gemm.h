@@ -849,14 +849,20 @@ static inline irc_ahead irc_ahead_share(const float* next, int64_t C, int64_t ta
 // times two edges, left out); ResNet-18 39.1 -> 38.1 ms, cnn 63.7 -> 62.3 us (a loaded machine).
 // Skipping them at the first and last tiles of wider rows too (a K loop per edge): ResNet-18 level
 // with this (38.2 ms), its build 0.6 s of CPU more.
-template <int KW, int DW, int PW, int ER> struct irc_cols {
-  static constexpr bool any = true;
-  static constexpr bool zero(int64_t j, int64_t n, int64_t t, int64_t sw) {  // pixel j of a row of n, tap t
-    return (t % KW) * DW < PW - j * sw || (t % KW) * DW >= ER + (n - 1 - j) * sw;
+// SIDES = 0 (`halves`, as emitted): rows of exactly two run tiles of at most 8 pixels (14 = 7 + 7
+// in two-row tiles, 16 = 8 + 8; the emitter's PIXEL_EDGE_HALF_ROWS), whose first tile skips its
+// first pixels' taps (`first`, SIDES = 1) and whose second its last pixels' (`last`, SIDES = 2):
+// with a 3x3, 4% of each tile's FMAs (DenseNet's 128 -> 32 channel 3x3 on 16x16: 171 -> 167 us).
+template <int KW, int DW, int PW, int ER, int SIDES = 3> struct irc_cols {
+  static constexpr bool any = true, halves = SIDES == 0;
+  using first = irc_cols<KW, DW, PW, ER, 1>;
+  using last = irc_cols<KW, DW, PW, ER, 2>;
+  static constexpr bool zero(int64_t j, int64_t n, int64_t t, int64_t sw) {  // pixel j of a tile of n, tap t
+    return ((SIDES & 1) && (t % KW) * DW < PW - j * sw) || ((SIDES & 2) && (t % KW) * DW >= ER + (n - 1 - j) * sw);
   }
 };
 struct irc_no_cols {
-  static constexpr bool any = false;
+  static constexpr bool any = false, halves = false;
   static constexpr bool zero(int64_t, int64_t, int64_t, int64_t) { return false; }
 };
 
@@ -949,6 +955,20 @@ static inline void irc_accumulate_pixels_rows(int64_t rows, int64_t C, int64_t t
   if constexpr (R > 1)
     if (rows < R) return irc_accumulate_pixels_rows<R - 1, TAPS, RUN>(rows, C, taps, toff, plane, voff, x, b, acc, pf);
   irc_accumulate_pixels<R, TAPS, RUN>(C, taps, toff, plane, voff, x, b, acc, pf);
+}
+
+// irc_accumulate_pixels for a run tile, COLS::halves: the first or the second tile of its row
+// (`second`), each skipping the taps at its own edge of the row (irc_cols).
+template <int ROWS, int TAPS, int RUN, int S, class COLS>
+static inline void irc_accumulate_run(bool second, int64_t C, int64_t taps, const int64_t* toff, int64_t plane,
+                                      const int64_t* voff, const float* x, const float* b, irc_vf (*acc)[2],
+                                      irc_ahead ahead = {}) {
+  if constexpr (COLS::halves) {
+    if (second) irc_accumulate_pixels<ROWS, TAPS, RUN, S, typename COLS::last>(C, taps, toff, plane, voff, x, b, acc, 0, ahead);
+    else irc_accumulate_pixels<ROWS, TAPS, RUN, S, typename COLS::first>(C, taps, toff, plane, voff, x, b, acc, 0, ahead);
+  } else {
+    irc_accumulate_pixels<ROWS, TAPS, RUN, S, COLS>(C, taps, toff, plane, voff, x, b, acc, 0, ahead);
+  }
 }
 
 // A tile of at most half a vector of pixels and a whole panel of two vectors of channels
@@ -1059,7 +1079,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
   // whose tiles are mostly 14 pixels)
   constexpr bool HALVES = RH > 0 && RH <= IRC_VL / 2 && S == 1;
   static_assert(TALL <= IRC_PT && (H <= IRC_PR || EVEN), "taller run tiles than IRC_PR cut rows evenly");
-  static_assert(!COLS::any || (EVEN && RH > 0), "irc_cols: rows of one run tile each, all of height RH");
+  static_assert(!COLS::any || (EVEN && RH > 0), "irc_cols: rows of one or two run tiles each, all of height RH");
   // segments [s, e) of the range: its rows' pieces (RH > 0), or the whole range
   const auto segment_end = [&](int64_t s) {
     const int64_t e = RH > 0 ? (s / d.OW + 1) * d.OW : p0 + np;
@@ -1069,7 +1089,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
   const auto pairs = [&](int64_t s, int64_t e, bool first) {
     const int64_t n = e - s, tiles = (n + TALL - 1) / TALL;
     return S == 2 && !first && d.vw == SW && s % d.OW == 0 && n == d.OW && e + d.OW <= p0 + np &&
-           (n + tiles - 1) / tiles <= H && n / tiles >= HL && (!COLS::any || n == H);
+           (n + tiles - 1) / tiles <= H && n / tiles >= HL && (!COLS::any || n == (COLS::halves ? 2 : 1) * H);
   };
   int64_t paired = 0;  // pixels in two-row tiles, per panel: they share out fetching the next one
   if constexpr (S == 2)
@@ -1104,7 +1124,8 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
           const irc_ahead ahead = irc_ahead_share(next, d.C, d.taps, done, 2 * rows, paired);
           done += 2 * rows;
           if constexpr (S == 2 && 2 * H <= IRC_PT) {
-            if (rows == H) irc_accumulate_pixels<2 * H, TAPS, SW, 2, COLS>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
+            if (rows == H)
+              irc_accumulate_run<2 * H, TAPS, SW, 2, COLS>(pr % d.OW != 0, d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, ahead);
             else if constexpr (HL < H && HL > 0)
               irc_accumulate_pixels<2 * HL, TAPS, SW, 2>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc, 0, ahead);
           }
@@ -1115,9 +1136,11 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
           // its pixels read padding alone with (irc_row_taps), in a K loop of the others
           // (TAPS = 0, `rest` skipped); the panel's first tile among them prefetches the panel
           int64_t t0 = 0, t1 = d.taps;
-          // (COLS: a run tile must be a whole row, else it takes the pointer per pixel below)
+          // (COLS: a run tile must be a whole row, or half of one (COLS::halves), else it takes the
+          // pointer per pixel below)
           const bool run = d.vw == SW && (rows == H || rows == HL) && pr % d.OW + rows <= d.OW &&
-                           (!COLS::any || (pr % d.OW == 0 && rows == d.OW));
+                           (!COLS::any || ((pr % d.OW == 0 || pr % d.OW + rows == d.OW) &&
+                                           rows * (COLS::halves ? 2 : 1) == d.OW));
           const bool every = !EDGES || !run || !d.g || irc_row_taps(*d.g, pr / d.OW, t0, t1);
           const int64_t nt = t1 - t0, rest = d.taps - nt, *toff = d.toff + t0, pf = first ? IRC_PF_K * IRC_NR : 0;
           const float* bt = b + t0 * IRC_NR;
@@ -1125,7 +1148,7 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
             // one run of consecutive pixels of a row, of one of the two heights compiled for it
             // (each height costs build time)
             if (rows == H) {
-              if (every) irc_accumulate_pixels<H, TAPS, SW, 1, COLS>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
+              if (every) irc_accumulate_run<H, TAPS, SW, 1, COLS>(pr % d.OW != 0, d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);
               else if constexpr (EDGES) irc_accumulate_pixels<H, 0, SW>(d.C, nt, toff, d.cstride, voff, d.x, bt, acc, pf, {}, rest);
             } else if constexpr (HL < H && HL > 0) {
               if (every) irc_accumulate_pixels<HL, TAPS, SW>(d.C, d.taps, d.toff, d.cstride, voff, d.x, b, acc);

@@ -1018,8 +1018,8 @@ static inline void irc_pixels_store_halves(int64_t n, const float (*t)[IRC_NR], 
 // other values until then. Zen 4, one thread, the native call alone, alternating in one process:
 // MobileNet-v2 (its 1x1 convs on 14x14 and 7x7: 14-pixel tiles, of which only a plane's last is
 // masked) 816 -> 811 and 839 -> 821 us; DenseNet -6, -22, +12, -10 us of 1.51 ms in four runs;
-// ResNet-18 level. With every store plain (the plane's last tile's too: wrong results, timed only),
-// its 64 -> 384 channel 1x1 on 7x7 ran 28 us rather than 31; what this leaves is that tile's.
+// ResNet-18 level. (Its 64 -> 384 channel 1x1 on 7x7 alone: within the noise, 31-34 us either way;
+// with every store plain, the plane's last tile's too, wrong results timed only, 28-29 us.)
 template <bool HALVES, class Epi>
 static inline void irc_pixels_store(int64_t rows, irc_vf (*acc)[2], float* __restrict__ c, int64_t ldc, const Epi& epi,
                                     int64_t i0, int64_t cols, int64_t p0, int64_t limit = 0) {

@@ -18,6 +18,15 @@ refolded by the fold plan (`lowering/tensor/fold_params.py`). What no cheap chec
 `.data` (`w.data.mul_(2)`, `w.data.copy_(t)`): `.data` is a new tensor with its own version
 counter, and the storage stays. That is the documented contract: after such a write, call
 `cm.refresh_weights()`.
+
+Nor does a batch norm's kernel bump the version counters of the running statistics it updates
+in a training step. nn.BatchNorm's `num_batches_tracked`, which the step increments with `add_`,
+is the witness the guard sees (watched as a copy, though the native code never reads it): eager
+training steps between calls (`m.train(); m(x); m.eval()`) rebuild the next call. A module of
+the user's own calling `F.batch_norm(x, self.rm, self.rv, training=self.training)` has no such
+counter: after eager training steps with it, call `cm.refresh_weights()`. (A forward pre-hook on
+such modules would see those steps, but a hook is a local function in the module's dict, which
+`torch.save(model)` cannot pickle.)
 """
 
 from __future__ import annotations

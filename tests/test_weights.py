@@ -117,6 +117,50 @@ def test_no_rebuild_without_a_change(monkeypatch):
     same(cm, m, x)
 
 
+def test_eager_training_steps_between_calls_are_seen():
+    """Training steps taken in eager PyTorch between calls (train(), forward, eval()) update a
+    batch norm's running statistics inside its kernel, which does not bump their version counters;
+    its num_batches_tracked (add_) does, and the guard watches it: the next call matches eager."""
+    m, reference, x = cnn(), cnn(), torch.randn(4, 3, 8, 8)
+    cm = irc.compile(m, (x,))
+    same(cm, reference, x)
+    version = m[1].running_mean._version
+    for model in (m, reference):
+        model.train()
+        model(x)
+        model(x + 1)
+        model.eval()
+    assert m[1].running_mean._version == version and int(m[1].num_batches_tracked) == 2
+    same(cm, reference, x)
+
+
+class FunctionalBatchNorm(nn.Module):
+    """Running statistics of its own, passed to F.batch_norm: no num_batches_tracked."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.register_buffer("mean", torch.zeros(8))
+        self.register_buffer("var", torch.ones(8))
+
+    def forward(self, x):
+        return F.relu(F.batch_norm(self.conv(x), self.mean, self.var, None, None, self.training, 0.1, 1e-5))
+
+
+def test_functional_running_statistics_need_refresh_weights():
+    """The documented contract for running statistics a module of the user's own updates through
+    F.batch_norm in eager training steps: no version moves, so refresh_weights() reads them."""
+    torch.manual_seed(0)
+    m, x = FunctionalBatchNorm().eval(), torch.randn(4, 3, 8, 8)
+    cm = irc.compile(m, (x,))
+    m.train()
+    m(x)
+    m.eval()
+    assert m.mean._version == 0 and m.mean.abs().sum() > 0  # updated inside the kernel
+    cm.refresh_weights()
+    same(cm, m, x)
+
+
 def test_optimizer_steps_are_seen():
     m, x = mlp(), torch.randn(3, 8)
     cm = irc.compile(m, (x,))

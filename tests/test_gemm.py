@@ -251,6 +251,19 @@ def _conv_block(g: dict) -> nn.Module:
     return Block().eval()
 
 
+def test_a_ragged_one_vector_tile_sums_as_a_whole_tile():
+    """A 1x1 conv's last 4 of 196 columns run in a one-vector ragged tile (irc_accumulate_half),
+    which sums each column's products in a whole tile's order: the same bits as those columns of
+    224, all in whole tiles."""
+    conv = nn.Conv2d(48, 13, 1).eval()
+    x = torch.randn(1, 48, 1, 224)
+    whole = irc.compile(conv, (x,), fallback=False)
+    ragged = irc.compile(conv, (x[..., :196],), fallback=False)
+    with torch.no_grad():
+        assert torch.equal(ragged(x[..., :196].contiguous()), whole(x)[..., :196])
+        torch.testing.assert_close(whole(x), conv(x))
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("name", PIXEL_CONVS)
 @pytest.mark.parametrize("batch", [1, 2])

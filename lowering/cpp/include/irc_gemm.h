@@ -546,22 +546,17 @@ static inline void irc_direct_whole(int64_t C, int64_t taps, const int64_t* __re
 
 // A ragged last tile of at most IRC_L columns (b: K x IRC_L, packed): one vector per row, half
 // the FMAs of a whole tile's K loop; acc[r][1] is zero. All IRC_MR rows of the weights' panel
-// (a[k*IRC_MR + r]), whose rows past M are zeros.
+// (a[k*IRC_MR + r]), whose rows past M are zeros. Each column sums its K products in the order a
+// whole tile does, one FMA after another: the same bits whichever tile a column falls in.
 __attribute__((noinline)) static void irc_accumulate_half(int64_t K, const float* __restrict__ a,
                                                           const float* __restrict__ b, irc_vf (*acc)[2]) {
-  irc_vf part[2][IRC_MR];  // two partial sums per row: twice the FMA chains in flight
-  for (int r = 0; r < IRC_MR; ++r) part[0][r] = part[1][r] = irc_vf{};
-  int64_t k = 0;
-  for (; k + 2 <= K; k += 2)
-    for (int u = 0; u < 2; ++u) {
-      const irc_vf bk = irc_loadv(b + (k + u) * IRC_L);
-      for (int r = 0; r < IRC_MR; ++r) part[u][r] = irc_fmav(irc_bcastv(a[(k + u) * IRC_MR + r]), bk, part[u][r]);
-    }
-  if (k < K) {
+  irc_vf part[IRC_MR];
+  for (int r = 0; r < IRC_MR; ++r) part[r] = irc_vf{};
+  for (int64_t k = 0; k < K; ++k) {
     const irc_vf bk = irc_loadv(b + k * IRC_L);
-    for (int r = 0; r < IRC_MR; ++r) part[0][r] = irc_fmav(irc_bcastv(a[k * IRC_MR + r]), bk, part[0][r]);
+    for (int r = 0; r < IRC_MR; ++r) part[r] = irc_fmav(irc_bcastv(a[k * IRC_MR + r]), bk, part[r]);
   }
-  for (int r = 0; r < IRC_MR; ++r) { acc[r][0] = part[0][r] + part[1][r]; acc[r][1] = irc_vf{}; }
+  for (int r = 0; r < IRC_MR; ++r) { acc[r][0] = part[r]; acc[r][1] = irc_vf{}; }
 }
 
 // One task: C rows [i0, i0 + ms) x virtual columns [v0, v0 + nv).

@@ -1012,7 +1012,7 @@ static inline void irc_pixels_store_halves(int64_t n, const float (*t)[IRC_NR], 
 // channel are the caller's to store after this tile, in order (0: none are). Those lanes hold
 // other values until then. Zen 4, one thread, the native call alone, alternating in one process:
 // MobileNet-v2 (its 1x1 convs on 14x14 and 7x7: 14-pixel tiles, of which only a plane's last is
-// masked) 816 -> 811 and 839 -> 821 us; DenseNet -6, -22, +12, -10 us of 1.51 ms in four runs;
+// masked) 816 -> 811 and 839 -> 821 us; DenseNet -10, +35, -6, -22, +12 us of 1.51 ms in five runs;
 // ResNet-18 level. (Its 64 -> 384 channel 1x1 on 7x7 alone: within the noise, 31-34 us either way;
 // with every store plain, the plane's last tile's too, wrong results timed only, 28-29 us.)
 template <bool HALVES, class Epi>

@@ -168,10 +168,11 @@ class DynamoGraph:
                 if dims:
                     self.dynamic[i] = dims
         where = {sym: (i, d) for i, dims in self.dynamic.items() for d, sym in dims.items()}
-        # Python ints the graph returns, computed from sizes and int inputs only (Llama's
-        # DynamicCache returns `_seen_tokens + L`): run in Python at each call, so an int input
-        # only they read is not specialized (no build per decoded token).
-        self.int_out, int_only, self.int_gm = _int_outputs(gm)
+        # Outputs made in Python at each call: ints computed from sizes and int inputs only
+        # (Llama's DynamicCache returns `_seen_tokens + L`), so an int input only they read is not
+        # specialized (no build per decoded token); and tensors with no elements (an eval batch
+        # norm's saved statistics, which the training forward returns for the backward).
+        self.int_out, int_only, self.int_gm = _python_outputs(gm)
         self._int_only = int_only
         for i, (node, example) in enumerate(zip(placeholders, example_inputs)):
             fake = node.meta.get("example_value")
@@ -228,8 +229,8 @@ class DynamoGraph:
         return self._laid_out(self._with_ints(out, args))
 
     def _with_ints(self, out: Any, args: tuple) -> Any:
-        """The graph's outputs: the compiled tensors with the int outputs, computed in Python
-        (before `_laid_out`, whose layouts are the whole graph's outputs, ints included)."""
+        """The graph's outputs: the compiled tensors with the outputs made in Python (ints and
+        empty tensors; before `_laid_out`, whose layouts are the whole graph's outputs)."""
         if not self.int_out:
             return out
         ints = dict(zip(self.int_out, self.int_gm(*args)))
@@ -326,7 +327,7 @@ class DynamoGraph:
         for node in self.gm.graph.nodes:
             if node.op == "placeholder" or node in env or node in self._int_only:
                 continue
-            if node.op == "output" and self.int_out:  # the int outputs: _with_ints
+            if node.op == "output" and self.int_out:  # the outputs made in Python: _with_ints
                 outs = [a for k, a in enumerate(node.args[0]) if k not in self.int_out]
                 graph.output(tuple(fx.node.map_arg(outs, lambda n: env[n])))
                 continue
@@ -387,10 +388,16 @@ def _ancestors(roots: Sequence[Any]) -> set[fx.Node]:
     return found
 
 
-def _int_outputs(gm: fx.GraphModule) -> tuple[list[int], set[fx.Node], fx.GraphModule | None]:
-    """The positions of the graph's int outputs when each is size arithmetic on the inputs (see
-    `_is_size_arithmetic`), the nodes only they need, and a GraphModule computing them from the
-    graph's own inputs; ([], set(), None) when there are none, or one needs more."""
+def _python_outputs(gm: fx.GraphModule) -> tuple[list[int], set[fx.Node], fx.GraphModule | None]:
+    """The positions of the graph's outputs that Python makes at each call, the nodes only they
+    need, and a GraphModule making them from the graph's own inputs ([], set(), None when there
+    are none):
+
+    - int outputs, when each is size arithmetic on the inputs (see `_is_size_arithmetic`; none
+      are made in Python when one needs more);
+    - tensors with no elements and a static shape (an eval batch norm's saved mean and inverse
+      std, `aten._native_batch_norm_legit_no_training`'s results 1 and 2, which AOTAutograd's
+      training forward returns for the backward): a new empty tensor, as eager returns."""
     output = next(n for n in gm.graph.nodes if n.op == "output")
     outs = output.args[0]
     if not isinstance(outs, (tuple, list)):
@@ -400,17 +407,31 @@ def _int_outputs(gm: fx.GraphModule) -> tuple[list[int], set[fx.Node], fx.GraphM
         if isinstance(a, fx.Node) and type(a.meta.get("example_value", a.meta.get("val"))) in (int, torch.SymInt)
     ]
     int_side = _ancestors([outs[k] for k in ints])
-    if not ints or not all(n.op == "placeholder" or _is_size_arithmetic(n) for n in int_side):
+    if not all(n.op == "placeholder" or _is_size_arithmetic(n) for n in int_side):
+        ints, int_side = [], set()
+    empty = [k for k, a in enumerate(outs) if _empty_tensor(a)]
+    made = sorted(ints + empty)
+    if not made:
         return [], set(), None
-    only = int_side - _ancestors([a for k, a in enumerate(outs) if k not in ints])
+    only = (int_side | _ancestors([outs[k] for k in empty])) - _ancestors([a for k, a in enumerate(outs) if k not in made])
     graph, env = fx.Graph(), {}
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             env[node] = graph.placeholder(node.name)
         elif node in int_side:
             env[node] = graph.node_copy(node, lambda n: env[n])
-    graph.output(tuple(env[outs[k]] for k in ints))
-    return ints, only, fx.GraphModule(gm, graph)
+    for k in empty:
+        fake = outs[k].meta.get("example_value", outs[k].meta.get("val"))
+        env[outs[k]] = graph.call_function(torch.empty, (tuple(fake.shape),), {"dtype": fake.dtype, "device": fake.device})
+    graph.output(tuple(env[outs[k]] for k in made))
+    return made, only, fx.GraphModule(gm, graph)
+
+
+def _empty_tensor(node: Any) -> bool:
+    """An output node whose traced value is a tensor with no elements and a static shape."""
+    fake = node.meta.get("example_value", node.meta.get("val")) if isinstance(node, fx.Node) else None
+    return (isinstance(fake, torch.Tensor) and node.op != "placeholder"
+            and all(type(d) is int for d in fake.shape) and fake.numel() == 0)
 
 
 def _is_number_op(node: fx.Node, args: tuple) -> bool:

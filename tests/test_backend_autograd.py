@@ -165,3 +165,46 @@ def test_lifted_float_in_training_under_dynamic_shapes(record):
     out.sum().backward()
     ref(x).sum().backward()
     assert_same_grads(model, ref)
+
+
+class FunctionalNorm(nn.Module):
+    """Running statistics of its own, read through F.batch_norm."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.register_buffer("mean", torch.randn(c) * 0.1)
+        self.register_buffer("var", torch.rand(c) + 0.5)
+
+    def forward(self, x):
+        return nn.functional.batch_norm(x, self.mean, self.var, None, None, self.training, 0.1, 1e-5)
+
+
+@pytest.mark.parametrize("norm", [nn.BatchNorm2d, FunctionalNorm], ids=["module", "functional"])
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+def test_eval_batch_norm_with_grad_enabled_runs_natively(norm, dynamic, record, caplog):
+    """An eval-mode model called with grad enabled (no torch.no_grad()): AOTAutograd's forward
+    returns the batch norm's saved mean and inverse std, empty tensors in eval. They are made in
+    Python, so the batch norm stays native (it ran eagerly, with a WARNING, before), and the
+    gradients are eager's."""
+    torch.manual_seed(6)
+    model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), norm(6), nn.ReLU(), nn.Conv2d(6, 4, 1), norm(4)).eval()
+    if norm is nn.BatchNorm2d:
+        for bn in (model[1], model[4]):
+            bn.running_mean.normal_(0, 0.1)
+            bn.running_var.uniform_(0.5, 1.5)
+    ref = copy.deepcopy(model)
+    f = torch.compile(model, backend="irc", dynamic=dynamic)
+    for shape in [(2, 3, 8, 8), (3, 3, 6, 10)]:
+        x = torch.randn(shape)
+        with caplog.at_level(logging.WARNING, logger="irc"):
+            out = f(x)
+        expected = ref(x)
+        torch.testing.assert_close(out, expected)
+        out.square().sum().backward()
+        expected.square().sum().backward()
+        assert_same_grads(model, ref)
+        model.zero_grad()
+        ref.zero_grad()
+    assert not [r for r in caplog.records if r.name == "irc" and r.levelno >= logging.WARNING]
+    forwards = native_forwards(record)
+    assert forwards and all(not cm.eager_nodes for cm in forwards)

@@ -38,7 +38,7 @@ from irc.runtime import TensorSpec, build_library, compiler_invocations, load_li
 from irc.runtime.build import resolve_flags
 from irc.runtime.wrapper import ARGV_SUFFIX, check_inputs
 from irc.target import Target
-from irc.weights import WeightGuard, mode_modules, read_tensor_names, sync, watch
+from irc.weights import WeightGuard, mode_modules, read_tensor_names, running_statistics_names, sync, watch
 
 LEVELS = ("import", "fused", "loops")
 DEFAULT_MAX_VERSIONS = 8
@@ -120,6 +120,7 @@ class CompiledModule:
             bound=[t for v in versions for t in v.bound],
             folded_sources=[t for v in versions for t in v.folded_sources],
             modes=mode_modules(self.graph_module, self._roots[0] if self._roots else None),
+            by_value=running_statistics_names(self.graph_module),
         )
 
     def __call__(self, *inputs: torch.Tensor) -> Any:

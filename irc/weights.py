@@ -22,11 +22,12 @@ counter, and the storage stays. That is the documented contract: after such a wr
 Nor does a batch norm's kernel bump the version counters of the running statistics it updates
 in a training step. nn.BatchNorm's `num_batches_tracked`, which the step increments with `add_`,
 is the witness the guard sees (watched as a copy, though the native code never reads it): eager
-training steps between calls (`m.train(); m(x); m.eval()`) rebuild the next call. A module of
-the user's own calling `F.batch_norm(x, self.rm, self.rv, training=self.training)` has no such
-counter: after eager training steps with it, call `cm.refresh_weights()`. (A forward pre-hook on
-such modules would see those steps, but a hook is a local function in the module's dict, which
-`torch.save(model)` cannot pickle.)
+training steps between calls (`m.train(); m(x); m.eval()`) rebuild the next call. Running
+statistics a graph passes to a batch norm by function (a module of the user's own calling
+`F.batch_norm(x, self.rm, self.rv, training=self.training)`) have no such counter: the guard
+keeps a copy of their values and compares it at every call (about 1 us per tensor; a forward
+pre-hook would cost nothing per call, but it is a local function in the module's dict, which
+`torch.save(model)` cannot pickle).
 """
 
 from __future__ import annotations
@@ -48,6 +49,12 @@ class WatchedTensor:
     tensor: torch.Tensor
     data_ptr: int
     version: int | None  # watched only for tensors the native code does not read in place
+    snapshot: torch.Tensor | None = None  # the bytes compiled against: updates no version counter shows
+
+    @staticmethod
+    def bytes_of(t: torch.Tensor) -> torch.Tensor:
+        """`t`'s elements as bytes (a view: compared bitwise, so a NaN equals itself)."""
+        return t.detach().reshape(-1).view(torch.uint8)
 
     def changed(self) -> str | None:
         """Why this entry no longer holds what was compiled (None if it still does)."""
@@ -58,6 +65,8 @@ class WatchedTensor:
             return f"{self.name} has new storage (.data was assigned)"
         if self.version is not None and current._version != self.version:
             return f"{self.name} was updated in place (irc holds a copy of it)"
+        if self.snapshot is not None and not torch.equal(self.bytes_of(current), self.snapshot):
+            return f"{self.name} changed (running statistics a batch norm updated in a training step)"
         return None
 
 
@@ -74,6 +83,8 @@ class WeightGuard:
         # reads it.
         self._entries = [(w.table.get, w.key, w.tensor, w.tensor.data_ptr, w.data_ptr) for w in watched]
         self._copies = [(w.tensor, w.version) for w in watched if w.version is not None]
+        # a live byte view of each tensor watched by value, and its bytes when compiled
+        self._values = [(w.bytes_of(w.tensor), w.snapshot) for w in watched if w.snapshot is not None]
         self._modes = [(m, t) for _, m, t in self.modes]
 
     def stale(self) -> bool:
@@ -84,6 +95,9 @@ class WeightGuard:
                 return True
         for tensor, version in self._copies:
             if tensor._version != version:
+                return True
+        for live, snapshot in self._values:
+            if not torch.equal(live, snapshot):
                 return True
         for module, training in self._modes:
             if module.training is not training:
@@ -114,6 +128,27 @@ def read_tensor_names(gm: fx.GraphModule) -> list[str]:
             for n, _ in (*mod.named_parameters(recurse=False), *mod.named_buffers(recurse=False)):
                 names[f"{node.target}.{n}"] = None
     return list(names)
+
+
+def running_statistics_names(gm: fx.GraphModule) -> set[str]:
+    """Qualified names of the tensors `gm` passes to a batch or instance norm function as its
+    running statistics (`F.batch_norm(x, self.rm, self.rv, ...)`, the ATen overloads of an
+    exported program): a training step updates them inside the kernel, with no version bump
+    and, unlike nn.BatchNorm's, no num_batches_tracked beside them."""
+    names = set()
+    for node in gm.graph.nodes:
+        name = getattr(node.target, "__name__", "") if node.op == "call_function" else ""
+        if "batch_norm" not in name and "instance_norm" not in name:
+            continue
+        normalized = node.normalized_arguments(gm, normalize_to_only_use_kwargs=True)
+        kwargs = normalized.kwargs if normalized is not None else {}
+        if kwargs.get("training", kwargs.get("use_input_stats", False)) is not False:
+            continue  # batch statistics: the graph's own (eager) call updates them at every call
+        for key in ("running_mean", "running_var"):
+            arg = kwargs.get(key)
+            if isinstance(arg, fx.Node) and arg.op == "get_attr":
+                names.add(str(arg.target))
+    return names
 
 
 MODE_DEPENDENT = (
@@ -157,13 +192,14 @@ def _locate(root: nn.Module, name: str) -> tuple[dict, str] | None:
 
 def watch(
     roots: Iterable[nn.Module], names: list[str], bound: list[torch.Tensor], folded_sources: list[torch.Tensor],
-    modes: list[tuple[str, nn.Module]] = (),
+    modes: list[tuple[str, nn.Module]] = (), by_value: set[str] = frozenset(),
 ) -> WeightGuard:
     """A guard over the tensors `names` as the first of `roots` that has each one keeps them.
 
     `bound`: the tensors the native code reads in place (their storage is compared, their
     in-place updates need no check); `folded_sources`: tensors a fold plan refolds itself when
-    they change in place. Every other watched tensor is a copy, so its version is watched too."""
+    they change in place. Every other watched tensor is a copy, so its version is watched too.
+    `by_value`: names whose values are compared too (`running_statistics_names`)."""
     in_place = {t.data_ptr() for t in bound if t.numel()}
     refolded = {id(t) for t in folded_sources}
     watched = []
@@ -175,7 +211,8 @@ def watch(
         table, key = found
         t = table[key]
         copied = id(t) not in refolded and (t.numel() == 0 or t.data_ptr() not in in_place)
-        watched.append(WatchedTensor(name, table, key, t, t.data_ptr(), t._version if copied else None))
+        snapshot = WatchedTensor.bytes_of(t).clone() if name in by_value else None
+        watched.append(WatchedTensor(name, table, key, t, t.data_ptr(), t._version if copied else None, snapshot))
     return WeightGuard(watched, modes)
 
 

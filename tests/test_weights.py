@@ -147,18 +147,60 @@ class FunctionalBatchNorm(nn.Module):
         return F.relu(F.batch_norm(self.conv(x), self.mean, self.var, None, None, self.training, 0.1, 1e-5))
 
 
-def test_functional_running_statistics_need_refresh_weights():
-    """The documented contract for running statistics a module of the user's own updates through
-    F.batch_norm in eager training steps: no version moves, so refresh_weights() reads them."""
+def test_functional_running_statistics_updated_by_eager_training_steps_are_seen():
+    """Running statistics of a module's own, updated through F.batch_norm in eager training
+    steps between calls: no version moves and there is no num_batches_tracked, so the guard
+    compares their values (before, the results used the old statistics: 0.07 apart)."""
     torch.manual_seed(0)
     m, x = FunctionalBatchNorm().eval(), torch.randn(4, 3, 8, 8)
     cm = irc.compile(m, (x,))
-    m.train()
-    m(x)
-    m.eval()
-    assert m.mean._version == 0 and m.mean.abs().sum() > 0  # updated inside the kernel
-    cm.refresh_weights()
     same(cm, m, x)
+    for step in range(2):
+        m.train()
+        m(x + step)
+        m.eval()
+        assert m.mean._version == 0 and m.mean.abs().sum() > 0  # updated inside the kernel
+        same(cm, m, x)
+
+
+def rebuilds(cm, monkeypatch) -> list:
+    """Records every rebuild of `cm` against the model's weights."""
+    seen, rebind = [], cm._rebind_weights
+
+    def counted(*args, **kwargs):
+        seen.append(cm._weights.reasons())
+        return rebind(*args, **kwargs)
+
+    monkeypatch.setattr(cm, "_rebind_weights", counted)
+    return seen
+
+
+def test_running_statistics_compared_by_value_rebuild_only_when_they_change(monkeypatch):
+    """The value comparison is bitwise (a NaN statistic equals itself: no rebuild per call), and
+    running statistics the graph updates itself (a batch norm in training mode, run eagerly)
+    are not compared (they change at every call)."""
+    torch.manual_seed(1)
+    x = torch.randn(2, 3, 8, 8)
+    m = FunctionalBatchNorm().eval()
+    m.var[3] = float("nan")
+    cm = irc.compile(m, (x,))
+    seen = rebuilds(cm, monkeypatch)
+    for _ in range(3):
+        torch.testing.assert_close(cm(x), m(x), equal_nan=True)
+    assert seen == []
+    m.mean.data[0] = 0.5  # through .data: no version moves, but the values are compared
+    torch.testing.assert_close(cm(x), m(x), equal_nan=True)
+    assert len(seen) == 1
+
+    training = FunctionalBatchNorm().train()
+    reference = FunctionalBatchNorm().train()
+    reference.load_state_dict(training.state_dict())
+    ct = irc.compile(training, (x,))  # the batch norm runs eagerly, updating the statistics
+    seen = rebuilds(ct, monkeypatch)
+    for _ in range(3):
+        torch.testing.assert_close(ct(x), reference(x))
+    assert seen == [] and training.mean.abs().sum() > 0
+    torch.testing.assert_close(training.mean, reference.mean)
 
 
 def test_optimizer_steps_are_seen():

@@ -33,6 +33,7 @@ from irc.debugging import CompileLog, configure_logging
 from irc.errors import CompileError, InputError, IrcError, UnsupportedNode, UnsupportedOpError
 from irc.frontend.fx_importer import ImportedGraph, import_fx
 from irc.frontend.symbolic_import import dynamic_dims, exported_dynamic_shapes
+from irc.frontend.trace import symbolic_trace
 from irc.pipeline import lower
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
@@ -172,7 +173,7 @@ class CompiledModule:
             reasons = self._weights.reasons()
             log.info("irc: %s; rebuilding %d version(s) against the model's current weights",
                      "; ".join(reasons) or "refresh_weights()", len(self.versions))
-            if self._retrace is not None and self._weights.mode_changed():
+            if self._retrace is not None and (self._weights.mode_changed() or self._weights.hooks_changed()):
                 self.graph_module = trace(self._retrace, len(self._input_names))
                 self._roots[-1] = self.graph_module
                 self._weight_names = read_tensor_names(self.graph_module)
@@ -391,15 +392,7 @@ def trace(model: Any, n_inputs: int | None = None) -> fx.GraphModule:
 
         return exported_program_module(model)
     concrete = _defaults_beyond(model, n_inputs) if n_inputs is not None else {}
-    try:
-        gm = fx.symbolic_trace(model, concrete_args=concrete or None)
-    except Exception as e:
-        raise IrcError(
-            f"torch.fx could not trace the model: {type(e).__name__}: {e}\n"
-            "irc needs a graph torch.fx.symbolic_trace can capture: no Python control flow "
-            "that depends on tensor values (or pass a torch.export.ExportedProgram, or use "
-            "torch.compile(model, backend='irc'))."
-        ) from e
+    gm = symbolic_trace(model, concrete or None)
     if concrete:
         _drop_specialized_placeholders(gm, n_inputs)
     return gm

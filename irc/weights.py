@@ -38,6 +38,8 @@ from dataclasses import dataclass
 import torch
 from torch import fx, nn
 
+from irc.hooks import HookWatch
+
 
 @dataclass
 class WatchedTensor:
@@ -74,8 +76,10 @@ class WeightGuard:
     """The per-call check over every tensor a compiled graph reads from its model, and over the
     train/eval mode of the modules whose meaning depends on it."""
 
-    def __init__(self, watched: list[WatchedTensor], modes: list[tuple[str, nn.Module]] = ()):
+    def __init__(self, watched: list[WatchedTensor], modes: list[tuple[str, nn.Module]] = (),
+                 hooks: HookWatch | None = None):
         self.watched = watched
+        self.hooks = hooks
         self.modes = [(name, m, m.training) for name, m in modes]
         # Flat tuples for the per-call loop, with the bound methods it calls (about 0.1 us per
         # watched tensor; looking up `get` and `data_ptr` per call, the loop over the cnn's 20
@@ -102,15 +106,19 @@ class WeightGuard:
         for module, training in self._modes:
             if module.training is not training:
                 return True
-        return False
+        return self.hooks is not None and self.hooks.changed()
 
     def mode_changed(self) -> bool:
         return any(m.training is not t for _, m, t in self.modes)
 
+    def hooks_changed(self) -> bool:
+        return self.hooks is not None and bool(self.hooks.reasons())
+
     def reasons(self) -> list[str]:
         modes = [f"{n or 'the model'} is now in {'train' if m.training else 'eval'} mode"
                  for n, m, t in self.modes if m.training is not t]
-        return [r for w in self.watched if (r := w.changed()) is not None] + modes
+        hooks = self.hooks.reasons() if self.hooks is not None else []
+        return [r for w in self.watched if (r := w.changed()) is not None] + modes + hooks
 
     def tensors(self) -> list[torch.Tensor]:
         return [w.tensor for w in self.watched]
@@ -213,7 +221,7 @@ def watch(
         copied = id(t) not in refolded and (t.numel() == 0 or t.data_ptr() not in in_place)
         snapshot = WatchedTensor.bytes_of(t).clone() if name in by_value else None
         watched.append(WatchedTensor(name, table, key, t, t.data_ptr(), t._version if copied else None, snapshot))
-    return WeightGuard(watched, modes)
+    return WeightGuard(watched, modes, HookWatch(roots))
 
 
 def sync(gm: fx.GraphModule, root: nn.Module, names: list[str]) -> None:

@@ -202,3 +202,110 @@ def test_attribute_changed_in_place_between_partitions(make):
     assert cm.eager_nodes and all("failed to compile" not in n.reason for n in cm.eager_nodes)
     for name, t in reference.state_dict().items():
         torch.testing.assert_close(gm.state_dict()[name], t)
+
+
+# --- model state changed by the forward, through irc.compile's symbolic_trace -------------------
+
+
+class StepCounter(torch.nn.Module):
+    """`self.steps += 1` on a real buffer: symbolic_trace runs it once and records nothing."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.register_buffer("steps", torch.zeros(()))
+
+    def forward(self, x):
+        self.steps += 1
+        return self.lin(x) * self.steps
+
+
+class ScaledInPlace(torch.nn.Module):
+    """An in-place method on a plain tensor attribute (not a buffer)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.scale = torch.ones(4)
+
+    def forward(self, x):
+        self.scale.mul_(2)
+        return self.lin(x) * self.scale
+
+
+@pytest.mark.parametrize("make", [StepCounter, ScaledInPlace], ids=["buffer", "plain-attribute"])
+def test_state_changed_while_tracing_is_an_error_and_put_back(make):
+    """irc.compile gave the first call's result at every call (and left the model one step on):
+    the update ran once while tracing and was not in the graph."""
+    torch.manual_seed(0)
+    model = make()
+    before = {k: v.clone() for k, v in {**model.state_dict(), **vars(model)}.items() if isinstance(v, torch.Tensor)}
+    with pytest.raises(irc.IrcError, match="in place with no traced operand.*put\\s+the value"):
+        irc.compile(model, (torch.randn(3, 4),))
+    for name, value in before.items():
+        torch.testing.assert_close(getattr(model, name) if hasattr(model, name) else model.state_dict()[name], value)
+
+
+class RunningMaximum(torch.nn.Module):
+    """`out=` into a buffer, read again through a traced operation."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("peak", torch.zeros(4))
+
+    def forward(self, x):
+        torch.maximum(self.peak, x.amax(0), out=self.peak)
+        return x - self.peak
+
+
+def test_out_argument_into_a_buffer_is_a_mutation():
+    """irc read `torch.maximum(a, b, out=t)` as its value and never wrote `t`: the buffer stayed
+    zero and every call after the first differed from eager."""
+    torch.manual_seed(1)
+    model, reference = RunningMaximum(), RunningMaximum()
+    cm = irc.compile(model, (torch.randn(3, 4),))
+    with torch.no_grad():
+        for call in range(3):
+            x = torch.randn(3, 4) + call
+            torch.testing.assert_close(cm(x), reference(x), msg=lambda m, call=call: f"call {call}: {m}")
+    torch.testing.assert_close(model.peak, reference.peak)
+
+
+def out_into_new_tensor(x):
+    y = x.new_empty(x.shape)
+    torch.mul(x, 2, out=y)
+    return y + 1, y
+
+
+def test_out_argument_into_an_intermediate():
+    x = torch.randn(3, 4)
+    cm = irc.compile(out_into_new_tensor, (x,))
+    torch.testing.assert_close(cm(x), out_into_new_tensor(x))
+
+
+class ConcatenatedInto(torch.nn.Module):
+    """A buffer written through `out=`, then reduced on its own: symbolic_trace evaluates the
+    reduction while tracing (a constant) though each call's write changes it."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("both", torch.zeros(6, 4))
+
+    def forward(self, x):
+        torch.cat([x, x], out=self.both)
+        return self.both.sum(0) + x
+
+
+def test_state_read_on_its_own_and_changed_by_the_graph_is_an_error():
+    with pytest.raises(irc.IrcError, match="computes with\\s+it on its own"):
+        irc.compile(ConcatenatedInto(), (torch.randn(3, 4),))
+
+
+def test_out_argument_of_several_tensors_is_an_error():
+    def top(x):
+        values, indices = torch.empty(0), torch.empty(0, dtype=torch.long)
+        torch.max(x, 0, out=(values, indices))
+        return values
+
+    with pytest.raises(irc.IrcError, match="`out=` of one tensor"):
+        irc.compile(top, (torch.randn(3, 4),))

@@ -47,6 +47,7 @@ from irc.frontend.converters import FUNCTIONS, METHODS, MODULES
 from irc.frontend.folding import has_runtime_value
 from irc.frontend.order_mutations import EAGER_META, order_mutations
 from irc.frontend.symbolic_import import SymbolTable, propagate_symbolic
+from irc.hooks import node_hooked
 
 
 @dataclass
@@ -235,6 +236,8 @@ class FxImporter(ImportContext):
             converter = self._converter(node)
             if EAGER_META in node.meta:  # order_mutations: e.g. an in-place change of a model input
                 raise Unsupported(node.meta[EAGER_META])
+            if node_hooked(self.gm, node):
+                raise Unsupported("the module has forward hooks, which run with it in eager PyTorch")
             if any(i in self.failed for i in node.all_input_nodes):
                 self.failed.add(node)  # depends on an unsupported node, which is reported
                 return

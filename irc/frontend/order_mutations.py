@@ -18,7 +18,9 @@ tensor object), so that data dependencies carry the order:
 - the mutation reads its target through `after(target, *earlier readers)`, so it runs after
   every node that read the old value;
 - a mutation of a graph input, parameter or buffer (or a view of one) is marked to run eagerly
-  (`node.meta["irc_eager"]`): native code cannot change the caller's tensor.
+  (`node.meta["irc_eager"]`): native code cannot change the caller's tensor;
+- a call writing its result into `out=` is split into the call and `write_out(out, result)`,
+  a mutation of `out`.
 
 An attribute read several times (symbolic_trace makes a `get_attr` node at every `self.buf`)
 is read through one node first, so a write through one read orders the others. `t[i] = v` and
@@ -35,6 +37,8 @@ from typing import Any
 
 import torch
 from torch import fx
+
+from irc.errors import IrcError
 
 EAGER_META = "irc_eager"
 """node.meta key: the reason a node must run in eager PyTorch (the importer reports it unsupported)."""
@@ -68,6 +72,14 @@ def setitem_value(x: torch.Tensor, index: Any, value: Any) -> torch.Tensor:
     return x
 
 
+def write_out(out: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
+    """`f(..., out=out)` as `write_out(out, f(...))`: `value` written into `out` (resized to its
+    shape first, as `out=` does), returning `out`."""
+    if out.shape != value.shape:
+        out.resize_(value.shape)
+    return out.copy_(value)
+
+
 def after(x: Any, *deps: Any) -> Any:
     """`x` itself; `deps` only order this node after the nodes that produce them."""
     return x
@@ -85,12 +97,14 @@ def _target_name(node: fx.Node) -> str:
 
 def mutated_arg(node: fx.Node, gm: fx.GraphModule | None = None) -> fx.Node | None:
     """The node whose tensor `node` changes in place, or None."""
+    if node.op == "call_function" and isinstance(node.kwargs.get("out"), fx.Node):
+        return node.kwargs["out"]  # `f(..., out=t)` (order_mutations splits it: `_split_out_arguments`)
     first = node.args[0] if node.args else None
     if not isinstance(first, fx.Node):
         return None
     name = _target_name(node)
     if node.op == "call_function":
-        inplace = (node.target in (operator.setitem, setitem_value) or node.target in _INPLACE_OPERATORS
+        inplace = (node.target in (operator.setitem, setitem_value, write_out) or node.target in _INPLACE_OPERATORS
                    or (name.endswith("_") and not name.startswith("_") and hasattr(torch.Tensor, name)))
     elif node.op == "call_method":
         inplace = (name.endswith("_") and not name.startswith("_") and name not in _NOT_MUTATING
@@ -125,14 +139,17 @@ def _alias_group(start: fx.Node, gm: fx.GraphModule) -> set[fx.Node]:
     """Every node that may share storage with `start`: its view ancestors and their view
     descendants, mutations of them (which return their target) included."""
     base = start
-    while (_is_view(base) or mutated_arg(base, gm) is not None) and isinstance(base.args[0], fx.Node):
-        base = base.args[0]
+    while True:
+        up = mutated_arg(base, gm) or (base.args[0] if _is_view(base) and base.args else None)
+        if not isinstance(up, fx.Node):
+            break
+        base = up
     group, todo = {base}, [base]
     while todo:
         n = todo.pop()
         for user in n.users:
-            if user not in group and user.args and user.args[0] is n and (
-                _is_view(user) or mutated_arg(user, gm) is n
+            if user not in group and (
+                (_is_view(user) and user.args and user.args[0] is n) or mutated_arg(user, gm) is n
             ):
                 group.add(user)
                 todo.append(user)
@@ -142,6 +159,7 @@ def _alias_group(start: fx.Node, gm: fx.GraphModule) -> set[fx.Node]:
 def order_mutations(gm: fx.GraphModule) -> fx.GraphModule:
     """Rewrite `gm` in place as described in the module docstring; returns it."""
     graph = gm.graph
+    _split_out_arguments(gm)
     if not any(mutated_arg(n, gm) is not None for n in graph.nodes):
         return gm
     _one_node_per_attribute(gm)
@@ -168,6 +186,30 @@ def order_mutations(gm: fx.GraphModule) -> fx.GraphModule:
     graph.lint()
     gm.recompile()
     return gm
+
+
+def _split_out_arguments(gm: fx.GraphModule) -> None:
+    """`torch.maximum(a, b, out=t)` becomes `write_out(t, torch.maximum(a, b))`: a mutation of
+    `t` like the others (the importer read the call as its value and never wrote `t`). An `out=`
+    of several tensors (`torch.max(x, 0, out=(v, i))`) cannot be split so: an IrcError."""
+    graph = gm.graph
+    for node in list(graph.nodes):
+        out = node.kwargs.get("out") if node.op == "call_function" else None
+        if out is None:
+            continue
+        if not isinstance(out, fx.Node):
+            raise IrcError(
+                f"{node.format_node()}: irc compiles `out=` of one tensor; write this call without "
+                "`out=` and assign or copy its results"
+            )
+        kwargs = {k: v for k, v in node.kwargs.items() if k != "out"}
+        with graph.inserting_before(node):
+            value = graph.call_function(node.target, node.args, kwargs)
+            value.meta = dict(node.meta)
+            written = graph.call_function(write_out, (out, value))
+            written.meta = dict(node.meta)
+        node.replace_all_uses_with(written)
+        graph.erase_node(node)
 
 
 def _one_node_per_attribute(gm: fx.GraphModule) -> None:

@@ -1,0 +1,125 @@
+"""symbolic_trace for irc.compile: torch.fx's tracing, and what it would get silently wrong.
+
+`torch.fx.symbolic_trace` runs the model's forward once on proxies. Whatever that forward does on
+real tensors only (a module's own buffers and attributes, with no input involved) runs then, once,
+and is not in the graph:
+
+- an update of the model's state (`self.steps += 1`, `self.buf.zero_()`): the compiled model would
+  never repeat it, and compiling would have made one. Every tensor the model holds (parameters,
+  buffers, plain tensor attributes of its modules) is versioned before tracing; a moved version is
+  put back (parameters are not copied, so theirs cannot be) and is an IrcError;
+- a computation on such a tensor (`self.buf.sum()`) becomes a constant: wrong when the graph also
+  changes that tensor in place (`torch.cat(..., out=self.buf)`), as eager recomputes it at every
+  call. The tensors read so are recorded (`_RealReads`, a TorchFunctionMode) and checked against
+  the graph's mutations (`order_mutations.mutated_attributes`): an IrcError.
+
+Forward hooks are traced as irc/hooks.py says (hooked modules are leaves; the model's own hooks
+and global ones are an IrcError).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch import fx
+
+from irc import hooks
+from irc.errors import IrcError
+from irc.frontend.order_mutations import mutated_attributes
+
+State = list[tuple[str, torch.Tensor, int, "torch.Tensor | None"]]
+
+
+def symbolic_trace(model: Any, concrete_args: dict[str, Any] | None = None) -> fx.GraphModule:
+    """`torch.fx.symbolic_trace(model, concrete_args)`, or an IrcError where its graph would
+    differ from eager PyTorch (see the module docstring)."""
+    why = hooks.root_hooks(model)
+    if why:
+        raise IrcError(
+            f"irc cannot compile this model as it is: {why}. Its graph is the model's forward, which "
+            "does not run them. Register the hooks on submodules (their calls then run in eager PyTorch, "
+            "hooks included), or run them around the compiled module's call."
+        )
+    state = _model_state(model)
+    reads = _RealReads({id(t) for _, t, _, _ in state})
+    try:
+        with reads:
+            tracer = hooks.Tracer()
+            graph = tracer.trace(model, concrete_args=concrete_args)
+            name = type(model).__name__ if isinstance(model, torch.nn.Module) else model.__name__
+            gm = fx.GraphModule(tracer.root, graph, name)
+    except Exception as e:
+        _restore(state)
+        raise IrcError(
+            f"torch.fx could not trace the model: {type(e).__name__}: {e}\n"
+            "irc needs a graph torch.fx.symbolic_trace can capture: no Python control flow "
+            "that depends on tensor values (or pass a torch.export.ExportedProgram, or use "
+            "torch.compile(model, backend='irc'))."
+        ) from e
+    changed = _restore(state)
+    if changed:
+        raise IrcError(
+            f"the model's forward changes {', '.join(changed)} in place with no traced operand "
+            "(`self.n += 1`, `self.buf.zero_()`): torch.fx ran that once while tracing and the graph "
+            "does not repeat it at every call, so the compiled model would differ from eager. irc put "
+            "the value(s) back. Use torch.compile(model, backend='irc'), whose graphs keep such "
+            "updates (they run eagerly), or move the update out of forward."
+        )
+    if reads.ids:
+        mutated = {id(t) for t in mutated_attributes(gm)}
+        baked = [n for n, t, _, _ in state if id(t) in reads.ids and id(t) in mutated]
+        if baked:
+            raise IrcError(
+                f"the model's forward changes {', '.join(baked)} in place and also computes with "
+                "it on its own (`self.buf.sum()`, no traced input involved): torch.fx evaluated that "
+                "computation once, on the value it had while tracing, so the compiled model would "
+                "differ from eager. Use torch.compile(model, backend='irc'), or involve an input."
+            )
+    return gm
+
+
+class _RealReads(torch.overrides.TorchFunctionMode):
+    """While tracing: which of the tensors `watched` (by id) a torch call read with no fx.Proxy
+    among its arguments, a computation torch.fx evaluates then and keeps as a constant."""
+
+    def __init__(self, watched: set[int]):
+        super().__init__()
+        self.watched, self.ids = watched, set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self.watched:
+            leaves = pytree.tree_leaves((args, kwargs))
+            if not any(isinstance(a, fx.Proxy) for a in leaves):
+                self.ids.update(id(a) for a in leaves if isinstance(a, torch.Tensor) and id(a) in self.watched)
+        return func(*args, **kwargs)
+
+
+def _model_state(model: Any) -> State:
+    """Every tensor `model` holds (parameters, buffers, plain tensor attributes of its modules)
+    with its version, and a copy of those that are not parameters."""
+    if not isinstance(model, torch.nn.Module):
+        return []
+    found: dict[int, tuple[str, torch.Tensor]] = {}
+    for prefix, mod in model.named_modules(remove_duplicate=False):
+        for key, t in (*mod._parameters.items(), *mod._buffers.items(), *vars(mod).items()):
+            if isinstance(t, torch.Tensor):
+                found.setdefault(id(t), (f"{prefix}.{key}" if prefix else key, t))
+    with torch.no_grad():
+        return [(name, t, t._version, None if isinstance(t, torch.nn.Parameter) else t.detach().clone())
+                for name, t in found.values()]
+
+
+def _restore(state: State) -> list[str]:
+    """The names of the tensors in `state` whose version moved, their values put back (a
+    parameter's cannot be: it is named, not copied)."""
+    changed = []
+    with torch.no_grad():
+        for name, t, version, copy in state:
+            if t._version != version:
+                changed.append(name)
+                if copy is not None:
+                    t.copy_(copy)
+    return changed

@@ -8,6 +8,7 @@ and is not in the graph:
   never repeat it, and compiling would have made one. Every tensor the model holds (parameters,
   buffers, plain tensor attributes of its modules) is versioned before tracing; a moved version is
   put back (parameters are not copied, so theirs cannot be) and is an IrcError;
+- a random draw (`torch.rand(4)`) becomes a constant: an IrcError;
 - a computation on such a tensor (`self.buf.sum()`) becomes a constant: wrong when the graph also
   changes that tensor in place (`torch.cat(..., out=self.buf)`), as eager recomputes it at every
   call. The tensors read so are recorded (`_RealReads`, a TorchFunctionMode) and checked against
@@ -67,6 +68,14 @@ def symbolic_trace(model: Any, concrete_args: dict[str, Any] | None = None) -> f
             "the value(s) back. Use torch.compile(model, backend='irc'), whose graphs keep such "
             "updates (they run eagerly), or move the update out of forward."
         )
+    if reads.random:
+        raise IrcError(
+            f"the model's forward draws random numbers from values known while tracing "
+            f"(torch.{reads.random[0]}, no input involved): torch.fx kept the one draw it made as a "
+            "constant, so every call would add the same noise. Derive the draw from an input "
+            "(`torch.rand_like(x)`, `torch.rand(x.shape)`: it then runs in eager PyTorch at every "
+            "call), or use torch.compile(model, backend='irc')."
+        )
     if reads.ids:
         mutated = {id(t) for t in mutated_attributes(gm)}
         baked = [n for n, t, _, _ in state if id(t) in reads.ids and id(t) in mutated]
@@ -80,6 +89,15 @@ def symbolic_trace(model: Any, concrete_args: dict[str, Any] | None = None) -> f
     return gm
 
 
+RANDOM = {
+    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "bernoulli", "multinomial",
+    "normal", "poisson", "uniform_", "normal_", "bernoulli_", "random_", "exponential_", "geometric_",
+    "log_normal_", "cauchy_",
+}
+"""torch functions and Tensor methods that draw random numbers: called with no traced argument
+(`torch.rand(4)`), torch.fx keeps the one draw it made as a constant."""
+
+
 class _RealReads(torch.overrides.TorchFunctionMode):
     """While tracing: which of the tensors `watched` (by id) a torch call read with no fx.Proxy
     among its arguments, a computation torch.fx evaluates then and keeps as a constant."""
@@ -87,13 +105,15 @@ class _RealReads(torch.overrides.TorchFunctionMode):
     def __init__(self, watched: set[int]):
         super().__init__()
         self.watched, self.ids = watched, set()
+        self.random: list[str] = []  # random draws made on known values only: constants in the graph
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if self.watched:
-            leaves = pytree.tree_leaves((args, kwargs))
-            if not any(isinstance(a, fx.Proxy) for a in leaves):
-                self.ids.update(id(a) for a in leaves if isinstance(a, torch.Tensor) and id(a) in self.watched)
+        leaves = pytree.tree_leaves((args, kwargs))
+        if not any(isinstance(a, fx.Proxy) for a in leaves):
+            self.ids.update(id(a) for a in leaves if isinstance(a, torch.Tensor) and id(a) in self.watched)
+            if getattr(func, "__name__", None) in RANDOM:
+                self.random.append(func.__name__)
         return func(*args, **kwargs)
 
 

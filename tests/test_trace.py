@@ -1,0 +1,60 @@
+"""irc.compile's symbolic_trace (irc/frontend/trace.py): what torch.fx would evaluate once while
+tracing, and so keep as a constant, is an IrcError. (Model state updated that way, and state read
+that way that the graph changes: tests/test_mutations.py; hooks: tests/test_hooks.py.)"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import irc
+
+
+class Noisy(nn.Module):
+    def __init__(self, draw):
+        super().__init__()
+        self.lin, self.draw = nn.Linear(4, 4), draw
+
+    def forward(self, x):
+        return self.lin(x) + self.draw(x)
+
+
+FIXED = {
+    "rand": lambda x: torch.rand(4),
+    "randn-2d": lambda x: torch.randn(3, 4) * 0.1,
+    "normal_": lambda x: torch.empty(4).normal_(),
+    "bernoulli": lambda x: torch.bernoulli(torch.full((4,), 0.5)),
+    "randint": lambda x: torch.randint(0, 3, (4,)).float(),
+}
+
+
+@pytest.mark.parametrize("draw", list(FIXED.values()), ids=list(FIXED))
+def test_a_random_draw_on_known_values_is_an_error(draw):
+    """irc.compile kept the draw made while tracing: every call added the same noise."""
+    with pytest.raises(irc.IrcError, match="draws random numbers"):
+        irc.compile(Noisy(draw), (torch.randn(3, 4),))
+
+
+FROM_INPUT = {
+    "rand_like": lambda x: torch.rand_like(x),
+    "rand-of-shape": lambda x: torch.rand(x.shape),
+}
+
+
+@pytest.mark.parametrize("draw", list(FROM_INPUT.values()), ids=list(FROM_INPUT))
+def test_a_random_draw_from_an_input_runs_at_every_call(draw):
+    x = torch.randn(3, 4)
+    cm = irc.compile(Noisy(draw), (x,))
+    with torch.no_grad():
+        assert not torch.equal(cm(x), cm(x))
+
+
+def test_deterministic_constants_are_kept():
+    class Ramp(nn.Module):
+        def forward(self, x):
+            return x + torch.arange(4.0) * torch.ones(4)
+
+    x = torch.randn(3, 4)
+    cm = irc.compile(Ramp(), (x,), fallback=False)
+    torch.testing.assert_close(cm(x), Ramp()(x))

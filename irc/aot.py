@@ -31,6 +31,7 @@ import errno
 import hashlib
 import io
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -45,7 +46,7 @@ import torch.utils._pytree as pytree
 from irc.errors import InputError, IrcError
 from irc.runtime import TensorSpec, load_library, make_forward
 from irc.runtime.build import compiler_version, cpu_features, resolve_flags
-from irc.runtime.wrapper import ARGV_SUFFIX
+from irc.runtime.wrapper import ARGV_SUFFIX, autocast_enabled
 
 FORMAT = 3
 DTYPES = {"float32": torch.float32, "int64": torch.int64, "bool": torch.bool}
@@ -293,6 +294,7 @@ class LoadedModule:
         self._forwards = forwards
         self._forward = next(iter(forwards.values()))  # the version called last: the fast path
         self._n_inputs = len(manifest["versions"][0]["inputs"])
+        self._warned_autocast = False
 
     @property
     def input_shapes(self) -> list[Shapes]:
@@ -300,6 +302,11 @@ class LoadedModule:
         return list(self._forwards)
 
     def __call__(self, *inputs: torch.Tensor) -> Any:
+        if autocast_enabled() and not self._warned_autocast:
+            self._warned_autocast = True
+            logging.getLogger("irc").warning(
+                "irc: the artifact %s is called under torch.autocast; it computes in float32 whatever "
+                "autocast says (the model in eager PyTorch would compute in lower precision)", self.path)
         current = self._forward  # another thread may switch it meanwhile
         try:
             return current(*inputs)

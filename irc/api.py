@@ -37,7 +37,7 @@ from irc.frontend.trace import symbolic_trace
 from irc.pipeline import lower
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
-from irc.runtime.wrapper import ARGV_SUFFIX, check_inputs
+from irc.runtime.wrapper import ARGV_SUFFIX, autocast_enabled, check_inputs
 from irc.target import Target
 from irc.weights import WeightGuard, mode_modules, read_tensor_names, running_statistics_names, sync, watch
 
@@ -112,6 +112,7 @@ class CompiledModule:
         self._retrace = model if isinstance(model, torch.nn.Module) and not isinstance(model, fx.GraphModule) else None
         self._weight_names = read_tensor_names(graph_module)
         self._weights = self._watch()
+        self._warned_autocast = False
         _LIVE.add(self)
 
     def _watch(self) -> WeightGuard:
@@ -127,6 +128,8 @@ class CompiledModule:
     def __call__(self, *inputs: torch.Tensor) -> Any:
         if self._weights.stale():
             self._rebind_weights()
+        if autocast_enabled():
+            return self._under_autocast(inputs)
         if torch.is_grad_enabled() and self._wants_grad(inputs):
             structure: list = []  # the output's pytree spec: apply passes tensors, not dicts or lists
             leaves = NativeForward.apply(self, len(inputs), structure, *inputs, *self._grad_params())
@@ -135,6 +138,16 @@ class CompiledModule:
             return self._forward(*inputs)
         except InputError as e:
             return self._dispatch(inputs, e)
+
+    def _under_autocast(self, inputs: tuple) -> Any:
+        """A call under `torch.autocast`: eager PyTorch would compute in lower precision (and
+        return its dtypes), which irc's float32 code does not, so the traced graph runs in eager
+        PyTorch, autocast applying (one WARNING)."""
+        if not self._warned_autocast:
+            self._warned_autocast = True
+            log.warning("irc: this compiled module is called under torch.autocast; irc computes in float32 "
+                        "only, so such calls run the traced graph in eager PyTorch (autocast applying)")
+        return self.graph_module(*inputs)
 
     def _call_native(self, inputs: tuple) -> Any:
         try:

@@ -475,3 +475,16 @@ def test_a_serving_process_survives_another_process_saving_over_its_artifact(sav
     assert server.returncode == 0 and out.strip() == "ok", (server.returncode, err)
     with torch.no_grad():
         torch.testing.assert_close(irc.load(art)(x), other(x))
+
+
+def test_a_call_under_autocast_warns_once(saved, caplog):
+    """An artifact has no eager graph to run under torch.autocast: it computes in float32, and
+    says so once rather than silently."""
+    path, x = saved
+    loaded = irc.load(path)
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        for _ in range(2):
+            out = loaded(x)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, _model()(x))
+    assert len([r for r in caplog.records if "autocast" in r.getMessage()]) == 1

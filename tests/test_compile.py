@@ -293,3 +293,23 @@ def test_compiler_failure_raises_compile_error():
     assert e.command[0] == "g++" and "-include" in e.command
     assert "nonexistent.h" in e.output
     assert e.source_path.exists() and "extern \"C\"" in e.source_path.read_text()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_call_under_autocast_computes_as_eager(dtype, caplog):
+    """Under torch.autocast eager computes linear and conv in lower precision and returns that
+    dtype; irc returned float32 results (0.002 apart in bfloat16). Such calls run the traced
+    graph eagerly, with one WARNING; calls outside autocast are native again."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU(), nn.Flatten(), nn.Linear(8 * 6 * 6, 5)).eval()
+    x = torch.randn(2, 3, 8, 8)
+    cm = irc.compile(model, (x,))
+    with torch.no_grad():
+        for _ in range(2):
+            with torch.autocast("cpu", dtype=dtype):
+                got, want = cm(x), model(x)
+            assert got.dtype == want.dtype == dtype
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+        torch.testing.assert_close(cm(x), model(x))
+        assert cm(x).dtype == torch.float32
+    assert len([r for r in caplog.records if "autocast" in r.getMessage()]) == 1

@@ -109,6 +109,16 @@ def test_softmax_of_minus_inf_entries_is_not_nan():
     check(lambda x: F.log_softmax(x, dim=-1), x)
 
 
+@pytest.mark.parametrize("offset", [1e4, 1e6, 1e30])
+def test_log_softmax_of_large_rows_subtracts_the_max_first(offset):
+    """(x - max) - log(sum), as eager: irc's x - (max + log(sum)) rounded max + log(sum) to the
+    row's magnitude (a row of 1e30s gave 0 rather than -log 33; rows around 1e4 were 4e-4 off)."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 33) + offset
+    x[1] = offset  # a constant row: -log(33) everywhere
+    check(lambda x: F.log_softmax(x, dim=-1), x)
+
+
 def test_softmax_reads_each_row_twice():
     """Three vectorized passes per row: max, exp-sum (exps kept in the output row), in-place
     scale; the input is read twice and exp computed once per element."""

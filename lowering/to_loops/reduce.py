@@ -8,7 +8,7 @@ Every op is one kernel: an `scf.parallel` over the independent positions (output
 * `irt.softmax` / `irt.log_softmax`: three vectorizable passes over a row (in cache): the max
   `m` (a SIMD max reduction), the sum `l` of exp(x - m) (softmax stores each exp(x - m) in its
   output row as it goes), then the write: the output row times 1/l in place (softmax) or
-  x - m - log l (log_softmax). Starting `m` at -FLT_MAX instead of -inf keeps -inf entries
+  (x - m) - log l (log_softmax). Starting `m` at -FLT_MAX instead of -inf keeps -inf entries
   (masked positions) from producing NaN. (An online max/sum reads the row once less but
   rescales with an exp per element in a loop-carried chain that does not vectorize.)
 * `irt.layer_norm`: the mean (summing x - x[0], so a large common offset costs no precision),
@@ -236,7 +236,7 @@ def _max_loop(fl: FunctionLowering, b: Builder, n: int, element: Callable[[Build
 def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
     """Per row: a max pass, an exp-sum pass (softmax keeps exp(x - m) in the output row), and
     a write pass (softmax scales its output row in place by 1/sum; log_softmax writes
-    x - m - log(sum)). Every pass is a straight-line loop irc-vectorize can mark."""
+    (x - m) - log(sum)). Every pass is a straight-line loop irc-vectorize can mark."""
     out = fl.result_buffer(op.result)
     src = fl.buffers[op.input]
     shape, axis = irt.shape_of(op.input), op.axis
@@ -255,14 +255,14 @@ def lower_softmax(fl: FunctionLowering, op: SoftmaxBase) -> None:
             return [_bin(kb, arith.AddfOp, accs[0], e)]
 
         (total,) = for_loop(fl, b, shape[axis], [fconst(b, 0.0)], exp_sum, reduction=True)
-        if op.LOG:
-            shift = _bin(b, arith.AddfOp, m, _un(b, xmath.LogOp, total))
+        if op.LOG:  # (x - m) - log(sum), as eager: x - (m + log(sum)) rounds m + log(sum) to x's
+            log_total = _un(b, xmath.LogOp, total)  # magnitude (a row of 1e30s gave 0, not -log 33)
         else:
             inv = _bin(b, arith.DivfOp, fconst(b, 1.0), total)
 
         def write(kb: Builder, j: SSAValue, accs: Accs) -> Accs:
             if op.LOG:
-                y = _bin(kb, arith.SubfOp, load_at(kb, src, at(j)), shift)
+                y = _bin(kb, arith.SubfOp, _bin(kb, arith.SubfOp, load_at(kb, src, at(j)), m), log_total)
             else:
                 y = _bin(kb, arith.MulfOp, load_at(kb, out, at(j)), inv)
             store_at(kb, y, out, at(j))

@@ -39,7 +39,15 @@ from irc.runtime import TensorSpec, build_library, compiler_invocations, load_li
 from irc.runtime.build import resolve_flags
 from irc.runtime.wrapper import ARGV_SUFFIX, autocast_enabled, check_inputs
 from irc.target import Target
-from irc.weights import WeightGuard, mode_modules, read_tensor_names, running_statistics_names, sync, watch
+from irc.weights import (
+    WeightGuard,
+    baked_attributes,
+    mode_modules,
+    read_tensor_names,
+    running_statistics_names,
+    sync,
+    watch,
+)
 
 LEVELS = ("import", "fused", "loops")
 DEFAULT_MAX_VERSIONS = 8
@@ -123,6 +131,7 @@ class CompiledModule:
             folded_sources=[t for v in versions for t in v.folded_sources],
             modes=mode_modules(self.graph_module, self._roots[0] if self._roots else None),
             by_value=running_statistics_names(self.graph_module),
+            attributes=baked_attributes(self._retrace),
         )
 
     def __call__(self, *inputs: torch.Tensor) -> Any:
@@ -186,7 +195,7 @@ class CompiledModule:
             reasons = self._weights.reasons()
             log.info("irc: %s; rebuilding %d version(s) against the model's current weights",
                      "; ".join(reasons) or "refresh_weights()", len(self.versions))
-            if self._retrace is not None and (self._weights.mode_changed() or self._weights.hooks_changed()):
+            if self._retrace is not None and self._weights.needs_retrace():
                 self.graph_module = trace(self._retrace, len(self._input_names))
                 self._roots[-1] = self.graph_module
                 self._weight_names = read_tensor_names(self.graph_module)

@@ -19,6 +19,12 @@ refolded by the fold plan (`lowering/tensor/fold_params.py`). What no cheap chec
 counter, and the storage stays. That is the documented contract: after such a write, call
 `cm.refresh_weights()`.
 
+Tracing also makes constants of the plain attributes the model's own modules read
+(`self.temperature`, `self.use_res_connect`): `baked_attributes` lists those their code names,
+compared per call (a changed one rebuilds, tracing again). The settings of torch.nn modules (a
+conv's padding, a batch norm's eps) are read when compiling and not watched (ResNet-18 has 318):
+after changing one, call `cm.refresh_weights()`.
+
 Nor does a batch norm's kernel bump the version counters of the running statistics it updates
 in a training step. nn.BatchNorm's `num_batches_tracked`, which the step increments with `add_`,
 is the witness the guard sees (watched as a copy, though the native code never reads it): eager
@@ -34,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import fx, nn
@@ -77,9 +84,10 @@ class WeightGuard:
     train/eval mode of the modules whose meaning depends on it."""
 
     def __init__(self, watched: list[WatchedTensor], modes: list[tuple[str, nn.Module]] = (),
-                 hooks: HookWatch | None = None):
+                 hooks: HookWatch | None = None, attributes: list[BakedAttribute] = ()):
         self.watched = watched
         self.hooks = hooks
+        self.attributes = list(attributes)
         self.modes = [(name, m, m.training) for name, m in modes]
         # Flat tuples for the per-call loop, with the bound methods it calls (about 0.1 us per
         # watched tensor; looking up `get` and `data_ptr` per call, the loop over the cnn's 20
@@ -106,6 +114,9 @@ class WeightGuard:
         for module, training in self._modes:
             if module.training is not training:
                 return True
+        for a in self.attributes:
+            if a.changed():
+                return True
         return self.hooks is not None and self.hooks.changed()
 
     def mode_changed(self) -> bool:
@@ -114,11 +125,17 @@ class WeightGuard:
     def hooks_changed(self) -> bool:
         return self.hooks is not None and bool(self.hooks.reasons())
 
+    def needs_retrace(self) -> bool:
+        """Did anything change that tracing baked into the graph (modes, hooks, attributes)?"""
+        return self.mode_changed() or self.hooks_changed() or any(a.changed() for a in self.attributes)
+
     def reasons(self) -> list[str]:
         modes = [f"{n or 'the model'} is now in {'train' if m.training else 'eval'} mode"
                  for n, m, t in self.modes if m.training is not t]
         hooks = self.hooks.reasons() if self.hooks is not None else []
-        return [r for w in self.watched if (r := w.changed()) is not None] + modes + hooks
+        attributes = [f"{a.name} is now {a.table.get(a.key, '(deleted)')!r}, compiled as {a.value!r}"
+                      for a in self.attributes if a.changed()]
+        return [r for w in self.watched if (r := w.changed()) is not None] + modes + hooks + attributes
 
     def tensors(self) -> list[torch.Tensor]:
         return [w.tensor for w in self.watched]
@@ -184,6 +201,61 @@ def mode_modules(gm: fx.GraphModule, root: nn.Module | None) -> list[tuple[str, 
     return list(found.values())
 
 
+PLAIN = (int, float, bool, str, type(None))
+
+
+@dataclass
+class BakedAttribute:
+    """A plain attribute (a number, flag, string, None, or a tuple or list of them) of one of the
+    model's own modules that its code reads: tracing made its value a constant of the graph."""
+
+    name: str  # qualified (`blocks.0.use_res_connect`)
+    table: dict  # the module's __dict__
+    key: str
+    value: Any  # as compiled (a list is copied)
+
+    def changed(self) -> bool:
+        current = self.table.get(self.key, _MISSING)
+        return current is not self.value and current != self.value
+
+
+_MISSING = object()
+
+
+def _plain(v: Any) -> bool:
+    return isinstance(v, PLAIN) or (isinstance(v, (tuple, list)) and len(v) <= 16 and all(isinstance(x, PLAIN) for x in v))
+
+
+def _code_names(cls: type) -> set[str]:
+    """Every name the functions of `cls` (and of its bases not from torch) but `__init__` refer to."""
+    names: set[str] = set()
+    todo = [v.__code__ for c in cls.__mro__ if not c.__module__.startswith("torch.") and c is not object
+            for k, v in vars(c).items() if hasattr(v, "__code__") and k != "__init__"]
+    while todo:
+        code = todo.pop()
+        names.update(code.co_names)
+        todo += [k for k in code.co_consts if hasattr(k, "co_names")]  # comprehensions, lambdas
+    return names
+
+
+def baked_attributes(root: nn.Module | None) -> list[BakedAttribute]:
+    """The plain attributes the model's own modules (any class not from torch.nn: their forward
+    was traced, not called) have and their code names (`self.temperature`, `self.use_res_connect`):
+    the graph holds their values when compiled, so a changed one must rebuild (and retrace)."""
+    if root is None:
+        return []
+    found = []
+    for prefix, mod in root.named_modules():
+        if type(mod).__module__.startswith("torch.nn"):
+            continue
+        names = _code_names(type(mod))
+        for key, v in vars(mod).items():
+            if key in names and not key.startswith("_") and key != "training" and _plain(v):
+                found.append(BakedAttribute(f"{prefix}.{key}" if prefix else key, vars(mod), key,
+                                            list(v) if isinstance(v, list) else v))
+    return found
+
+
 def _locate(root: nn.Module, name: str) -> tuple[dict, str] | None:
     """The dict entry holding tensor `name` in `root` (None if `root` has no such tensor)."""
     *path, key = name.split(".")
@@ -201,6 +273,7 @@ def _locate(root: nn.Module, name: str) -> tuple[dict, str] | None:
 def watch(
     roots: Iterable[nn.Module], names: list[str], bound: list[torch.Tensor], folded_sources: list[torch.Tensor],
     modes: list[tuple[str, nn.Module]] = (), by_value: set[str] = frozenset(),
+    attributes: list[BakedAttribute] = (),
 ) -> WeightGuard:
     """A guard over the tensors `names` as the first of `roots` that has each one keeps them.
 
@@ -221,7 +294,7 @@ def watch(
         copied = id(t) not in refolded and (t.numel() == 0 or t.data_ptr() not in in_place)
         snapshot = WatchedTensor.bytes_of(t).clone() if name in by_value else None
         watched.append(WatchedTensor(name, table, key, t, t.data_ptr(), t._version if copied else None, snapshot))
-    return WeightGuard(watched, modes, HookWatch(roots))
+    return WeightGuard(watched, modes, HookWatch(roots), attributes)
 
 
 def sync(gm: fx.GraphModule, root: nn.Module, names: list[str]) -> None:

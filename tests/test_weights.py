@@ -453,3 +453,60 @@ def test_a_submodule_switched_alone_is_traced_again():
     same(cm, m, x)
     m.inner.train()
     same(cm, m, x)
+
+
+# --- plain attributes the model's own code reads: baked by tracing, watched --------------------
+
+
+class Tempered(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.temperature, self.shift, self.scales, self.note = 2.0, True, [1.0, 2.0], "unread by forward"
+
+    def forward(self, x):
+        y = self.lin(x) / self.temperature * self.scales[1]
+        return y + 1 if self.shift else y
+
+
+@pytest.mark.parametrize("change", ["float", "flag", "list-in-place"])
+def test_a_changed_attribute_of_the_models_own_code_rebuilds(change, monkeypatch):
+    """irc.compile kept the value tracing saw: `m.temperature = 0.5` after compiling was
+    silently ignored (2.4 apart); now the next call traces and builds again."""
+    torch.manual_seed(0)
+    m, x = Tempered().eval(), torch.randn(3, 4)
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    seen = rebuilds(cm, monkeypatch)
+    if change == "float":
+        m.temperature = 0.5
+    elif change == "flag":
+        m.shift = False
+    else:
+        m.scales[1] = -3.0
+    same(cm, m, x)
+    same(cm, m, x)
+    assert len(seen) == 1 and "compiled as" in seen[0][0]
+
+
+def test_attributes_its_code_does_not_read_or_nan_ones_do_not_rebuild(monkeypatch):
+    m, x = Tempered().eval(), torch.randn(3, 4)
+    m.temperature = float("nan")
+    cm = irc.compile(m, (x,))
+    seen = rebuilds(cm, monkeypatch)
+    m.note = "changed"
+    for _ in range(2):
+        torch.testing.assert_close(cm(x), m(x), equal_nan=True)
+    assert seen == []
+
+
+def test_torch_nn_hyperparameters_need_refresh_weights():
+    """The documented contract: a torch.nn module's own settings (a LeakyReLU's slope, a conv's
+    padding, a batch norm's eps) are read when compiling, not watched per call."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.LeakyReLU(0.1)).eval()
+    x = torch.randn(1, 3, 8, 8)
+    cm = irc.compile(m, (x,))
+    m[0].padding, m[1].eps, m[2].negative_slope = (1, 1), 0.5, 0.3
+    cm.refresh_weights()
+    same(cm, m, x)

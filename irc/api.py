@@ -116,8 +116,10 @@ class CompiledModule:
         # Where the model keeps its weights: the user's module (a traced GraphModule holds its
         # own references to get_attr tensors, so reassigning them on the model would not reach it).
         self._roots = [r for r in (model, graph_module) if isinstance(r, torch.nn.Module)]
-        # A model symbolic_trace can trace again (not a GraphModule): traced again when its mode changes.
-        self._retrace = model if isinstance(model, torch.nn.Module) and not isinstance(model, fx.GraphModule) else None
+        # A model symbolic_trace can trace again (a module or function, not a GraphModule): traced
+        # again when what tracing baked in changes (train/eval modes, hooks, attributes).
+        traced = not isinstance(model, (fx.GraphModule, torch.export.ExportedProgram)) and callable(model)
+        self._retrace = model if traced else None
         self._weight_names = read_tensor_names(graph_module)
         self._weights = self._watch()
         self._warned_autocast = False

@@ -20,8 +20,9 @@ counter, and the storage stays. That is the documented contract: after such a wr
 `cm.refresh_weights()`.
 
 Tracing also makes constants of the plain attributes the model's own modules read
-(`self.temperature`, `self.use_res_connect`): `baked_attributes` lists those their code names,
-compared per call (a changed one rebuilds, tracing again). The settings of torch.nn modules (a
+(`self.temperature`, `self.use_res_connect`) and of the globals and closure variables its code
+reads: `baked_attributes` lists those its code names, compared per call (a changed one
+rebuilds, tracing again). The settings of torch.nn modules (a
 conv's padding, a batch norm's eps) are read when compiling and not watched (ResNet-18 has 318):
 after changing one, call `cm.refresh_weights()`.
 
@@ -133,7 +134,7 @@ class WeightGuard:
         modes = [f"{n or 'the model'} is now in {'train' if m.training else 'eval'} mode"
                  for n, m, t in self.modes if m.training is not t]
         hooks = self.hooks.reasons() if self.hooks is not None else []
-        attributes = [f"{a.name} is now {a.table.get(a.key, '(deleted)')!r}, compiled as {a.value!r}"
+        attributes = [f"{a.name} is now {_shown(a.table.get(a.key, '(deleted)'))}, compiled as {_shown(a.value)}"
                       for a in self.attributes if a.changed()]
         return [r for w in self.watched if (r := w.changed()) is not None] + modes + hooks + attributes
 
@@ -206,53 +207,103 @@ PLAIN = (int, float, bool, str, type(None))
 
 @dataclass
 class BakedAttribute:
-    """A plain attribute (a number, flag, string, None, or a tuple or list of them) of one of the
-    model's own modules that its code reads: tracing made its value a constant of the graph."""
+    """A value the model's own code reads that tracing made a constant of the graph: a plain
+    attribute (a number, flag, string, None, or a tuple or list of them) of one of its modules,
+    or such a global or closure variable of its code (a tensor one too, compared by identity)."""
 
-    name: str  # qualified (`blocks.0.use_res_connect`)
-    table: dict  # the module's __dict__
+    name: str  # `blocks.0.use_res_connect`, `global SCALE`, `closure scale`
+    table: Any  # the module's __dict__, the function's globals, or a closure cell (`_Cell`)
     key: str
     value: Any  # as compiled (a list is copied)
 
     def changed(self) -> bool:
         current = self.table.get(self.key, _MISSING)
+        if isinstance(self.value, torch.Tensor) or isinstance(current, torch.Tensor):
+            return current is not self.value
         return current is not self.value and current != self.value
 
 
 _MISSING = object()
 
 
+class _Cell:
+    """A closure cell, read like a dict (the key is its variable's name)."""
+
+    def __init__(self, cell):
+        self.cell = cell
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self.cell.cell_contents
+        except ValueError:  # an empty cell
+            return default
+
+
+def _shown(v: Any) -> str:
+    return f"a {tuple(v.shape)} tensor (id {id(v):#x})" if isinstance(v, torch.Tensor) else repr(v)
+
+
 def _plain(v: Any) -> bool:
     return isinstance(v, PLAIN) or (isinstance(v, (tuple, list)) and len(v) <= 16 and all(isinstance(x, PLAIN) for x in v))
 
 
-def _code_names(cls: type) -> set[str]:
-    """Every name the functions of `cls` (and of its bases not from torch) but `__init__` refer to."""
-    names: set[str] = set()
-    todo = [v.__code__ for c in cls.__mro__ if not c.__module__.startswith("torch.") and c is not object
+def _functions(cls: type) -> list:
+    """The functions of `cls` and of its bases not from torch, but `__init__`."""
+    return [v for c in cls.__mro__ if not c.__module__.startswith("torch.") and c is not object
             for k, v in vars(c).items() if hasattr(v, "__code__") and k != "__init__"]
+
+
+def _names(code) -> set[str]:
+    """The names `code` and the code nested in it (comprehensions, lambdas) refer to."""
+    names: set[str] = set()
+    todo = [code]
     while todo:
-        code = todo.pop()
-        names.update(code.co_names)
-        todo += [k for k in code.co_consts if hasattr(k, "co_names")]  # comprehensions, lambdas
+        c = todo.pop()
+        names.update(c.co_names)
+        todo += [k for k in c.co_consts if hasattr(k, "co_names")]
     return names
 
 
-def baked_attributes(root: nn.Module | None) -> list[BakedAttribute]:
-    """The plain attributes the model's own modules (any class not from torch.nn: their forward
-    was traced, not called) have and their code names (`self.temperature`, `self.use_res_connect`):
-    the graph holds their values when compiled, so a changed one must rebuild (and retrace)."""
-    if root is None:
-        return []
-    found = []
-    for prefix, mod in root.named_modules():
-        if type(mod).__module__.startswith("torch.nn"):
-            continue
-        names = _code_names(type(mod))
-        for key, v in vars(mod).items():
-            if key in names and not key.startswith("_") and key != "training" and _plain(v):
-                found.append(BakedAttribute(f"{prefix}.{key}" if prefix else key, vars(mod), key,
-                                            list(v) if isinstance(v, list) else v))
+def _snapshot(v: Any) -> Any:
+    return list(v) if isinstance(v, list) else v
+
+
+def _free_variables(fn, found: list[BakedAttribute], seen: set) -> None:
+    """The plain and tensor globals and closure variables `fn`'s code reads, once each."""
+    code = fn.__code__
+    for name in _names(code):
+        v = fn.__globals__.get(name, _MISSING)
+        if (id(fn.__globals__), name) not in seen and (_plain(v) or isinstance(v, torch.Tensor)):
+            seen.add((id(fn.__globals__), name))
+            found.append(BakedAttribute(f"global {name}", fn.__globals__, name, _snapshot(v)))
+    for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+        v = _Cell(cell).get(name, _MISSING)
+        if id(cell) not in seen and (_plain(v) or isinstance(v, torch.Tensor)):
+            seen.add(id(cell))
+            found.append(BakedAttribute(f"closure {name}", _Cell(cell), name, _snapshot(v)))
+
+
+def baked_attributes(model: Any) -> list[BakedAttribute]:
+    """What the model's own code reads that tracing made constants of the graph, so that a
+    changed one must rebuild (and trace again): the plain attributes its own modules (any class
+    not from torch.nn: their forward was traced, not called) have and their code names
+    (`self.temperature`, `self.use_res_connect`), and the plain or tensor globals and closure
+    variables of that code (of a traced function's)."""
+    found: list[BakedAttribute] = []
+    seen: set = set()
+    if isinstance(model, nn.Module):
+        for prefix, mod in model.named_modules():
+            if type(mod).__module__.startswith("torch.nn"):
+                continue
+            functions = _functions(type(mod))
+            names = set().union(*(_names(f.__code__) for f in functions))
+            for key, v in vars(mod).items():
+                if key in names and not key.startswith("_") and key != "training" and _plain(v):
+                    found.append(BakedAttribute(f"{prefix}.{key}" if prefix else key, vars(mod), key, _snapshot(v)))
+            for f in functions:
+                _free_variables(f, found, seen)
+    elif callable(model) and hasattr(model, "__code__"):
+        _free_variables(model, found, seen)
     return found
 
 

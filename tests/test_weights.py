@@ -510,3 +510,36 @@ def test_torch_nn_hyperparameters_need_refresh_weights():
     m[0].padding, m[1].eps, m[2].negative_slope = (1, 1), 0.5, 0.3
     cm.refresh_weights()
     same(cm, m, x)
+
+
+SCALE = 2.0
+OFFSET = torch.ones(4)
+
+
+def scaled_by_globals(x):
+    return x * SCALE + OFFSET
+
+
+def test_changed_globals_of_a_traced_function_rebuild(monkeypatch):
+    """A global number or tensor the traced code reads became a constant: reassigning it was
+    silently ignored."""
+    x = torch.randn(3, 4)
+    cm = irc.compile(scaled_by_globals, (x,))
+    torch.testing.assert_close(cm(x), scaled_by_globals(x))
+    monkeypatch.setitem(globals(), "SCALE", -1.0)
+    torch.testing.assert_close(cm(x), scaled_by_globals(x))
+    monkeypatch.setitem(globals(), "OFFSET", torch.full((4,), 5.0))
+    torch.testing.assert_close(cm(x), scaled_by_globals(x))
+
+
+def test_a_changed_closure_variable_rebuilds():
+    scale = 3.0
+
+    def f(x):
+        return x * scale
+
+    x = torch.randn(3, 4)
+    cm = irc.compile(f, (x,))
+    torch.testing.assert_close(cm(x), x * 3.0)
+    scale = 0.5  # noqa: F841 (read through f's closure)
+    torch.testing.assert_close(cm(x), x * 0.5)

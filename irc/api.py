@@ -40,9 +40,11 @@ from irc.runtime.build import resolve_flags
 from irc.runtime.wrapper import ARGV_SUFFIX, autocast_enabled, check_inputs
 from irc.target import Target
 from irc.weights import (
+    ModuleWatch,
     WeightGuard,
     baked_attributes,
     mode_modules,
+    read_module_names,
     read_tensor_names,
     running_statistics_names,
     sync,
@@ -134,6 +136,8 @@ class CompiledModule:
             modes=mode_modules(self.graph_module, self._roots[0] if self._roots else None),
             by_value=running_statistics_names(self.graph_module),
             attributes=baked_attributes(self._retrace),
+            modules=ModuleWatch(self._roots[0], read_module_names(self.graph_module, self._weight_names))
+            if self._roots else None,
         )
 
     def __call__(self, *inputs: torch.Tensor) -> Any:

@@ -19,6 +19,9 @@ refolded by the fold plan (`lowering/tensor/fold_params.py`). What no cheap chec
 counter, and the storage stays. That is the documented contract: after such a write, call
 `cm.refresh_weights()`.
 
+The tensors are watched in their owner's dict, which a replaced owner no longer is: a
+`ModuleWatch` watches the submodules the graph reads where the model keeps them.
+
 Tracing also makes constants of the plain attributes the model's own modules read
 (`self.temperature`, `self.use_res_connect`) and of the globals and closure variables its code
 reads: `baked_attributes` lists those its code names, compared per call (a changed one
@@ -80,14 +83,81 @@ class WatchedTensor:
         return None
 
 
+_REGISTRATIONS = [0]  # submodule assignments anywhere in the process, once the hook below is in
+
+
+def _count_registration(module: nn.Module, name: str, submodule: nn.Module | None) -> None:
+    _REGISTRATIONS[0] += 1
+
+
+_counting = False
+
+
+def _count_module_registrations() -> None:
+    """Install, once, the global hook counting submodule assignments (a public torch API that
+    runs at every `parent.name = module`, `add_module`, `sequential[i] = module`)."""
+    global _counting
+    if not _counting:
+        torch.nn.modules.module.register_module_module_registration_hook(_count_registration)
+        _counting = True
+
+
+def _submodule(root: nn.Module, name: str) -> object:
+    owner: object = root
+    for part in name.split(".") if name else ():
+        owner = getattr(owner, part, None)
+    return owner
+
+
+class ModuleWatch:
+    """The submodules a compiled graph reads (the owners of the tensors it reads, the modules it
+    calls, and their parents), where the model keeps them: replacing one after compiling
+    (`model.fc = nn.Linear(...)`, `model[1] = nn.GELU()`) rebuilds, tracing again. The guard
+    above watches tensors in their owner's dict, which a replaced owner no longer is. A call
+    compares one count of submodule assignments (`_REGISTRATIONS`) and looks at the modules only
+    when it moved."""
+
+    def __init__(self, root: nn.Module, names: Iterable[str]):
+        _count_module_registrations()
+        self.root = root
+        self.epoch = _REGISTRATIONS[0]
+        self.modules = [(n, _submodule(root, n)) for n in names]
+
+    def changed(self) -> bool:
+        if _REGISTRATIONS[0] == self.epoch:
+            return False
+        if self.reasons():
+            return True
+        self.epoch = _REGISTRATIONS[0]
+        return False
+
+    def reasons(self) -> list[str]:
+        return [f"the submodule {n} was replaced" for n, m in self.modules if _submodule(self.root, n) is not m]
+
+
+def read_module_names(gm: fx.GraphModule, tensor_names: Iterable[str]) -> list[str]:
+    """The qualified names of the modules that own `tensor_names`, that `gm` calls, and all
+    their parents (the root excluded)."""
+    found: dict[str, None] = {}
+    owners = [n.rsplit(".", 1)[0] for n in tensor_names if "." in n]
+    called = [str(n.target) for n in gm.graph.nodes if n.op == "call_module"]
+    for name in (*owners, *called):
+        parts = name.split(".")
+        for i in range(1, len(parts) + 1):
+            found[".".join(parts[:i])] = None
+    return list(found)
+
+
 class WeightGuard:
     """The per-call check over every tensor a compiled graph reads from its model, and over the
     train/eval mode of the modules whose meaning depends on it."""
 
     def __init__(self, watched: list[WatchedTensor], modes: list[tuple[str, nn.Module]] = (),
-                 hooks: HookWatch | None = None, attributes: list[BakedAttribute] = ()):
+                 hooks: HookWatch | None = None, attributes: list[BakedAttribute] = (),
+                 modules: ModuleWatch | None = None):
         self.watched = watched
         self.hooks = hooks
+        self.modules = modules
         self.attributes = list(attributes)
         self.modes = [(name, m, m.training) for name, m in modes]
         # Flat tuples for the per-call loop, with the bound methods it calls (about 0.1 us per
@@ -118,6 +188,8 @@ class WeightGuard:
         for a in self.attributes:
             if a.changed():
                 return True
+        if self.modules is not None and self.modules.changed():
+            return True
         return self.hooks is not None and self.hooks.changed()
 
     def mode_changed(self) -> bool:
@@ -128,7 +200,8 @@ class WeightGuard:
 
     def needs_retrace(self) -> bool:
         """Did anything change that tracing baked into the graph (modes, hooks, attributes)?"""
-        return self.mode_changed() or self.hooks_changed() or any(a.changed() for a in self.attributes)
+        return (self.mode_changed() or self.hooks_changed() or any(a.changed() for a in self.attributes)
+                or (self.modules is not None and bool(self.modules.reasons())))
 
     def reasons(self) -> list[str]:
         modes = [f"{n or 'the model'} is now in {'train' if m.training else 'eval'} mode"
@@ -136,7 +209,8 @@ class WeightGuard:
         hooks = self.hooks.reasons() if self.hooks is not None else []
         attributes = [f"{a.name} is now {_shown(a.table.get(a.key, '(deleted)'))}, compiled as {_shown(a.value)}"
                       for a in self.attributes if a.changed()]
-        return [r for w in self.watched if (r := w.changed()) is not None] + modes + hooks + attributes
+        modules = self.modules.reasons() if self.modules is not None else []
+        return [r for w in self.watched if (r := w.changed()) is not None] + modes + hooks + attributes + modules
 
     def tensors(self) -> list[torch.Tensor]:
         return [w.tensor for w in self.watched]
@@ -324,7 +398,7 @@ def _locate(root: nn.Module, name: str) -> tuple[dict, str] | None:
 def watch(
     roots: Iterable[nn.Module], names: list[str], bound: list[torch.Tensor], folded_sources: list[torch.Tensor],
     modes: list[tuple[str, nn.Module]] = (), by_value: set[str] = frozenset(),
-    attributes: list[BakedAttribute] = (),
+    attributes: list[BakedAttribute] = (), modules: ModuleWatch | None = None,
 ) -> WeightGuard:
     """A guard over the tensors `names` as the first of `roots` that has each one keeps them.
 
@@ -345,7 +419,7 @@ def watch(
         copied = id(t) not in refolded and (t.numel() == 0 or t.data_ptr() not in in_place)
         snapshot = WatchedTensor.bytes_of(t).clone() if name in by_value else None
         watched.append(WatchedTensor(name, table, key, t, t.data_ptr(), t._version if copied else None, snapshot))
-    return WeightGuard(watched, modes, HookWatch(roots), attributes)
+    return WeightGuard(watched, modes, HookWatch(roots), attributes, modules)
 
 
 def sync(gm: fx.GraphModule, root: nn.Module, names: list[str]) -> None:

@@ -543,3 +543,48 @@ def test_a_changed_closure_variable_rebuilds():
     torch.testing.assert_close(cm(x), x * 3.0)
     scale = 0.5  # noqa: F841 (read through f's closure)
     torch.testing.assert_close(cm(x), x * 0.5)
+
+
+# --- submodules replaced after compiling ----------------------------------------------------
+
+
+REPLACEMENTS = {
+    "linear-same-shape": (2, lambda: nn.Linear(8, 4)),
+    "linear-no-bias": (2, lambda: nn.Linear(8, 4, bias=False)),
+    "linear-other-width": (2, lambda: nn.Linear(8, 6)),
+    "relu-to-gelu": (1, nn.GELU),
+    "relu-to-identity": (1, nn.Identity),
+    "linear-to-block": (2, lambda: nn.Sequential(nn.Linear(8, 4), nn.Tanh())),
+}
+
+
+@pytest.mark.parametrize("given", ["module", "graph-module"])
+@pytest.mark.parametrize("case", list(REPLACEMENTS))
+def test_a_replaced_submodule_rebuilds(case, given):
+    """`model[1] = nn.GELU()` or `model.fc = nn.Linear(...)` after compiling was silently
+    ignored: the guard watched the old module's own tensor dicts (and a module with no tensors
+    not at all). Now the replaced path is seen and the module rebuilds."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 4)).eval()
+    if given == "graph-module":
+        m = torch.fx.symbolic_trace(m)
+    x = torch.randn(3, 8)
+    cm = irc.compile(m, (x,))
+    same(cm, m, x)
+    index, make = REPLACEMENTS[case]
+    setattr(m, str(index), make())
+    same(cm, m, x)
+
+
+def test_module_assignments_elsewhere_do_not_rebuild(monkeypatch):
+    """Every submodule assignment in the process moves the count the guard compares; one that
+    replaces none of the compiled model's modules costs one look at them, and no rebuild."""
+    m, x = Tempered().eval(), torch.randn(3, 4)
+    cm = irc.compile(m, (x,))
+    seen = rebuilds(cm, monkeypatch)
+    other = nn.Sequential(nn.Linear(2, 2))
+    other[0] = nn.ReLU()
+    m.extra = nn.Linear(2, 2)  # added to the model, not read by its forward
+    same(cm, m, x)
+    same(cm, m, x)
+    assert seen == []

@@ -6,9 +6,9 @@ from the module's type alone, and it runs the hooks of other modules once, on it
 hook that records activations (`features[name] = out`) would keep a proxy and never run again.
 irc's graphs therefore:
 
-- trace a module that has forward hooks or forward pre-hooks as a leaf (`Tracer`), and run every
-  `call_module` node of a hooked module in eager PyTorch, through its `__call__`, hooks
-  included (`hooked`, checked by the importer);
+- trace a module that has forward hooks or forward pre-hooks, or a `forward` set on the instance,
+  as a leaf (`Tracer`), and run every `call_module` node of such a module in eager PyTorch,
+  through its `__call__`, hooks included (`hooked`, checked by the importer);
 - refuse the model itself having them, or global module hooks
   (`register_module_forward_hook`): the graph is the model's forward, which no `__call__` wraps
   (`root_hooks`);
@@ -29,8 +29,10 @@ from torch.utils.hooks import RemovableHandle
 
 
 def hooked(m: nn.Module) -> bool:
-    """Does `m` have forward hooks or forward pre-hooks (its own or global ones)?"""
-    return bool(m._forward_hooks or m._forward_pre_hooks or global_hooks())
+    """Does `m` have forward hooks or forward pre-hooks (its own or global ones), or a forward
+    of its own (`m.forward = f`, as accelerate's hooks and some adapters install), which irc's
+    converters, keyed by the module's type, would not run?"""
+    return bool(m._forward_hooks or m._forward_pre_hooks or global_hooks() or "forward" in m.__dict__)
 
 
 def global_hooks() -> bool:

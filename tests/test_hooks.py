@@ -107,3 +107,15 @@ def test_global_module_hooks_are_refused():
             irc.compile(mlp(), (torch.randn(3, 4),))
     finally:
         handle.remove()
+
+
+def test_a_forward_set_on_the_instance_runs():
+    """`module.forward = f` (accelerate's hooks, some adapters): irc converted the module from its
+    type and ignored f; it is now an eager call through the module, as eager PyTorch runs it."""
+    model = mlp()
+    lin = model[1]
+    lin.forward = lambda x: nn.functional.linear(x, lin.weight) * 2  # no bias, doubled
+    x = torch.randn(3, 4)
+    cm = irc.compile(model, (x,))
+    assert [n.node for n in cm.eager_nodes] == ["_1"]
+    same(cm, model, x)

@@ -98,6 +98,17 @@ RANDOM = {
 (`torch.rand(4)`), torch.fx keeps the one draw it made as a constant."""
 
 
+DROPOUT = {"dropout", "alpha_dropout", "feature_alpha_dropout", "dropout1d", "dropout2d", "dropout3d", "feature_dropout"}
+"""... and those that draw a mask when training (`F.dropout(self.table, 0.1, training=True)`)."""
+
+
+def _dropping(args: tuple, kwargs: dict) -> bool:
+    """Does a dropout call with these arguments (F.dropout's or torch.dropout's order) draw a mask?"""
+    p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
+    training = kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else True))
+    return bool(training) and p > 0
+
+
 class _RealReads(torch.overrides.TorchFunctionMode):
     """While tracing: which of the tensors `watched` (by id) a torch call read with no fx.Proxy
     among its arguments, a computation torch.fx evaluates then and keeps as a constant."""
@@ -112,8 +123,9 @@ class _RealReads(torch.overrides.TorchFunctionMode):
         leaves = pytree.tree_leaves((args, kwargs))
         if not any(isinstance(a, fx.Proxy) for a in leaves):
             self.ids.update(id(a) for a in leaves if isinstance(a, torch.Tensor) and id(a) in self.watched)
-            if getattr(func, "__name__", None) in RANDOM:
-                self.random.append(func.__name__)
+            name = getattr(func, "__name__", None)
+            if name in RANDOM or (name in DROPOUT and _dropping(args, kwargs)):
+                self.random.append(name)
         return func(*args, **kwargs)
 
 

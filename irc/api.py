@@ -505,6 +505,7 @@ def compile(
         raise ValueError(f"max_versions must be at least 1, got {max_versions}")
     configure_logging()
     inputs = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else tuple(example_inputs)
+    _refuse_inference_tensors(model)
     gm = trace(model, len(inputs))
     specialized = ", ".join(f"{k}={v!r}" for k, v in _defaults_beyond(model, len(inputs)).items()) \
         if not isinstance(model, (fx.GraphModule, torch.export.ExportedProgram)) else ""
@@ -523,6 +524,26 @@ def compile(
     cm._options = options
     cm.specialized = specialized
     return cm
+
+
+def _refuse_inference_tensors(model: Any) -> None:
+    """An IrcError if the model's weights are inference tensors: their in-place updates (possible
+    only under torch.inference_mode()) move no version counter, which the weight guard and the
+    fold plan read, so irc could not tell its copies were stale."""
+    module = model.module() if isinstance(model, torch.export.ExportedProgram) else model
+    if not isinstance(module, torch.nn.Module):
+        return
+    names = [n for n, t in (*module.named_parameters(), *module.named_buffers()) if t.is_inference()]
+    if names:
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        raise IrcError(
+            f"irc: the model's weights are inference tensors ({', '.join(names[:3])}{more}), made under "
+            "torch.inference_mode(). irc sees weight updates through version counters, which inference "
+            "tensors do not have. Create or load the model outside inference_mode (torch.no_grad() is "
+            "enough), or make normal tensors of them there: model.load_state_dict({k: v.clone() for k, v "
+            "in model.state_dict().items()}, assign=True). Calling the compiled model under "
+            "inference_mode is fine."
+        )
 
 
 def _build_version(gm: fx.GraphModule, inputs, *, fallback: bool, first: bool, **options) -> Version:

@@ -588,3 +588,17 @@ def test_module_assignments_elsewhere_do_not_rebuild(monkeypatch):
     same(cm, m, x)
     same(cm, m, x)
     assert seen == []
+
+
+def test_weights_made_under_inference_mode_are_refused_with_the_way_out():
+    """Inference tensors have no version counter: irc failed deep in its fold evaluation ("a bug
+    in irc"); it now says so up front, and the way out it names works."""
+    with torch.inference_mode():
+        m = cnn()
+    x = torch.randn(1, 3, 8, 8)
+    with pytest.raises(irc.IrcError, match="inference tensors"):
+        irc.compile(m, (x,))
+    m.load_state_dict({k: v.clone() for k, v in m.state_dict().items()}, assign=True)
+    cm = irc.compile(m, (x,))
+    with torch.inference_mode():
+        torch.testing.assert_close(cm(x), m(x))

@@ -530,10 +530,13 @@ def _refuse_inference_tensors(model: Any) -> None:
     """An IrcError if the model's weights are inference tensors: their in-place updates (possible
     only under torch.inference_mode()) move no version counter, which the weight guard and the
     fold plan read, so irc could not tell its copies were stale."""
-    module = model.module() if isinstance(model, torch.export.ExportedProgram) else model
-    if not isinstance(module, torch.nn.Module):
+    if isinstance(model, torch.export.ExportedProgram):
+        tensors = list(model.state_dict.items())
+    elif isinstance(model, torch.nn.Module):
+        tensors = [*model.named_parameters(), *model.named_buffers()]
+    else:
         return
-    names = [n for n, t in (*module.named_parameters(), *module.named_buffers()) if t.is_inference()]
+    names = [n for n, t in tensors if isinstance(t, torch.Tensor) and t.is_inference()]
     if names:
         more = f" and {len(names) - 3} more" if len(names) > 3 else ""
         raise IrcError(

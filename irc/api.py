@@ -33,7 +33,7 @@ from irc.debugging import CompileLog, configure_logging
 from irc.errors import CompileError, InputError, IrcError, UnsupportedNode, UnsupportedOpError
 from irc.frontend.fx_importer import ImportedGraph, import_fx
 from irc.frontend.symbolic_import import dynamic_dims, exported_dynamic_shapes
-from irc.frontend.trace import symbolic_trace
+from irc.frontend.trace import BAKED_META, symbolic_trace
 from irc.pipeline import lower
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
@@ -138,6 +138,7 @@ class CompiledModule:
             attributes=baked_attributes(self._retrace),
             modules=ModuleWatch(self._roots[0], read_module_names(self.graph_module, self._weight_names))
             if self._roots else None,
+            baked=self.graph_module.meta.get(BAKED_META, ()),
         )
 
     def __call__(self, *inputs: torch.Tensor) -> Any:

@@ -64,6 +64,7 @@ class WatchedTensor:
     data_ptr: int
     version: int | None  # watched only for tensors the native code does not read in place
     snapshot: torch.Tensor | None = None  # the bytes compiled against: updates no version counter shows
+    baked: bool = False  # read by tracing itself (a constant of the graph derives from it): a change retraces
 
     @staticmethod
     def bytes_of(t: torch.Tensor) -> torch.Tensor:
@@ -206,7 +207,8 @@ class WeightGuard:
         """Did anything change that tracing baked into the graph (modes, hooks, attributes,
         submodules)?"""
         return (self.mode_changed() or self.hooks_changed() or any(a.changed() for a in self.attributes)
-                or (self.modules is not None and bool(self.modules.reasons())))
+                or (self.modules is not None and bool(self.modules.reasons()))
+                or any(w.baked and w.changed() is not None for w in self.watched))
 
     def reasons(self) -> list[str]:
         modes = [f"{n or 'the model'} is now in {'train' if m.training else 'eval'} mode"
@@ -403,27 +405,31 @@ def _locate(root: nn.Module, name: str) -> tuple[dict, str] | None:
 def watch(
     roots: Iterable[nn.Module], names: list[str], bound: list[torch.Tensor], folded_sources: list[torch.Tensor],
     modes: list[tuple[str, nn.Module]] = (), by_value: set[str] = frozenset(),
-    attributes: list[BakedAttribute] = (), modules: ModuleWatch | None = None,
+    attributes: list[BakedAttribute] = (), modules: ModuleWatch | None = None, baked: Iterable[str] = (),
 ) -> WeightGuard:
     """A guard over the tensors `names` as the first of `roots` that has each one keeps them.
 
     `bound`: the tensors the native code reads in place (their storage is compared, their
     in-place updates need no check); `folded_sources`: tensors a fold plan refolds itself when
     they change in place. Every other watched tensor is a copy, so its version is watched too.
-    `by_value`: names whose values are compared too (`running_statistics_names`)."""
+    `by_value`: names whose values are compared too (`running_statistics_names`); `baked`: the
+    model's tensors tracing computed with on their own (`self.mean * 2`: irc/frontend/trace.py),
+    whose results are constants of the graph, watched as copies (a change traces again)."""
     in_place = {t.data_ptr() for t in bound if t.numel()}
     refolded = {id(t) for t in folded_sources}
     watched = []
     roots = list(roots)
-    for name in names:
+    baked = set(baked)
+    for name in dict.fromkeys([*names, *baked]):
         found = next((loc for r in roots if (loc := _locate(r, name)) is not None), None)
         if found is None:
             continue
         table, key = found
         t = table[key]
-        copied = id(t) not in refolded and (t.numel() == 0 or t.data_ptr() not in in_place)
+        copied = name in baked or (id(t) not in refolded and (t.numel() == 0 or t.data_ptr() not in in_place))
         snapshot = WatchedTensor.bytes_of(t).clone() if name in by_value else None
-        watched.append(WatchedTensor(name, table, key, t, t.data_ptr(), t._version if copied else None, snapshot))
+        watched.append(WatchedTensor(name, table, key, t, t.data_ptr(), t._version if copied else None, snapshot,
+                                     baked=name in baked))
     return WeightGuard(watched, modes, HookWatch(roots), attributes, modules)
 
 

@@ -59,3 +59,41 @@ def test_deterministic_constants_are_kept():
     x = torch.randn(3, 4)
     cm = irc.compile(Ramp(), (x,), fallback=False)
     torch.testing.assert_close(cm(x), Ramp()(x))
+
+
+class Normalized(nn.Module):
+    """Buffers computed with on their own: torch.fx keeps `self.mean * 2` and `self.scale.exp()`
+    as constants of the graph, not reads of the buffers."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("mean", torch.zeros(4))
+        self.register_buffer("scale", torch.tensor(2.0))
+
+    def forward(self, x):
+        return (self.lin(x) - self.mean * 2) * self.scale.exp()
+
+
+@pytest.mark.parametrize("update", ["load_state_dict", "in-place", "reassigned"])
+def test_state_computed_with_while_tracing_is_watched(update, monkeypatch):
+    """A buffer update after compiling never reached those constants: 8.0 apart after a
+    load_state_dict. The buffers are now watched, and a change traces again."""
+    torch.manual_seed(0)
+    m, x = Normalized().eval(), torch.randn(3, 4)
+    cm = irc.compile(m, (x,))
+    rebuilds = []
+    rebind = cm._rebind_weights
+    monkeypatch.setattr(cm, "_rebind_weights", lambda *a, **k: (rebuilds.append(1), rebind(*a, **k)))
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+        assert rebuilds == []
+        if update == "load_state_dict":
+            m.load_state_dict({**m.state_dict(), "mean": torch.ones(4), "scale": torch.tensor(0.5)})
+        elif update == "in-place":
+            m.mean.add_(1.0)
+        else:
+            m.scale = torch.tensor(-1.0)
+        torch.testing.assert_close(cm(x), m(x))
+        torch.testing.assert_close(cm(x), m(x))
+    assert rebuilds == [1]

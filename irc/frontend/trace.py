@@ -12,7 +12,9 @@ and is not in the graph:
 - a computation on such a tensor (`self.buf.sum()`) becomes a constant: wrong when the graph also
   changes that tensor in place (`torch.cat(..., out=self.buf)`), as eager recomputes it at every
   call. The tensors read so are recorded (`_RealReads`, a TorchFunctionMode) and checked against
-  the graph's mutations (`order_mutations.mutated_attributes`): an IrcError.
+  the graph's mutations (`order_mutations.mutated_attributes`): an IrcError. Otherwise they are
+  listed in `gm.meta[BAKED_META]`, and the weight guard traces again when one of them changes
+  (a buffer's `self.mean * 2` was a constant that `load_state_dict` never reached).
 
 Forward hooks are traced as irc/hooks.py says (hooked modules are leaves; the model's own hooks
 and global ones are an IrcError).
@@ -31,6 +33,11 @@ from irc.errors import IrcError
 from irc.frontend.order_mutations import mutated_attributes
 
 State = list[tuple[str, torch.Tensor, int, "torch.Tensor | None"]]
+
+BAKED_META = "irc_baked"
+"""GraphModule.meta key: the model's tensors a torch call read while tracing with no traced
+operand (`self.mean * 2`, `self.scale.exp()`), whose results torch.fx kept as constants: the
+weight guard watches them, and a change traces again (irc/weights.py)."""
 
 
 def symbolic_trace(model: Any, concrete_args: dict[str, Any] | None = None) -> fx.GraphModule:
@@ -76,6 +83,7 @@ def symbolic_trace(model: Any, concrete_args: dict[str, Any] | None = None) -> f
             "(`torch.rand_like(x)`, `torch.rand(x.shape)`: it then runs in eager PyTorch at every "
             "call), or use torch.compile(model, backend='irc')."
         )
+    gm.meta[BAKED_META] = [n for n, t, _, _ in state if id(t) in reads.ids]
     if reads.ids:
         mutated = {id(t) for t in mutated_attributes(gm)}
         baked = [n for n, t, _, _ in state if id(t) in reads.ids and id(t) in mutated]
@@ -120,10 +128,12 @@ class _RealReads(torch.overrides.TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        name = getattr(func, "__name__", None)
+        if name == "__get__":  # a property read (`t.shape`, `t.requires_grad`), no computation
+            return func(*args, **kwargs)
         leaves = pytree.tree_leaves((args, kwargs))
         if not any(isinstance(a, fx.Proxy) for a in leaves):
             self.ids.update(id(a) for a in leaves if isinstance(a, torch.Tensor) and id(a) in self.watched)
-            name = getattr(func, "__name__", None)
             if name in RANDOM or (name in DROPOUT and _dropping(args, kwargs)):
                 self.random.append(name)
         return func(*args, **kwargs)

@@ -97,3 +97,24 @@ def test_state_computed_with_while_tracing_is_watched(update, monkeypatch):
         torch.testing.assert_close(cm(x), m(x))
         torch.testing.assert_close(cm(x), m(x))
     assert rebuilds == [1]
+
+
+def test_state_read_through_a_tensor_property_while_tracing_is_watched():
+    """`self.w.T` and `self.b.data` are property reads that make tensors: computations, watched
+    like the others (a property that makes no tensor, `t.shape`, is not)."""
+
+    class Projected(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("w", torch.randn(4, 4))
+            self.register_buffer("b", torch.randn(4))
+
+        def forward(self, x):
+            return x @ self.w.T + self.b.data * 2
+
+    m, x = Projected(), torch.randn(3, 4)
+    cm = irc.compile(m, (x,))
+    with torch.no_grad():
+        m.w.mul_(3)
+        m.b.add_(1)
+        torch.testing.assert_close(cm(x), m(x))

@@ -129,14 +129,15 @@ class _RealReads(torch.overrides.TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", None)
-        if name == "__get__":  # a property read (`t.shape`, `t.requires_grad`), no computation
-            return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        if name == "__get__" and not isinstance(result, torch.Tensor):
+            return result  # a property read that is no tensor (`t.shape`, `t.requires_grad`); `t.T` is
         leaves = pytree.tree_leaves((args, kwargs))
         if not any(isinstance(a, fx.Proxy) for a in leaves):
             self.ids.update(id(a) for a in leaves if isinstance(a, torch.Tensor) and id(a) in self.watched)
             if name in RANDOM or (name in DROPOUT and _dropping(args, kwargs)):
                 self.random.append(name)
-        return func(*args, **kwargs)
+        return result
 
 
 def _model_state(model: Any) -> State:

@@ -329,9 +329,22 @@ def _plain(v: Any) -> bool:
 
 
 def _functions(cls: type) -> list:
-    """The functions of `cls` and of its bases not from torch, but `__init__`."""
-    return [v for c in cls.__mro__ if not c.__module__.startswith("torch.") and c is not object
-            for k, v in vars(c).items() if hasattr(v, "__code__") and k != "__init__"]
+    """The functions of `cls` and of its bases not from torch, but `__init__`: methods, static
+    and class methods, and the getters of properties (`self.scale` reading `self._scale`)."""
+    found = []
+    for c in cls.__mro__:
+        if c.__module__.startswith("torch.") or c is object:
+            continue
+        for k, v in vars(c).items():
+            if k == "__init__":
+                continue
+            if isinstance(v, property):
+                found += [f for f in (v.fget, v.fset) if f is not None]
+            else:
+                v = v.__func__ if isinstance(v, (staticmethod, classmethod)) else v
+                if hasattr(v, "__code__"):
+                    found.append(v)
+    return found
 
 
 def _names(code) -> set[str]:
@@ -379,7 +392,7 @@ def baked_attributes(model: Any) -> list[BakedAttribute]:
             functions = _functions(type(mod))
             names = set().union(*(_names(f.__code__) for f in functions))
             for key, v in vars(mod).items():
-                if key in names and not key.startswith("_") and key != "training" and _plain(v):
+                if key in names and key != "training" and _plain(v):  # (modes: `mode_modules`)
                     found.append(BakedAttribute(f"{prefix}.{key}" if prefix else key, vars(mod), key, _snapshot(v)))
             for f in functions:
                 _free_variables(f, found, seen)

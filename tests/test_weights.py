@@ -602,3 +602,32 @@ def test_weights_made_under_inference_mode_are_refused_with_the_way_out():
     cm = irc.compile(m, (x,))
     with torch.inference_mode():
         torch.testing.assert_close(cm(x), m(x))
+
+
+class Private(nn.Module):
+    """A private attribute read in forward, and one read through a property."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin, self._temperature, self._shift = nn.Linear(4, 4), 2.0, 1.0
+
+    @property
+    def shift(self):
+        return self._shift
+
+    @staticmethod
+    def act(y):
+        return y.relu()
+
+    def forward(self, x):
+        return self.act(self.lin(x)) / self._temperature + self.shift
+
+
+@pytest.mark.parametrize("name", ["_temperature", "_shift"])
+def test_private_attributes_and_property_reads_are_watched(name):
+    """Attributes whose names begin with `_` were left out, and property getters not read: both
+    were silently stale after a change."""
+    m, x = Private().eval(), torch.randn(3, 4)
+    cm = irc.compile(m, (x,))
+    setattr(m, name, -3.0)
+    same(cm, m, x)

@@ -125,6 +125,7 @@ class CompiledModule:
         self._weight_names = read_tensor_names(graph_module)
         self._weights = self._watch()
         self._warned_autocast = False
+        self.backward_calls = 0  # backward passes through this module's native forward (NativeForward)
         _LIVE.add(self)
 
     def _watch(self) -> WeightGuard:

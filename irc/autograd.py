@@ -43,12 +43,17 @@ def buffers_kept(gm: fx.GraphModule):
 class NativeForward(torch.autograd.Function):
     """A call that eager PyTorch would record for autograd: the forward runs natively, the
     backward recomputes the graph in eager PyTorch (with the same weights) and differentiates
-    it, so inputs and parameters get eager's gradients. Call under `torch.no_grad()` or
+    it, so inputs and parameters get eager's gradients (random draws repeat the forward's: the
+    CPU generator's state is kept with the call). Call under `torch.no_grad()` or
     `torch.inference_mode()` to skip this (the fastest path)."""
 
     @staticmethod
     def forward(ctx, cm: CompiledModule, n_inputs: int, structure: list, *args: torch.Tensor) -> Any:
         ctx.gm, ctx.n_inputs = cm.graph_module, n_inputs  # the graph of this forward, even if a rebuild follows
+        # The recomputation draws the forward's random numbers again (a training-mode dropout run
+        # eagerly in the forward: its mask), as torch.utils.checkpoint does.
+        ctx.rng_state = torch.get_rng_state()
+        ctx.cm = cm
         ctx.save_for_backward(*args)
         leaves, spec = pytree.tree_flatten(cm._call_native(args[:n_inputs]))
         structure.append(spec)
@@ -62,7 +67,9 @@ class NativeForward(torch.autograd.Function):
         wrt = [t for t in (*inputs, *args[n:]) if t.requires_grad]
         # The recomputation must not repeat the forward's side effects (a batch norm in train
         # mode updates its running statistics): the buffers are put back as they were.
-        with buffers_kept(ctx.gm), torch.enable_grad():
+        ctx.cm.backward_calls += 1
+        with buffers_kept(ctx.gm), torch.random.fork_rng(devices=[]), torch.enable_grad():
+            torch.set_rng_state(ctx.rng_state)
             out = ctx.gm(*inputs)
             outs = pytree.tree_leaves(out)
             pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]

@@ -4,6 +4,7 @@ gradients."""
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import pytest
@@ -420,6 +421,30 @@ def test_autograd_in_train_mode_updates_running_stats_once():
     cm(x).sum().backward()
     ref(x).sum().backward()
     torch.testing.assert_close(m[1].running_var, ref[1].running_var)
+    for p, q in zip(m.parameters(), ref.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+
+
+@pytest.mark.parametrize("draws_between", [False, True], ids=["backward-next", "draws-between"])
+def test_autograd_through_a_training_dropout_uses_the_forwards_mask(draws_between):
+    """The backward recomputes the graph eagerly: a training-mode dropout (run eagerly in the
+    forward) must draw the forward's mask again, or the gradients belong to another mask. The
+    caller's random stream after the backward is eager's."""
+    torch.manual_seed(0)
+    m = nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.5), nn.Linear(16, 4)).train()
+    ref = copy.deepcopy(m)
+    x = torch.randn(3, 8)
+    cm = irc.compile(m, (x,))
+    results = []
+    for model in (cm, ref):
+        torch.manual_seed(1)
+        out = model(x)
+        if draws_between:
+            torch.rand(5)
+        out.square().sum().backward()
+        results.append((out.detach(), torch.rand(3)))
+    torch.testing.assert_close(results[0][0], results[1][0])
+    torch.testing.assert_close(results[0][1], results[1][1])  # the stream after the backward
     for p, q in zip(m.parameters(), ref.parameters()):
         torch.testing.assert_close(p.grad, q.grad)
 

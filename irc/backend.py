@@ -24,9 +24,14 @@ inputs) and, for dynamic shapes, SymInt sizes. irc compiles it on the first call
 unsupported dtype, a verifier error, g++, a bug in irc) makes that graph run in eager PyTorch,
 with one WARNING on logger "irc" naming the reason. `options={"fallback": False}` raises instead.
 
-**Training** (grad enabled and an input requiring grad when Dynamo calls the backend): the graph
-goes through AOTAutograd; irc compiles the ATen forward (every input, weights included, read at
-every call) and the backward runs the ATen backward graph in eager PyTorch.
+**Grad enabled** and an input requiring grad (a parameter) when Dynamo calls the backend: either
+an eval model called without `torch.no_grad()` or training, which the graph alone cannot tell
+apart. AOTAutograd traces its training graphs. If they draw random numbers or update a batch
+norm's running statistics (training), they are run from the start; otherwise the graph runs as
+inference would (`GradGraph`: weights folded, irc.compile's autograd recording the call) until a
+backward pass goes through it, and then the training graphs do. irc compiles AOTAutograd's ATen
+forward (every input, weights included, read at every call; the saved views of inputs made in
+Python) and the backward runs the ATen backward graph in eager PyTorch.
 
 Outputs keep the structure Dynamo expects (the graph's tuple).
 """
@@ -66,7 +71,7 @@ def irc_backend(
     opts = _options({**(options or {}), **kwargs})
     try:
         if torch.is_grad_enabled() and any(isinstance(x, torch.Tensor) and x.requires_grad for x in example_inputs):
-            return _training(gm, example_inputs, opts)
+            return _with_grad(gm, example_inputs, opts)
         return DynamoGraph(gm, example_inputs, **opts)
     except torch._dynamo.exc.RestartAnalysis:
         raise  # AOTAutograd restarting Dynamo (e.g. to specialize a float): not a failure
@@ -100,13 +105,78 @@ def warn_eager(error: BaseException, what: str = "this graph") -> None:
     log.debug("irc: the error that made the graph run eagerly", exc_info=error)
 
 
-def _training(gm: fx.GraphModule, example_inputs: Sequence[Any], opts: dict[str, Any]) -> Callable[..., Any]:
+def _with_grad(gm: fx.GraphModule, example_inputs: Sequence[Any], opts: dict[str, Any]) -> Callable[..., Any]:
+    """A graph Dynamo captured with grad enabled and a tensor requiring grad: AOTAutograd's
+    training graphs (`_training`) for a training graph (one with random ops or a training-mode
+    batch norm); otherwise a `GradGraph`, which starts as inference would run and takes the
+    training graphs from the first backward pass on."""
+    trains: list[bool] = []
+    aot = _training(gm, example_inputs, opts, trains)
+    if any(trains) or not trains or any(isinstance(x, (list, tuple, dict)) for x in example_inputs):
+        return aot
+    return GradGraph(DynamoGraph(gm, example_inputs, **opts), aot)
+
+
+# ATen ops whose presence in a forward says "training": a training-mode batch norm (its running
+# statistics are updated) and, through the `nondeterministic_seeded` tag, random draws (dropout).
+_TRAINING_OPS = {
+    torch.ops.aten._native_batch_norm_legit_functional.default, torch.ops.aten._native_batch_norm_legit.default,
+    torch.ops.aten._native_batch_norm_legit.no_stats,
+}
+
+
+def _is_training_graph(fw: fx.GraphModule) -> bool:
+    return any(n.op == "call_function" and (n.target in _TRAINING_OPS or _draws(n)) for n in fw.graph.nodes)
+
+
+def _draws(node: fx.Node) -> bool:
+    """A random op, unless its `dropout_p` is 0 (an eval-mode attention is tagged as random)."""
+    if torch.Tag.nondeterministic_seeded not in getattr(node.target, "tags", ()):
+        return False
+    names = [a.name for a in node.target._schema.arguments]
+    if "dropout_p" not in names:
+        return True
+    k = names.index("dropout_p")
+    return node.kwargs.get("dropout_p", node.args[k] if k < len(node.args) else 0.0) != 0.0
+
+
+class GradGraph:
+    """A graph called with grad enabled that is not (yet) seen to train: an eval model called
+    without `torch.no_grad()`, the most common way to run one.
+
+    Until the first backward pass through it, it runs as `DynamoGraph` (the inference graph:
+    weights folded and packed once, intermediates fused away; `irc.compile`'s autograd records
+    the call, and a backward recomputes the graph in eager PyTorch and differentiates it). From
+    the first backward pass on, calls run AOTAutograd's training graphs: a native forward saving
+    what the ATen backward needs, without recomputation."""
+
+    def __init__(self, inference: DynamoGraph, training: Callable[..., Any]):
+        self.inference = inference
+        self.training = training
+        self.trained = False
+
+    def __call__(self, *args: Any) -> Any:
+        if not self.trained:
+            if not self.inference.backward_calls():
+                return self.inference(*args)
+            self.trained = True
+            log.info("irc: a backward pass went through this graph; from now on it runs AOTAutograd's "
+                     "training graphs (a native forward saving activations for the backward)")
+        return self.training(*args)
+
+
+def _training(
+    gm: fx.GraphModule, example_inputs: Sequence[Any], opts: dict[str, Any], trains: list[bool] | None = None,
+) -> Callable[..., Any]:
     """AOTAutograd with irc compiling the forward (lazily, every input a run-time input) and the
-    ATen backward graph run by PyTorch."""
+    ATen backward graph run by PyTorch. `trains` gets, for each forward graph AOTAutograd
+    traces, whether it is a training graph (`_is_training_graph`)."""
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.aot_autograd import make_boxed_func
 
     def forward_compiler(fw: fx.GraphModule, fake_inputs: Sequence[Any]) -> Callable[[list], Any]:
+        if trains is not None:
+            trains.append(_is_training_graph(fw))
         return make_boxed_func(DynamoGraph(fw, fake_inputs, weights_as_inputs=True, **opts))
 
     def backward_compiler(bw: fx.GraphModule, fake_inputs: Sequence[Any]) -> Callable[[list], Any]:
@@ -150,6 +220,7 @@ class DynamoGraph:
         max_versions: int = DEFAULT_MAX_VERSIONS, fallback: bool = True, weights_as_inputs: bool = False,
     ):
         self.gm = gm
+        self.aot = weights_as_inputs  # an AOTAutograd forward
         self.options = {"fuse": fuse, "cxx_flags": cxx_flags, "max_versions": max_versions}
         self.fallback = fallback
         placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
@@ -228,12 +299,16 @@ class DynamoGraph:
             return self.gm(*args)
         return self._laid_out(self._with_ints(out, args))
 
+    def backward_calls(self) -> int:
+        """Backward passes through the modules compiled for this graph (`irc.compile`'s autograd)."""
+        return sum(cm.backward_calls for _, cm in self.compiled.values() if cm is not None)
+
     def _with_ints(self, out: Any, args: tuple) -> Any:
         """The graph's outputs: the compiled tensors with the outputs made in Python (ints and
         empty tensors; before `_laid_out`, whose layouts are the whole graph's outputs)."""
         if not self.int_out:
             return out
-        ints = dict(zip(self.int_out, self.int_gm(*args)))
+        ints = dict(zip(self.int_out, self.int_gm(*args, *out)))
         tensors = iter(out)
         return tuple(ints[k] if k in ints else next(tensors) for k in range(len(ints) + len(out)))
 
@@ -390,14 +465,18 @@ def _ancestors(roots: Sequence[Any]) -> set[fx.Node]:
 
 def _python_outputs(gm: fx.GraphModule) -> tuple[list[int], set[fx.Node], fx.GraphModule | None]:
     """The positions of the graph's outputs that Python makes at each call, the nodes only they
-    need, and a GraphModule making them from the graph's own inputs ([], set(), None when there
-    are none):
+    need, and a GraphModule making them from the graph's own inputs followed by the native
+    outputs ([], set(), None when there are none):
 
     - int outputs, when each is size arithmetic on the inputs (see `_is_size_arithmetic`; none
       are made in Python when one needs more);
     - tensors with no elements and a static shape (an eval batch norm's saved mean and inverse
       std, `aten._native_batch_norm_legit_no_training`'s results 1 and 2, which AOTAutograd's
-      training forward returns for the backward): a new empty tensor, as eager returns."""
+      training forward returns for the backward): a new empty tensor, as eager returns;
+    - ATen views of an input or of a native output (AOTAutograd's training forward saves
+      `aten.t(weight)`, an input itself, `aten.detach(relu)` for the backward): the view itself,
+      so no copy is made of a weight at every call, and the backward sees the tensors eager
+      would save (an input changed in place before `backward()` is an error, as in eager)."""
     output = next(n for n in gm.graph.nodes if n.op == "output")
     outs = output.args[0]
     if not isinstance(outs, (tuple, list)):
@@ -410,21 +489,57 @@ def _python_outputs(gm: fx.GraphModule) -> tuple[list[int], set[fx.Node], fx.Gra
     if not all(n.op == "placeholder" or _is_size_arithmetic(n) for n in int_side):
         ints, int_side = [], set()
     empty = [k for k, a in enumerate(outs) if _empty_tensor(a)]
-    made = sorted(ints + empty)
+    chains = {k: c for k, a in enumerate(outs) if k not in ints and k not in empty and (c := _view_chain(a))}
+    native = {a for k, a in enumerate(outs) if k not in ints and k not in empty and k not in chains}
+    # a view of a tensor that is neither an input nor a native output stays native
+    chains = {k: c for k, c in chains.items() if c[0].op == "placeholder" or c[0] in native}
+    native = [a for k, a in enumerate(outs) if k not in ints and k not in empty and k not in chains]
+    if not native:  # nothing left to compile: the views stay in the graph
+        chains = {}
+        native = [a for k, a in enumerate(outs) if k not in ints and k not in empty]
+    made = sorted(ints + empty + list(chains))
     if not made:
         return [], set(), None
-    only = (int_side | _ancestors([outs[k] for k in empty])) - _ancestors([a for k, a in enumerate(outs) if k not in made])
+    view_side = {n for c in chains.values() for n in c[1:]}
+    size_side = _ancestors([a for n in view_side for a in n.all_input_nodes if a not in view_side and a not in
+                            {c[0] for c in chains.values()}])
+    only = (int_side | size_side | view_side | _ancestors([outs[k] for k in empty])
+            | {c[0] for c in chains.values() if c[0].op == "placeholder"}) - _ancestors(native)
     graph, env = fx.Graph(), {}
     for node in gm.graph.nodes:
         if node.op == "placeholder":
             env[node] = graph.placeholder(node.name)
-        elif node in int_side:
+    for k, node in enumerate(native):  # one per native result, as the compiled module returns them
+        p = graph.placeholder(f"irc_native_{k}")
+        if isinstance(node, fx.Node) and node not in env:
+            env[node] = p
+    for node in gm.graph.nodes:
+        if node not in env and node in (int_side | size_side | view_side):
             env[node] = graph.node_copy(node, lambda n: env[n])
     for k in empty:
         fake = outs[k].meta.get("example_value", outs[k].meta.get("val"))
         env[outs[k]] = graph.call_function(torch.empty, (tuple(fake.shape),), {"dtype": fake.dtype, "device": fake.device})
     graph.output(tuple(env[outs[k]] for k in made))
     return made, only, fx.GraphModule(gm, graph)
+
+
+def _view_chain(node: Any) -> list[fx.Node] | None:
+    """[base, view, view, ...] when `node` is an input or a chain of ATen view ops (their other
+    arguments sizes or constants) from a base; None otherwise."""
+    chain = []
+    while isinstance(node, fx.Node) and node.op == "call_function" and getattr(node.target, "is_view", False):
+        rest = _ancestors([a for a in node.all_input_nodes if a is not node.args[0]])
+        if not all(n.op == "placeholder" or _is_size_arithmetic(n) for n in rest) or any(
+            isinstance(n.meta.get("example_value", n.meta.get("val")), torch.Tensor) for n in rest
+        ):
+            return None
+        chain.append(node)
+        node = node.args[0]
+    if not isinstance(node, fx.Node) or (not chain and node.op != "placeholder"):
+        return None
+    if not isinstance(node.meta.get("example_value", node.meta.get("val")), torch.Tensor):
+        return None
+    return [node, *reversed(chain)]
 
 
 def _empty_tensor(node: Any) -> bool:

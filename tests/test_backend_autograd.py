@@ -1,5 +1,9 @@
-"""Training through torch.compile(backend="irc"): AOTAutograd, irc compiling the forward and the
-ATen backward run eagerly. Gradients must be eager's, and weights are read at every call."""
+"""Grad-enabled calls through torch.compile(backend="irc"). Until a backward pass goes through a
+graph, it runs as inference would (weights folded, irc.compile's autograd recomputing the graph
+eagerly for a backward); from the first backward on, AOTAutograd's training graphs: irc compiling
+the forward and the ATen backward run eagerly. A graph with random ops or a training-mode batch
+norm takes the training graphs from the start. Gradients must be eager's, and weights are read at
+every call."""
 
 from __future__ import annotations
 
@@ -47,9 +51,12 @@ def block():
 MODELS = {"mlp": (mlp, (3, 8)), "cnn": (cnn, (2, 3, 8, 8)), "transformer_block": (block, (2, 5, 16))}
 
 
-def native_forwards(made) -> list:
-    """The CompiledModules irc built for AOTAutograd forwards (weights as run-time inputs)."""
-    return [cm for dg in made if not dg.param_idx for _, cm in dg.compiled.values() if cm is not None]
+def native_forwards(made, aot: bool | None = None) -> list:
+    """The CompiledModules irc built: for AOTAutograd forwards (weights as run-time inputs) if
+    `aot`, for inference graphs if not `aot`, for both if None."""
+    return [
+        cm for dg in made if aot is None or dg.aot == aot for _, cm in dg.compiled.values() if cm is not None
+    ]
 
 
 # Native fp32 GEMMs and convolutions sum in another order than eager, and three SGD steps carry the
@@ -81,7 +88,7 @@ def test_training_gives_eager_gradients_and_sees_optimizer_steps(name, record):
         (expected * expected).sum().backward()
         assert_same_grads(model, ref)
         opt.step(), ref_opt.step(), opt.zero_grad(), ref_opt.zero_grad()
-    assert native_forwards(record), "the forward was not compiled by irc"
+    assert native_forwards(record, aot=True), "the training forward was not compiled by irc"
 
 
 def test_a_compiled_submodule_gets_its_gradients(record):
@@ -208,3 +215,79 @@ def test_eval_batch_norm_with_grad_enabled_runs_natively(norm, dynamic, record, 
     assert not [r for r in caplog.records if r.name == "irc" and r.levelno >= logging.WARNING]
     forwards = native_forwards(record)
     assert forwards and all(not cm.eager_nodes for cm in forwards)
+
+
+def eval_cnn():
+    torch.manual_seed(7)
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8 * 4 * 4, 5)
+    ).eval()
+    model[1].running_mean.normal_(0, 0.1)
+    model[1].running_var.uniform_(0.5, 1.5)
+    return model
+
+
+def test_an_eval_model_called_with_grad_runs_as_inference_until_a_backward(record, caplog):
+    """The common way to run an eval model (no torch.no_grad()): the inference graph, weights
+    folded and packed once, and no AOTAutograd forward compiled. A backward pass gets eager's
+    gradients (the graph recomputed eagerly); from then on the training graphs run."""
+    model = eval_cnn()
+    ref = copy.deepcopy(model)
+    f = torch.compile(model, backend="irc")
+    x = torch.randn(2, 3, 8, 8)
+    for _ in range(2):
+        out = f(x)
+        torch.testing.assert_close(out, ref(x), **TOL)
+        assert out.grad_fn is not None
+    assert native_forwards(record, aot=False) and not native_forwards(record, aot=True)
+    assert [dg for dg in record if not dg.aot][0].backward_calls() == 0
+    for _ in range(2):  # the first backward recomputes; the second goes through the training graphs
+        with caplog.at_level(logging.INFO, logger="irc"):
+            out, expected = f(x), ref(x)
+        torch.testing.assert_close(out, expected, **TOL)
+        out.square().sum().backward()
+        expected.square().sum().backward()
+        assert_same_grads(model, ref)
+        model.zero_grad(), ref.zero_grad()
+    assert native_forwards(record, aot=True)
+    assert any("a backward pass went through this graph" in r.getMessage() for r in caplog.records)
+
+
+def test_a_training_graph_runs_the_training_graphs_from_the_start(record):
+    """Random ops (a training-mode dropout) say the graph trains: AOTAutograd's graphs from the
+    first call, whose backward uses the forward's mask (compiled graphs draw other masks than
+    eager, so the mask is read from the output)."""
+    torch.manual_seed(8)
+    model = nn.Sequential(nn.Linear(8, 16), nn.Dropout(0.3)).train()
+    ref = copy.deepcopy(model)
+    f = torch.compile(model, backend="irc")
+    x = torch.randn(5, 8)
+    out = f(x)
+    kept = out != 0
+    assert 0 < kept.sum() < kept.numel()
+    expected = ref[0](x) * kept / 0.7
+    torch.testing.assert_close(out, expected, **TOL)
+    out.square().sum().backward()
+    expected.square().sum().backward()
+    assert_same_grads(model, ref)
+    assert record and all(dg.aot for dg in record)
+
+
+@pytest.mark.parametrize("calls_before", [0, 2], ids=["inference", "training-graphs"])
+def test_a_weight_changed_in_place_before_backward_is_an_error_as_in_eager(calls_before, record):
+    """The forward saves the weights themselves (AOTAutograd's saved `aten.t(weight)` is a view,
+    made in Python, not a native copy), so autograd sees a weight changed between the forward and
+    the backward, and raises as eager does, instead of differentiating with the old values."""
+    torch.manual_seed(10)
+    model = mlp()
+    f = torch.compile(model, backend="irc")
+    x = torch.randn(3, 8)
+    for _ in range(calls_before):
+        f(x).sum().backward()
+    for run in (model, f):
+        out = run(x)
+        with torch.no_grad():
+            model[2].weight.mul_(1.5)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            out.sum().backward()
+    assert native_forwards(record, aot=calls_before > 0)

@@ -222,10 +222,56 @@ def test_aten_aliases_resolve_when_converted(monkeypatch):
 
 def test_secondary_result_of_multi_output_op_is_unsupported():
     def f(x):
-        return torch.ops.aten.native_layer_norm.default(x, [4], None, None, 1e-5)[1]
+        return torch.ops.aten.max_pool2d_with_indices.default(x, [2, 2])[1]
 
     with pytest.raises(irc.UnsupportedOpError, match="computes only result 0"):
-        irc.compile(f, (torch.randn(2, 4),), fallback=False)
+        irc.compile(f, (torch.randn(1, 2, 4, 4),), fallback=False)
+
+
+@pytest.mark.parametrize("shape,normalized", [((2, 4), [4]), ((3, 5, 7), [5, 7]), ((2, 3, 33), [33])])
+def test_native_layer_norm_saved_statistics_are_eagers(shape, normalized):
+    """AOTAutograd's training forward saves native_layer_norm's mean and 1/sqrt(var + eps): they
+    are computed natively (rows far from 0: the deviations are taken from the mean first)."""
+
+    def f(x, w, b):
+        out, mean, rstd = torch.ops.aten.native_layer_norm.default(x, normalized, w, b, 1e-5)
+        return out, mean, rstd
+
+    x = torch.randn(shape) * 3 + 1000
+    w, b = torch.randn(normalized), torch.randn(normalized)
+    got = irc.compile(f, (x, w, b), fallback=False)(x, w, b)
+    for g, e in zip(got, f(x, w, b)):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("scale", [None, 0.3])
+def test_flash_attention_log_sum_exp_is_eagers(scale):
+    def f(q, k, v):
+        out, lse = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, scale=scale)
+        return out, lse
+
+    q, k, v = torch.randn(2, 3, 7, 8), torch.randn(2, 3, 5, 8) * 2, torch.randn(2, 3, 5, 8)
+    got = irc.compile(f, (q, k, v), fallback=False)(q, k, v)
+    for g, e in zip(got, f(q, k, v)):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+
+
+def test_flash_attention_log_sum_exp_of_causal_attention_is_unsupported():
+    def f(q, k, v):
+        return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, is_causal=True)[1]
+
+    q = torch.randn(1, 2, 4, 8)
+    with pytest.raises(irc.UnsupportedOpError, match="log-sum-exp"):
+        irc.compile(f, (q, q, q), fallback=False)
+
+
+@pytest.mark.parametrize("dim,index", [(0, 1), (1, -1), (-1, 2), (-2, 0)])
+def test_aten_select(dim, index):
+    def f(x):
+        return torch.ops.aten.select.int(x, dim, index) * 2
+
+    x = torch.randn(3, 4, 5)
+    torch.testing.assert_close(irc.compile(f, (x,), fallback=False)(x), f(x))
 
 
 # --- torch.compile(backend="irc") --------------------------------------------------------

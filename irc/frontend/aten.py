@@ -22,6 +22,7 @@ export guards are dropped, and inputs/outputs are flat tensors.
 from __future__ import annotations
 
 import logging
+import math
 import operator
 import warnings
 from collections.abc import Callable, Sequence
@@ -250,6 +251,24 @@ def _layer_norm_norm(x, shape, w=None, b=None, eps=1e-5, cudnn_enable=True):
 _layer_norm = alias((F.layer_norm, _layer_norm_norm), (torch.layer_norm, _layer_norm_norm))
 
 
+def _native_layer_norm(imp: ImportContext, node: fx.Node, x, shape, w=None, b=None, eps=1e-5):
+    """(out, mean, rstd): AOTAutograd's training forward saves the mean and 1/sqrt(var + eps) over
+    the normalized dimensions (kept, size 1) for the backward. They are computed, when the graph
+    takes them, as eager does: the mean, then the mean of the squared deviations from it."""
+    out = _layer_norm(imp, NodeView(node, index=0), x, shape, w, b, eps)
+    taken = {u.args[1] for u in node.users if u.target is operator.getitem}
+    if not taken & {1, 2}:
+        return out, None, None
+    full = NodeView(node, shape=irt.shape_of(imp.tensor(x)))
+    rank = len(irt.shape_of(imp.tensor(x)))
+    dims = list(range(rank - len(shape), rank))
+    mean = call(imp, NodeView(node, index=1), torch.mean, x, dims, True)
+    centered = call(imp, full, torch.sub, x, mean)
+    var = call(imp, NodeView(node, index=2), torch.mean, call(imp, full, torch.mul, centered, centered), dims, True)
+    rstd = call(imp, NodeView(node, index=2), torch.rsqrt, call(imp, NodeView(node, index=2), torch.add, var, eps))
+    return out, mean, rstd
+
+
 def _reduce_norm(x, dims=None, keepdim=False, *, dtype=None):
     if dtype not in (None, torch.float32):
         raise Unsupported(f"reduction to {dtype}")
@@ -261,6 +280,35 @@ def _sdpa_norm(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale
     if enable_gqa:
         kwargs["enable_gqa"] = True
     return (q, k, v, attn_mask, dropout_p, is_causal), kwargs
+
+
+_sdpa = alias((F.scaled_dot_product_attention, _sdpa_norm))
+
+
+def _sdpa_flash_cpu(imp: ImportContext, node: fx.Node, q, k, v, dropout_p=0.0, is_causal=False, *, attn_mask=None,
+                    scale=None):
+    """(out, logsumexp): the attention, and, when the graph takes it (AOTAutograd's training
+    forward saves it for the backward), the log-sum-exp of each row of the scaled scores,
+    composed from a matmul and reductions (without a mask only)."""
+    out = _sdpa(imp, NodeView(node, index=0), q, k, v, attn_mask, dropout_p, is_causal, scale=scale)
+    if 1 not in {u.args[1] for u in node.users if u.target is operator.getitem}:
+        return out, None
+    if attn_mask is not None or is_causal:
+        raise Unsupported("the log-sum-exp of masked or causal attention (result 1 of the flash attention)")
+    qs, ks = irt.shape_of(imp.tensor(q)), irt.shape_of(imp.tensor(k))
+    scores_shape = (*qs[:-1], ks[-2])
+    rows = NodeView(node, shape=scores_shape)
+    kt = call(imp, NodeView(node, shape=(*ks[:-2], ks[-1], ks[-2])), torch.transpose, k, -2, -1)
+    scores = call(imp, rows, torch.matmul, q, kt)
+    factor = scale if scale is not None else 1.0 / math.sqrt(qs[-1])
+    scores = call(imp, rows, torch.mul, scores, factor)
+    kept = NodeView(node, shape=(*qs[:-1], 1))
+    top = call(imp, kept, torch.amax, scores, [-1], True)
+    total = call(imp, NodeView(node, index=1), torch.sum,
+                 call(imp, rows, torch.exp, call(imp, rows, torch.sub, scores, top)), [-1], False)
+    lse = call(imp, NodeView(node, index=1), torch.add, call(imp, NodeView(node, index=1), torch.log, total),
+               call(imp, NodeView(node, index=1), torch.squeeze, top, -1))
+    return out, lse
 
 
 def _to_copy_norm(x, *, dtype=None, layout=None, device=None, pin_memory=None, non_blocking=False, memory_format=None):
@@ -291,6 +339,12 @@ def _slice_index(x: Any, dim: int = 0, start: Any = None, end: Any = None, step:
     return (x, index), {}
 
 
+def _select_index(x: Any, dim: int, index: int) -> tuple[tuple, dict]:
+    """aten.select(x, dim, i) as x[..., i, ...]."""
+    where = (slice(None),) * dim + (index,) if dim >= 0 else (Ellipsis, index) + (slice(None),) * (-dim - 1)
+    return (x, where), {}
+
+
 def _aliases() -> dict[Any, Callable[..., Any]]:
     identity = alias("Tensor.contiguous")
     reshape = _reshape_to_result(torch.reshape)
@@ -318,6 +372,7 @@ def _aliases() -> dict[Any, Callable[..., Any]]:
         aten.expand.default: alias("Tensor.expand"),
         aten.cat.default: alias(torch.cat),
         aten.slice.Tensor: alias((operator.getitem, _slice_index)),
+        aten.select.int: alias((operator.getitem, _select_index)),
         aten.clone.default: identity,
         aten.alias.default: identity,
         aten.detach.default: identity,
@@ -359,8 +414,9 @@ def _aliases() -> dict[Any, Callable[..., Any]]:
         aten.log_softmax.int: alias((torch.log_softmax, _softmax_norm), (F.log_softmax, _softmax_norm)),
         aten._log_softmax.default: alias((torch.log_softmax, _softmax_norm), (F.log_softmax, _softmax_norm)),
         aten.layer_norm.default: _layer_norm,
-        aten.native_layer_norm.default: multi(_layer_norm, 3),
-        aten.scaled_dot_product_attention.default: alias((F.scaled_dot_product_attention, _sdpa_norm)),
+        aten.native_layer_norm.default: _native_layer_norm,
+        aten.scaled_dot_product_attention.default: _sdpa,
+        aten._scaled_dot_product_flash_attention_for_cpu.default: _sdpa_flash_cpu,
         # reductions
         aten.mean.dim: alias((torch.mean, _reduce_norm)),
         aten.mean.default: alias((torch.mean, _reduce_norm)),

@@ -291,3 +291,31 @@ def test_a_weight_changed_in_place_before_backward_is_an_error_as_in_eager(calls
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             out.sum().backward()
     assert native_forwards(record, aot=calls_before > 0)
+
+
+def test_training_batch_norms_run_natively_with_eagers_statistics(record, caplog):
+    """A training-mode CNN: the batch norms' batch statistics, outputs, gradients and updated
+    running statistics are eager's over several optimizer steps, and only the max pool's
+    indices (which irc does not compute) run eagerly."""
+    torch.manual_seed(11)
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(8, 6, 3, stride=2), nn.BatchNorm2d(6, momentum=0.3), nn.ReLU(), nn.Flatten(), nn.Linear(6, 3),
+    ).train()
+    ref = copy.deepcopy(model)
+    f = torch.compile(model, backend="irc")
+    opt, ref_opt = torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(ref.parameters(), lr=0.1)
+    with caplog.at_level(logging.WARNING, logger="irc"):
+        for _ in range(3):
+            x = torch.randn(4, 3, 6, 6) * 2 + 1
+            out, expected = f(x), ref(x)
+            torch.testing.assert_close(out, expected, **TOL)
+            out.square().sum().backward()
+            expected.square().sum().backward()
+            assert_same_grads(model, ref)
+            opt.step(), ref_opt.step(), opt.zero_grad(), ref_opt.zero_grad()
+    for (name, b), (_, r) in zip(model.named_buffers(), ref.named_buffers()):
+        torch.testing.assert_close(b, r, **TOL, msg=lambda m, name=name: f"{name}: {m}")
+    warnings = " ".join(r.getMessage() for r in caplog.records if r.name == "irc" and r.levelno >= logging.WARNING)
+    assert "max_pool2d_with_indices" in warnings and "batch_norm" not in warnings
+    assert record and all(dg.aot for dg in record)

@@ -244,6 +244,25 @@ def test_native_layer_norm_saved_statistics_are_eagers(shape, normalized):
         torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape", [(4, 3, 5, 7), (8, 6), (3, 5, 9), (2, 16, 1, 1)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_training_batch_norm_is_eagers(shape, affine):
+    """AOTAutograd's training-mode batch norm: output, saved statistics and new running
+    statistics (unbiased variance) as eager computes them, natively."""
+
+    def f(x, w, b, rm, rv):
+        w, b = (w, b) if affine else (None, None)
+        r = torch.ops.aten._native_batch_norm_legit_functional.default(x, w, b, rm, rv, True, 0.1, 1e-5)
+        return r[0], r[1], r[2], r[3], r[4]
+
+    c = shape[1]
+    x = torch.randn(shape) * 2 + 30
+    args = (x, torch.randn(c), torch.randn(c), torch.randn(c), torch.rand(c) + 0.5)
+    got = irc.compile(f, args, fallback=False)(*args)
+    for g, e in zip(got, f(*args)):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+
+
 @pytest.mark.parametrize("scale", [None, 0.3])
 def test_flash_attention_log_sum_exp_is_eagers(scale):
     def f(q, k, v):

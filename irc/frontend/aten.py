@@ -229,6 +229,44 @@ def _native_bn(imp: ImportContext, node: fx.Node, x, w, b, rm, rv, training, mom
     return _batch_norm(imp, node, x, w, b, rm, rv, False, momentum, eps)
 
 
+def _bn_training(imp: ImportContext, node: fx.Node, x, w, b, rm, rv, training, momentum, eps):
+    """AOTAutograd's training-mode batch norm: (out, saved mean, saved 1/sqrt(var + eps), new
+    running mean, new running variance), composed as eager computes them: the batch statistics
+    over every dimension but the channels (the variance from the deviations, biased for the
+    normalization, unbiased for the running variance), and running = (1 - momentum) * running +
+    momentum * batch statistic."""
+    if not training:
+        return (*_bn_no_training(imp, node, x, w, b, rm, rv, momentum, eps), rm, rv)
+    shape = irt.shape_of(imp.tensor(x))
+    if len(shape) < 2 or any(not isinstance(d, int) for d in shape):
+        raise Unsupported("a training-mode batch norm of symbolic or rank-1 shape")
+    c, count = shape[1], math.prod(shape) // shape[1]
+    if count < 2:
+        raise Unsupported("a training-mode batch norm over a single value per channel")
+    dims = [d for d in range(len(shape)) if d != 1]
+    kept = (1, c) + (1,) * (len(shape) - 2)
+    full, per_c, channels = NodeView(node, shape=shape), NodeView(node, shape=kept), NodeView(node, index=1)
+    mean = call(imp, per_c, torch.mean, x, dims, True)
+    centered = call(imp, full, torch.sub, x, mean)
+    var = call(imp, per_c, torch.mean, call(imp, full, torch.mul, centered, centered), dims, True)
+    rstd = call(imp, per_c, torch.rsqrt, call(imp, per_c, torch.add, var, eps))
+    out = call(imp, full, torch.mul, centered, rstd)
+    if w is not None:
+        out = call(imp, full, torch.mul, out, call(imp, per_c, torch.reshape, w, kept))
+    if b is not None:
+        out = call(imp, full, torch.add, out, call(imp, per_c, torch.reshape, b, kept))
+
+    def running(old, batch):
+        return call(imp, channels, torch.add, call(imp, channels, torch.mul, old, 1.0 - momentum),
+                    call(imp, channels, torch.mul, batch, momentum))
+
+    flat_mean = call(imp, channels, torch.reshape, mean, [c])
+    flat_var = call(imp, channels, torch.reshape, var, [c])
+    unbiased = call(imp, channels, torch.mul, flat_var, count / (count - 1))
+    return (out, flat_mean, call(imp, channels, torch.reshape, rstd, [c]),
+            running(rm, flat_mean), running(rv, unbiased))
+
+
 def _pool_functional(x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
     return (x, kernel, list(stride) or None, padding, dilation), {"ceil_mode": ceil_mode}
 
@@ -404,6 +442,7 @@ def _aliases() -> dict[Any, Callable[..., Any]]:
         aten.batch_norm.default: _batch_norm,
         aten._native_batch_norm_legit_no_training.default: multi(_bn_no_training, 3),
         aten.native_batch_norm.default: multi(_native_bn, 3),
+        aten._native_batch_norm_legit_functional.default: _bn_training,
         aten.max_pool2d.default: _max_pool2d,
         aten.max_pool2d_with_indices.default: multi(_max_pool2d, 2),
         aten.avg_pool2d.default: alias((F.avg_pool2d, _avg_pool_functional)),

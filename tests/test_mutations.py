@@ -309,3 +309,33 @@ def test_out_argument_of_several_tensors_is_an_error():
 
     with pytest.raises(irc.IrcError, match="`out=` of one tensor"):
         irc.compile(top, (torch.randn(3, 4),))
+
+
+def test_in_place_masked_fill_of_a_new_tensor_is_native():
+    """`torch.zeros_like(m, dtype=float).masked_fill_(m, -inf)` (how nn.MultiheadAttention turns a
+    bool mask into an additive one): a new tensor nothing else reads, so the fill is the
+    functional one, compiled natively."""
+
+    def f(x, mask):
+        return x + torch.zeros_like(x).masked_fill_(mask, -1e4)
+
+    x, mask = torch.randn(3, 5), torch.rand(3, 5) > 0.5
+    torch.testing.assert_close(irc.compile(f, (x, mask), fallback=False)(x, mask), f(x, mask))
+
+
+def _fill_read_after(x, mask):
+    z = torch.zeros_like(x)
+    y = z.masked_fill_(mask, 2.0)
+    return y + z * 3  # z is y: both see the fill
+
+
+def _fill_a_view(x, mask):
+    z = torch.zeros(2, 3, 5)
+    z[0].masked_fill_(mask, 1.0)
+    return z + x
+
+
+@pytest.mark.parametrize("f", [_fill_read_after, _fill_a_view], ids=["read after", "a view"])
+def test_in_place_masked_fill_of_a_tensor_read_elsewhere_stays_eagers(f):
+    x, mask = torch.randn(3, 5), torch.rand(3, 5) > 0.5
+    torch.testing.assert_close(irc.compile(f, (x, mask))(x, mask), f(x, mask))

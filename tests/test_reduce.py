@@ -496,6 +496,51 @@ def test_multihead_attention_key_padding_mask_is_unsupported():
         irc.compile(Padded().eval(), (torch.randn(2, 5, 12), torch.zeros(2, 5)), fallback=False)
 
 
+class CrossAttention(nn.Module):
+    def __init__(self, batch_first: bool):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(12, 4, batch_first=batch_first, kdim=7, vdim=5)
+
+    def forward(self, x, y, z):
+        return self.attn(x, y, z, need_weights=False)[0]
+
+
+def _masked(mask: torch.Tensor) -> nn.Module:
+    m = SelfAttention(True)
+    m.register_buffer("mask_buf", mask)
+    m.mask = m.mask_buf
+    return m
+
+
+FUNCTIONAL_MHA = {
+    "batch_first": (lambda: SelfAttention(True), [(3, 5, 12)]),
+    "seq_first": (lambda: SelfAttention(False), [(5, 2, 12)]),
+    "unbatched no bias": (lambda: SelfAttention(True, bias=False), [(5, 12)]),
+    "float mask": (lambda: _masked(torch.randn(5, 5)), [(2, 5, 12)]),
+    "bool causal mask": (lambda: _masked(torch.ones(5, 5, dtype=torch.bool).triu(1)), [(2, 5, 12)]),
+    "cross, separate weights": (lambda: CrossAttention(False), [(3, 2, 12), (9, 2, 7), (9, 2, 5)]),
+}
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONAL_MHA))
+def test_multihead_attention_with_grad_enabled_through_torch_compile(name, caplog):
+    """With grad enabled nn.MultiheadAttention leaves its fast path and calls
+    F.multi_head_attention_forward, which TorchDynamo keeps as one call: it is compiled natively
+    (it ran eagerly between two native partitions)."""
+    make, shapes = FUNCTIONAL_MHA[name]
+    m = _randomize(make())
+    xs = [torch.randn(s) for s in shapes]
+    torch._dynamo.reset()
+    try:
+        with caplog.at_level(logging.WARNING, logger="irc"):
+            out = torch.compile(m, backend="irc")(*xs)
+    finally:
+        torch._dynamo.reset()
+    assert out.grad_fn is not None
+    torch.testing.assert_close(out, m(*xs), rtol=1e-4, atol=1e-5)
+    assert not [r.getMessage() for r in caplog.records if r.name == "irc" and r.levelno >= logging.WARNING]
+
+
 # --- nn.TransformerEncoderLayer ------------------------------------------------------------------
 
 

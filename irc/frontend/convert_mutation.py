@@ -128,4 +128,35 @@ def _stale_alias(imp: ImportContext, node: fx.Node, x: Any, mutation: Any) -> An
     return x
 
 
+_NEW_TENSOR_FUNCTIONS = {torch.zeros_like, torch.ones_like, torch.full_like, torch.empty_like, torch.zeros,
+                         torch.ones, torch.full, torch.empty, torch.clone}
+_NEW_TENSOR_METHODS = {"new_zeros", "new_ones", "new_full", "new_empty", "clone"}
+
+
+def _makes_a_new_tensor(node: fx.Node) -> bool:
+    """A factory or clone: its result shares storage with nothing."""
+    if node.op == "call_method":
+        return node.target in _NEW_TENSOR_METHODS
+    return node.op == "call_function" and node.target in _NEW_TENSOR_FUNCTIONS
+
+
+def _in_place_on_a_new_value(name: str) -> Converter:
+    """`x.<name>_(...)` where `x` is a new tensor (a factory's or a clone) nothing else reads
+    (`torch.zeros_like(mask, dtype=torch.float32).masked_fill_(mask, -inf)`, as
+    nn.MultiheadAttention turns a bool mask into a float one): the functional `x.<name>(...)`,
+    whose result the graph reads from the in-place call."""
+
+    @accepts_ints  # as masked_fill: a bool mask
+    def convert(imp: ImportContext, node: fx.Node, x: Any, *args: Any, **kwargs: Any) -> Any:
+        target = node.args[0]
+        fresh = isinstance(target, fx.Node) and _makes_a_new_tensor(target) and set(target.users) == {node}
+        functional = imp.method_converter(name)
+        if not fresh or functional is None:
+            raise Unsupported(f"{name}_ in place on a tensor other than a new one that nothing else reads")
+        return functional(imp, node, x, *args, **kwargs)
+
+    return convert
+
+
 FUNCTIONS: dict[Any, Converter] = {setitem_value: _setitem, after: _after, stale_alias: _stale_alias}
+METHODS: dict[str, Converter] = {"masked_fill_": _in_place_on_a_new_value("masked_fill")}

@@ -510,6 +510,43 @@ def _encoder_layer_fwd(
     return encoder_block(imp, x, sa, ff, norm(norm_weight_1, norm_bias_1), norm(norm_weight_2, norm_bias_2), bool(norm_first))
 
 
+@accepts_ints
+def _mha_forward(
+    imp: ImportContext, node: fx.Node, query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+    bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training=True, key_padding_mask=None,
+    need_weights=True, attn_mask=None, use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+    v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True, is_causal=False,
+) -> tuple[SSAValue, NotComputed]:
+    """F.multi_head_attention_forward: what nn.MultiheadAttention calls outside its fast path
+    (TorchDynamo traces it so with grad enabled). Inputs [L, N, E] or unbatched [L, E]."""
+    if bias_k is not None or bias_v is not None or add_zero_attn or static_k is not None or static_v is not None:
+        raise Unsupported("add_bias_kv / add_zero_attn / static keys are not supported")
+    if training and dropout_p > 0:
+        raise Unsupported("attention dropout in training mode; compile the model in eval mode (model.eval())")
+    if key_padding_mask is not None:
+        raise Unsupported("key_padding_mask is not supported; pass an additive float attn_mask instead")
+    if need_weights and _weights_used(node):
+        raise Unsupported("the attention weights output is used (irc computes only the attention output; "
+                          "pass need_weights=False)")
+    causal = False
+    if is_causal:
+        if attn_mask is None:
+            raise Unsupported("is_causal=True needs attn_mask (as torch requires)")
+        if not need_weights:  # torch then ignores the mask and attends causally
+            attn_mask, causal = None, True
+    e = int(embed_dim_to_check)
+    if use_separate_proj_weight:
+        weights = [imp.tensor(w) for w in (q_proj_weight, k_proj_weight, v_proj_weight)]
+    else:
+        weights = [_param_rows(imp, in_proj_weight, slice(i * e, (i + 1) * e)) for i in range(3)]
+    biases = [None] * 3 if in_proj_bias is None else [_param_rows(imp, in_proj_bias, slice(i * e, (i + 1) * e))
+                                                       for i in range(3)]
+    qkv = (imp.tensor(query), imp.tensor(key), imp.tensor(value))
+    out = attention_block(imp, qkv, weights, biases, (out_proj_weight, out_proj_bias), int(num_heads), False,
+                          attn_mask, causal)
+    return out, NotComputed("the attention weights")
+
+
 # ---------------------------------------------------------------------------------------------
 # The tables
 # ---------------------------------------------------------------------------------------------
@@ -531,6 +568,7 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.addmm: _addmm,
     F.scaled_dot_product_attention: _sdpa,
     torch._transformer_encoder_layer_fwd: _encoder_layer_fwd,
+    F.multi_head_attention_forward: _mha_forward,
 }
 
 METHODS: dict[str, Converter] = {

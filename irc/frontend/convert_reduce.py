@@ -395,23 +395,30 @@ def _weights_used(node: fx.Node) -> bool:
     return False
 
 
-@accepts_ints
-def _mha_module(
-    imp: ImportContext, node: fx.Node, mod: nn.MultiheadAttention, query, key, value, key_padding_mask=None,
-    need_weights=True, attn_mask=None, average_attn_weights=True, is_causal=False,
-) -> tuple[SSAValue, NotComputed]:
+def _attention_call(node: fx.Node, key_padding_mask, need_weights, attn_mask, is_causal) -> tuple[Any, bool]:
+    """A MultiheadAttention call's (mask, causal), as torch reads its arguments; what irc does not
+    compute (a key padding mask, the attention weights taken) is unsupported."""
     if key_padding_mask is not None:
         raise Unsupported("key_padding_mask is not supported; pass an additive float attn_mask instead")
     if need_weights and _weights_used(node):
         raise Unsupported("the attention weights output is used (irc computes only the attention output; "
                           "pass need_weights=False)")
-    query, key, value = imp.tensor(query), imp.tensor(key), imp.tensor(value)
     causal = False
     if is_causal:
         if attn_mask is None:
             raise Unsupported("is_causal=True needs attn_mask (as torch requires)")
         if not need_weights:  # torch then ignores the mask and attends causally
             attn_mask, causal = None, True
+    return attn_mask, causal
+
+
+@accepts_ints
+def _mha_module(
+    imp: ImportContext, node: fx.Node, mod: nn.MultiheadAttention, query, key, value, key_padding_mask=None,
+    need_weights=True, attn_mask=None, average_attn_weights=True, is_causal=False,
+) -> tuple[SSAValue, NotComputed]:
+    attn_mask, causal = _attention_call(node, key_padding_mask, need_weights, attn_mask, is_causal)
+    query, key, value = imp.tensor(query), imp.tensor(key), imp.tensor(value)
     out = multi_head_attention(imp, mod, query, key, value, attn_mask, causal)
     return out, NotComputed("the attention weights")
 
@@ -523,17 +530,7 @@ def _mha_forward(
         raise Unsupported("add_bias_kv / add_zero_attn / static keys are not supported")
     if training and dropout_p > 0:
         raise Unsupported("attention dropout in training mode; compile the model in eval mode (model.eval())")
-    if key_padding_mask is not None:
-        raise Unsupported("key_padding_mask is not supported; pass an additive float attn_mask instead")
-    if need_weights and _weights_used(node):
-        raise Unsupported("the attention weights output is used (irc computes only the attention output; "
-                          "pass need_weights=False)")
-    causal = False
-    if is_causal:
-        if attn_mask is None:
-            raise Unsupported("is_causal=True needs attn_mask (as torch requires)")
-        if not need_weights:  # torch then ignores the mask and attends causally
-            attn_mask, causal = None, True
+    attn_mask, causal = _attention_call(node, key_padding_mask, need_weights, attn_mask, is_causal)
     e = int(embed_dim_to_check)
     if use_separate_proj_weight:
         weights = [imp.tensor(w) for w in (q_proj_weight, k_proj_weight, v_proj_weight)]

@@ -151,15 +151,15 @@ class GradGraph:
     what the ATen backward needs, without recomputation."""
 
     def __init__(self, inference: DynamoGraph, training: Callable[..., Any]):
-        self.inference = inference
+        self.inference: DynamoGraph | None = inference  # None once training: its folded weights freed
         self.training = training
-        self.trained = False
 
     def __call__(self, *args: Any) -> Any:
-        if not self.trained:
-            if not self.inference.backward_calls():
-                return self.inference(*args)
-            self.trained = True
+        inference = self.inference
+        if inference is not None:
+            if not inference.backward_calls():
+                return inference(*args)
+            self.inference = None
             log.info("irc: a backward pass went through this graph; from now on it runs AOTAutograd's "
                      "training graphs (a native forward saving activations for the backward)")
         return self.training(*args)
@@ -513,8 +513,9 @@ def _python_outputs(gm: fx.GraphModule) -> tuple[list[int], set[fx.Node], fx.Gra
         p = graph.placeholder(f"irc_native_{k}")
         if isinstance(node, fx.Node) and node not in env:
             env[node] = p
+    copied = int_side | size_side | view_side
     for node in gm.graph.nodes:
-        if node not in env and node in (int_side | size_side | view_side):
+        if node not in env and node in copied:
             env[node] = graph.node_copy(node, lambda n: env[n])
     for k in empty:
         fake = outs[k].meta.get("example_value", outs[k].meta.get("val"))

@@ -263,6 +263,16 @@ def test_training_batch_norm_is_eagers(shape, affine):
         torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
 
 
+def test_functional_batch_norm_not_training_keeps_running_statistics():
+    def f(x, w, b, rm, rv):
+        r = torch.ops.aten._native_batch_norm_legit_functional.default(x, w, b, rm, rv, False, 0.1, 1e-5)
+        return r[0], r[3], r[4]
+
+    args = (torch.randn(2, 3, 4, 4), torch.randn(3), torch.randn(3), torch.randn(3), torch.rand(3) + 0.5)
+    for g, e in zip(irc.compile(f, args, fallback=False)(*args), f(*args)):
+        torch.testing.assert_close(g, e)
+
+
 @pytest.mark.parametrize("scale", [None, 0.3])
 def test_flash_attention_log_sum_exp_is_eagers(scale):
     def f(q, k, v):

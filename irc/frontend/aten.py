@@ -235,8 +235,8 @@ def _bn_training(imp: ImportContext, node: fx.Node, x, w, b, rm, rv, training, m
     over every dimension but the channels (the variance from the deviations, biased for the
     normalization, unbiased for the running variance), and running = (1 - momentum) * running +
     momentum * batch statistic."""
-    if not training:
-        return (*_bn_no_training(imp, node, x, w, b, rm, rv, momentum, eps), rm, rv)
+    if not training:  # the running statistics are returned as they are
+        return _bn_no_training(imp, NodeView(node, index=0), x, w, b, rm, rv, momentum, eps), None, None, rm, rv
     shape = irt.shape_of(imp.tensor(x))
     if len(shape) < 2 or any(not isinstance(d, int) for d in shape):
         raise Unsupported("a training-mode batch norm of symbolic or rank-1 shape")

@@ -301,7 +301,8 @@ class DynamoGraph:
 
     def backward_calls(self) -> int:
         """Backward passes through the modules compiled for this graph (`irc.compile`'s autograd)."""
-        return sum(cm.backward_calls for _, cm in self.compiled.values() if cm is not None)
+        # a copy taken at once: another thread's first call may be adding a version
+        return sum(cm.backward_calls for _, cm in tuple(self.compiled.values()) if cm is not None)
 
     def _with_ints(self, out: Any, args: tuple) -> Any:
         """The graph's outputs: the compiled tensors with the outputs made in Python (ints and

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 
 import pytest
 import torch
@@ -319,3 +320,31 @@ def test_training_batch_norms_run_natively_with_eagers_statistics(record, caplog
     warnings = " ".join(r.getMessage() for r in caplog.records if r.name == "irc" and r.levelno >= logging.WARNING)
     assert "max_pool2d_with_indices" in warnings and "batch_norm" not in warnings
     assert record and all(dg.aot for dg in record)
+
+
+def test_grad_enabled_first_calls_from_threads(record):
+    """Threads making their first grad-enabled calls at once, one of them compiling while the
+    others ask whether a backward went through the graph."""
+    model = eval_cnn()
+    f = torch.compile(model, backend="irc", dynamic=False)
+    xs = [torch.randn(2, 3, 8, 8) for _ in range(4)]
+    with torch.no_grad():
+        expected = [model(x) for x in xs]
+    start, errors = threading.Barrier(len(xs)), []
+
+    def run(x, ref):
+        try:
+            start.wait()
+            for _ in range(3):
+                torch.testing.assert_close(f(x), ref, **TOL)
+        except BaseException as e:  # re-raised on the test's thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=pair) for pair in zip(xs, expected)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    assert native_forwards(record, aot=False)

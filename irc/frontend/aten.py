@@ -370,17 +370,19 @@ def _unary_names() -> dict[Any, Callable[..., Any]]:
     return table
 
 
+def _at_dim(dim: int, item: Any) -> tuple:
+    """The basic index taking `item` (an int or a slice) along `dim` (negative: from the end)."""
+    return (slice(None),) * dim + (item,) if dim >= 0 else (Ellipsis, item) + (slice(None),) * (-dim - 1)
+
+
 def _slice_index(x: Any, dim: int = 0, start: Any = None, end: Any = None, step: int = 1) -> tuple[tuple, dict]:
     """aten.slice(x, dim, start, end, step) as x[..., start:end:step, ...] (basic indexing)."""
-    box = slice(start, end, step)
-    index = (slice(None),) * dim + (box,) if dim >= 0 else (Ellipsis, box) + (slice(None),) * (-dim - 1)
-    return (x, index), {}
+    return (x, _at_dim(dim, slice(start, end, step))), {}
 
 
 def _select_index(x: Any, dim: int, index: int) -> tuple[tuple, dict]:
     """aten.select(x, dim, i) as x[..., i, ...]."""
-    where = (slice(None),) * dim + (index,) if dim >= 0 else (Ellipsis, index) + (slice(None),) * (-dim - 1)
-    return (x, where), {}
+    return (x, _at_dim(dim, index)), {}
 
 
 def _aliases() -> dict[Any, Callable[..., Any]]:

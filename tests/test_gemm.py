@@ -321,7 +321,9 @@ def test_pixels_conv_copies_its_padded_image_in_bands(name, threads, monkeypatch
     """A padded image copied a band of output rows at a time, by each thread for its own rows,
     gives the same bits as one copy of the whole image (the tiles sum K in the same order), and
     matches eager: bands of one row and of several, strides, dilation, padding on one axis only,
-    row counts the threads and bands do not divide."""
+    row counts the threads and bands do not divide. At two threads these convs (one panel of
+    output channels) share out their pixels, and each task copies its own rows even where the
+    whole image would fit (BH = OH): the reference then is a one-task compile's whole copy."""
     monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
     g, l2s = PIXEL_BAND_CONVS[name]
     m = _conv_block(g)
@@ -329,11 +331,13 @@ def test_pixels_conv_copies_its_padded_image_in_bands(name, threads, monkeypatch
     with torch.no_grad():
         res = torch.randn_like(m.conv(x))
         expected = m(x, res)
+    one_task = irc.compile(m, (x, res), target=dataclasses.replace(irc.Target.host(), l2=0, threads=1), fallback=False)
     whole = irc.compile(m, (x, res), target=dataclasses.replace(irc.Target.host(), l2=0), fallback=False)
     oh = res.shape[2]
     assert _band_rows(whole) == [oh]
-    reference = whole(x, res)
+    reference = one_task(x, res)
     torch.testing.assert_close(reference, expected)
+    assert torch.equal(whole(x, res), reference)
     seen = set()
     for l2 in l2s:
         cm = irc.compile(m, (x, res), target=dataclasses.replace(irc.Target.host(), l2=l2), fallback=False)

@@ -441,6 +441,45 @@ def test_conv_stores_at_every_vector_width(name, widths, monkeypatch):
         assert "irc_cols<3, 1, 1, 2, 0>" in cm.cpp_source  # rows of 12 in two tiles of 6
 
 
+# Padded images of pixels-layout convs, copied by irc_pad_rows: rows one lane short of a vector,
+# exactly one, one with an overlapping last vector, two with one; padding wider than the rows; a
+# channel block larger than IRC_PAD_BLOCK (copied row by row). (cin, k, stride, pad, (h, (vectors,
+# extra))): the row width is vectors x lanes + extra.
+PAD_COPY_CONVS = {
+    "lanes-1": (24, 3, 1, 1, (5, (1, -1))),
+    "lanes": (24, 3, 1, 1, (5, (1, 0))),
+    "lanes+3": (24, 3, 1, 2, (4, (1, 3))),
+    "2lanes+5": (16, 3, 2, 1, (6, (2, 5))),
+    "pad-5-narrow": (16, 3, 1, 5, (3, (0, 3))),
+    "block-rows": (3, 7, 2, 3, (100, (0, 90))),
+}
+
+
+@pytest.mark.parametrize("lanes", [16, 8, 4], ids=["avx512", "avx2", "portable"])
+@pytest.mark.parametrize("name", PAD_COPY_CONVS)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_pixels_conv_padded_copy_at_every_vector_width(name, lanes, threads, monkeypatch):
+    """The zero-padded copy of a pixels-layout conv's image: zeroed whole and then copied over
+    with unmasked vectors (the last overlapping the one before it) where a channel's block is
+    small, row by row where it is large, at each vector width. One panel of output channels, so
+    at two threads the tasks share out the pixels and each copies its own rows (a band, whose
+    rows above or below the image are zeros)."""
+    cin, k, stride, pad, (h, (vectors, extra)) = PAD_COPY_CONVS[name]
+    monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
+    monkeypatch.setenv("IRC_VECTOR_WIDTH", str(lanes))
+    width = 32 if lanes == 16 else 16
+    monkeypatch.setenv("IRC_GEMM_WIDTH", str(width))
+    if width == 16:
+        monkeypatch.setenv("IRC_GEMM_ROWS", "6")
+    w = vectors * lanes + extra
+    m = _conv_block(dict(cin=cin, cout=width, k=k, stride=stride, pad=pad, dil=1, groups=1, hw=(h, w)))
+    x = torch.randn(1, cin, h, w)
+    with torch.no_grad():
+        res = torch.randn_like(m.conv(x))
+    cm = check(m, x, res)
+    assert "irc_conv_pixels<" in cm.cpp_source and f"#define IRC_VL {lanes}  //" in cm.cpp_source
+
+
 @pytest.mark.parametrize("cin,hw,panels", [(8, 10, "IRC_MR"), (96, 5, "IRC_NR")], ids=["direct", "pixels"])
 def test_conv_weights_packed_at_compile_time_follow_in_place_updates(cin, hw, panels):
     """The conv's weight panels (6-row for the direct layout, 32 channels wide for pixels) are

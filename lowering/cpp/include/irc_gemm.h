@@ -651,7 +651,7 @@ static inline void irc_pad_row(float* __restrict__ dst, const float* __restrict_
 // load and store only for a row shorter than a vector. Masked stores are slow (a 512-bit one on
 // a Zen 4, AVX2's vmaskmovps everywhere): one per pad, as row by row, took most of a copy of
 // narrow rows. Zen 4, the copy alone, hot in cache, at 16 / 8 lanes: 128 planes of 16x16 padded
-// by 1 8.9 -> 4.0 / 22.4 -> 4.0 us, 16 of 32x32 2.6 -> 1.6 / 5.5 -> 1.7, 64 of 56x56 27.1 ->
+// by 1 8.9 -> 4.0 / 22.4 -> 4.0-5.8 us, 16 of 32x32 2.6 -> 1.6 / 5.5 -> 1.7, 64 of 56x56 27.1 ->
 // 22.8 / 41.1 -> 21.3; 128 of 8x8 (whole block zeroed before too) 2.2 / 11.5 -> 2.3. A larger
 // block goes row by row (zeroing it first wrote it twice: 3 planes of 224x224 padded by 3 16.0 ->
 // 19.8 us).
@@ -1214,7 +1214,8 @@ static void irc_pixels_task(const irc_direct_b& d, const PB& pb, float* c, const
 // rows and copies its padded image in bands of at most BH of them (irc_padded_band), each band
 // used by all the channels before the next: the copy stays in cache where a whole padded image
 // went to memory and back (ResNet-18's 64-channel 3x3 on 56x56: 861 KB). So do tasks that share
-// out the pixels (NP < P, MS = M) of a padded image of any size, in one band each: a task's rows
+// out the pixels (NP < P, MS = M) of a padded image of any size, where whole output rows share out
+// evenly enough (`even`, below), in one band each: a task's rows
 // are then copied by its own thread, into its own core's cache, where one whole copy shared out
 // by channels left each task reading the other core's half (and took a parallel region of its
 // own). Zen 4, two threads, the native call alone: DenseNet's 128 -> 32 channel 3x3 on 8x8
@@ -1225,11 +1226,17 @@ static void irc_conv_pixels(int64_t M, const PB& pb, const irc_direct& g, float*
                             int64_t NP, int64_t MS, bool parallel) {
   const int64_t taps = g.KH * g.KW, P = g.OH * g.OW;
   if (irc_one_thread(parallel)) MS = M, NP = P;
-  const bool banded = PB::in_memory && (BH < g.OH || NP < P) && (g.PH || g.PW) && MS >= M;
+  const int64_t mb = (M + MS - 1) / MS, nb = (P + NP - 1) / NP;
+  // whole rows shared out evenly enough among the tasks for each to copy its own (the largest
+  // task's rows at most 7/6 of the mean). Two threads, banded against the pixels split: a 128 ->
+  // 32 channel 3x3 on 7x7 (rows 4 and 3) 22.1 -> 18.4 us, 9x9 31.9 -> 28.9, 8x8 25.8 -> 20.6; a
+  // 64 -> 32 on 1x200 (one task: the row) 18.0 -> 27.6, 3x100 48.5 -> 60.2, 5x40 37.0 -> 38.6
+  // (rows 3 and 2: left split, as one and three rows are; a 128 -> 32 on 5x5 loses 12% by it)
+  const bool even = 6 * ((g.OH + nb - 1) / nb) * nb <= 7 * g.OH;
+  const bool banded = PB::in_memory && (BH < g.OH || (NP < P && even)) && (g.PH || g.PW) && MS >= M;
   int64_t toff[64];
   int64_t* offs = taps <= 64 ? toff : static_cast<int64_t*>(std::malloc(taps * sizeof(int64_t)));
   const irc_direct_b whole = banded ? irc_direct_b{} : irc_padded_image(g, offs, parallel);
-  const int64_t mb = (M + MS - 1) / MS, nb = (P + NP - 1) / NP;
 #pragma omp parallel for collapse(2) schedule(static) if (parallel)
   for (int64_t bi = 0; bi < mb; ++bi)
     for (int64_t bj = 0; bj < nb; ++bj) {

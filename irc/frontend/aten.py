@@ -297,8 +297,8 @@ def _native_layer_norm(imp: ImportContext, node: fx.Node, x, shape, w=None, b=No
     taken = {u.args[1] for u in node.users if u.target is operator.getitem}
     if not taken & {1, 2}:
         return out, None, None
-    full = NodeView(node, shape=irt.shape_of(imp.tensor(x)))
-    rank = len(irt.shape_of(imp.tensor(x)))
+    x_shape = irt.shape_of(imp.tensor(x))
+    full, rank = NodeView(node, shape=x_shape), len(x_shape)
     dims = list(range(rank - len(shape), rank))
     mean = call(imp, NodeView(node, index=1), torch.mean, x, dims, True)
     centered = call(imp, full, torch.sub, x, mean)

@@ -44,6 +44,11 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
   MC output rows per band: below the output height (`pixels_panels`, a padded image, tasks of
   every channel), each task copies the padded rows its output rows read a band of MC output
   rows at a time, rather than the whole padded image once.
+* `winograd`: a 3x3 conv of stride 1, dilation 1 and one group as Winograd F(2x2, 3x3)
+  (`irc_conv_winograd`): `a` is its weights transformed and packed [16, ceil(O/R), C, R] (`irt.pack
+  "winograd" R`, R the Target's `gemm_rows`); per 2x2 tile of outputs, 16 products over the input
+  channels replace the 36 of the direct sum. `tiles` MC counts tile rows (output row pairs) per
+  task and MS output channel panels of R per task (0: all of them).
 
 `batch [count, sa, sb, sc]` (optional, not with im2col) makes it `count` products, the n-th reading
 A, B and C `sa`, `sb`, `sc` elements further on (0: shared, a broadcast batch dim) and its
@@ -120,10 +125,11 @@ class GemmLayout(StrEnum):
     DIRECT_PANELS = "direct_panels"
     PIXELS = "pixels"
     PIXELS_PANELS = "pixels_panels"
+    WINOGRAD = "winograd"
 
 
 CONV_LAYOUTS = (GemmLayout.IM2COL, GemmLayout.IM2COL_PANELS, GemmLayout.DIRECT, GemmLayout.DIRECT_PANELS,
-                GemmLayout.PIXELS, GemmLayout.PIXELS_PANELS)
+                GemmLayout.PIXELS, GemmLayout.PIXELS_PANELS, GemmLayout.WINOGRAD)
 DIRECT_LAYOUTS = (GemmLayout.DIRECT, GemmLayout.DIRECT_PANELS)
 PIXEL_LAYOUTS = (GemmLayout.PIXELS, GemmLayout.PIXELS_PANELS)
 DIRECT_MAX_PHASES = 64
@@ -415,6 +421,8 @@ class GemmOp(IntArrays, StaticShapeOp):
                 )
             if self.layout.data in PACKED_CONV_LAYOUTS + (GemmLayout.PIXELS_PANELS,):
                 self._verify_conv_panels(g)
+            if self.layout.data == GemmLayout.WINOGRAD:
+                self._verify_winograd(g)
             if self.layout.data in DIRECT_LAYOUTS and g.stride_h * g.stride_w > DIRECT_MAX_PHASES:
                 raise VerifyException(
                     f"irl.gemm: the direct layouts copy a strided image into stride_h x stride_w phase planes, "
@@ -427,6 +435,23 @@ class GemmOp(IntArrays, StaticShapeOp):
                 f"({1 + len(self.epilogue)} arguments) and ends with irl.yield"
             )
 
+
+    def _verify_winograd(self, g: ConvGeometry) -> None:
+        """The winograd layout runs a 3x3 stride-1 undilated conv of one group, its weights
+        transformed and packed [16, ceil(M/R), C, R] (`irt.pack "winograd"`), read without bounds."""
+        m, _, k = self.ints("sizes")
+        shape = tuple(self.a.type.get_shape())  # type: ignore[attr-defined]
+        if (g.kernel_h, g.kernel_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, g.groups) != (3, 3, 1, 1, 1, 1, 1):
+            raise VerifyException(
+                f"irl.gemm: the winograd layout runs a 3x3 conv of stride 1, dilation 1 and one group, got kernel "
+                f"{g.kernel_h}x{g.kernel_w}, stride {g.stride_h}x{g.stride_w}, dilation {g.dilation_h}x{g.dilation_w}, "
+                f"groups {g.groups}"
+            )
+        if len(shape) != 4 or shape[0] != 16 or shape[2] != k // 9 or shape[3] < 1 or shape[1] != -(-m // shape[3]):
+            raise VerifyException(
+                f"irl.gemm: the winograd layout reads its weights as [16, ceil(M/R), C, R] = [16, ceil({m}/R), {k // 9}, R], "
+                f"got {list(shape)}"
+            )
 
     def _verify_conv_panels(self, g: ConvGeometry) -> None:
         """A conv's packed weights are read without bounds: their shape must be the one the

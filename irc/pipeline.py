@@ -5,7 +5,7 @@
 `spelled(...)` gives the `-p`/`-t` arguments that reproduce a compile exactly:
 
     irc-fuse                                   (unless fuse=False)
-    irc-pack-weights{inputs gemm_width gemm_rows}  (unless the Target is strict)
+    irc-pack-weights{inputs gemm_width gemm_rows winograd}  (unless the Target is strict)
     irc-fold-params{inputs}                    (its @NAME__fold is evaluated on the weights)
     irc-to-loops{tag_ops gemm_width gemm_rows matmul_rows strict threads l1d l2 l3}
     irc-vectorize{vector_width}, irc-plan-memory{alignment}, irc-parallelize{threshold}
@@ -70,7 +70,8 @@ def declared(target: Target, *, inputs: int, fuse: bool = True, profile: bool = 
     irc.compile runs, and what `irc-opt -p` runs given `spelled(...)`."""
     passes: list[ModulePass] = [IrcFusePass()] if fuse else []
     if not target.strict:  # the GEMM engine's packed weights (strict builds keep scalar loops)
-        passes.append(PackWeightsPass(inputs=inputs, gemm_width=target.gemm_width, gemm_rows=target.gemm_rows))
+        passes.append(PackWeightsPass(inputs=inputs, gemm_width=target.gemm_width, gemm_rows=target.gemm_rows,
+                                      winograd=target.winograd))
     passes += [
         FoldParamsPass(inputs=inputs),
         IrcToLoopsPass(tag_ops=profile, gemm_width=target.gemm_width, gemm_rows=target.gemm_rows,

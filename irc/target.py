@@ -116,6 +116,7 @@ class Target:
     gemm_rows: int = GEMM_ROWS
     matmul_rows: int = GEMM_ROWS
     vector_width: int = 0  # 0: the ISA's width (resolved in __post_init__)
+    winograd: bool = True  # 3x3 stride-1 convs as Winograd F(2x2, 3x3) where `conv_winograd` picks them
 
     def __post_init__(self) -> None:
         if self.isa not in ISAS:
@@ -146,10 +147,12 @@ class Target:
         omp_threshold: int | None = None,
         threads: int | None = None,
         vector_width: int | None = None,
+        winograd: bool | None = None,
     ) -> Target:
         """This machine: the ISA and caches from the CPU, then each argument given, else its
         environment variable (`IRC_STRICT`, `IRC_GEMM_WIDTH`, `IRC_GEMM_ROWS`, `IRC_MATMUL_ROWS`,
-        `IRC_OMP_THRESHOLD`, `IRC_NUM_THREADS`, `IRC_VECTOR_WIDTH`), else the default (the ISA's width for vectors).
+        `IRC_OMP_THRESHOLD`, `IRC_NUM_THREADS`, `IRC_VECTOR_WIDTH`, `IRC_WINOGRAD`), else the default
+        (the ISA's width for vectors; Winograd on).
         A bad environment value is a ValueError naming it."""
         from irc.runtime.build import cpu_features
 
@@ -170,10 +173,12 @@ class Target:
         if vector_width is None:
             allowed = tuple(w for w in VECTOR_WIDTHS if w <= ISAS[isa])
             vector_width = _env_int("IRC_VECTOR_WIDTH", ISAS[isa], choices=allowed)
+        if winograd is None:
+            winograd = bool(_env_int("IRC_WINOGRAD", 1, choices=(0, 1)))
         l1d, l2, l3 = _cache_sizes()
         return cls(isa=isa, gemm_width=gemm_width, gemm_rows=gemm_rows, matmul_rows=matmul_rows, strict=strict,
                    omp_threshold=omp_threshold,
-                   threads=threads, l1d=l1d, l2=l2, l3=l3, vector_width=vector_width)
+                   threads=threads, l1d=l1d, l2=l2, l3=l3, vector_width=vector_width, winograd=winograd)
 
     def replace(self, **changes) -> Target:
         return dataclasses.replace(self, **changes)

@@ -19,6 +19,13 @@ import irc
 from irc.lowering.cpp.headers import INCLUDE_DIR
 from irc.lowering.to_loops.gemm import A_BLOCK_BYTES, KC_MAX, KC_MIN, NC_MAX, blocking, choose_tiles
 
+
+@pytest.fixture(autouse=True)
+def _no_winograd(monkeypatch):
+    """These tests are the im2col, direct and pixels layouts': the 3x3 stride-1 convs among them
+    that would run as Winograd (`tests/test_winograd.py`) take those layouts instead."""
+    monkeypatch.setenv("IRC_WINOGRAD", "0")
+
 torch.manual_seed(0)
 
 

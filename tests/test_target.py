@@ -17,7 +17,7 @@ from irc.pipeline import declared, spelled
 from irc.target import DEFAULT_GEMM_ROWS, DEFAULT_MATMUL_ROWS, Target, cpu_model, matmul_rows_for
 
 ENV = ("IRC_STRICT", "IRC_GEMM_WIDTH", "IRC_GEMM_ROWS", "IRC_MATMUL_ROWS", "IRC_OMP_THRESHOLD", "IRC_NUM_THREADS",
-       "IRC_VECTOR_WIDTH")
+       "IRC_VECTOR_WIDTH", "IRC_WINOGRAD")
 
 
 @pytest.fixture
@@ -34,6 +34,13 @@ def test_host_reads_the_cpu_then_arguments_then_environment(clean_env):
     assert host.vector_width == {"avx512": 16, "avx2": 8, "portable": 4}[host.isa]
     assert host.threads == torch.get_num_threads() and not host.strict
     assert host.gemm_rows == DEFAULT_GEMM_ROWS[host.isa] and host.matmul_rows == matmul_rows_for(host.isa, *cpu_model())
+    assert host.winograd
+    clean_env.setenv("IRC_WINOGRAD", "0")
+    assert not Target.host().winograd and Target.host(winograd=True).winograd
+    clean_env.setenv("IRC_WINOGRAD", "2")
+    with pytest.raises(ValueError, match="IRC_WINOGRAD"):
+        Target.host()
+    clean_env.delenv("IRC_WINOGRAD")
     clean_env.setenv("IRC_STRICT", "1")
     clean_env.setenv("IRC_GEMM_WIDTH", "16")
     clean_env.setenv("IRC_GEMM_ROWS", "12")
@@ -115,7 +122,8 @@ def test_invalid_targets_are_refused():
 def test_the_pipeline_is_spelled_with_every_option():
     t = Target(gemm_width=32, gemm_rows=12, matmul_rows=14, threads=4, omp_threshold=1000, strict=False, l1d=1, l2=2, l3=3)
     text = spelled(t, inputs=2)
-    assert "irc-pack-weights{inputs=2 gemm_width=32 gemm_rows=12}" in text
+    assert "irc-pack-weights{inputs=2 gemm_width=32 gemm_rows=12 winograd=true}" in text
+    assert "irc-pack-weights{inputs=2 gemm_width=32 gemm_rows=12 winograd=false}" in spelled(t.replace(winograd=False), inputs=2)
     assert "irc-fold-params{inputs=2}" in text
     assert ("irc-to-loops{tag_ops=false gemm_width=32 gemm_rows=12 matmul_rows=14 strict=false threads=4 l1d=1 l2=2 "
             "l3=3}") in text

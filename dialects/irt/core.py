@@ -388,8 +388,13 @@ class PackOp(StaticShapeOp):
 
     `rows` packs an nn.Linear weight [N, K]; `cols` a matmul rhs [K, N]. `rows` also takes a
     tensor of more dimensions, read as [D0, D1*D2*...]: a conv2d weight [O, C, kH, kW] becomes
-    the engine's lhs panels [ceil(O/width), C*kH*kW, width]. Rules apply it to parameters only,
-    so compile-time folding packs each weight once, never per call.
+    the engine's lhs panels [ceil(O/width), C*kH*kW, width]. `winograd` takes a 3x3 conv2d
+    weight [O, C, 3, 3] to its Winograd F(2x2, 3x3) transform, U = G g G^T per 3x3 kernel g
+    (16 values xi = 4a + b), in panels of `width` output channels: [16, ceil(O/width), C, width],
+    u[xi, q, c, r] = U[o = q*width + r, c][a, b] (the engine's `irc_conv_winograd`). Rules apply
+    it to parameters only, so compile-time folding packs each weight once, never per call.
+
+        %u = irt.pack %w "winograd" 14 : (tensor<64x64x3x3xf32>) -> tensor<16x5x64x14xf32>
     """
 
     name = "irt.pack"
@@ -402,10 +407,14 @@ class PackOp(StaticShapeOp):
 
     def __init__(self, input: SSAValue, axis: str, width: int):
         shape = shape_of(input)
-        panel, other = (shape[0], math.prod(shape[1:])) if axis == "rows" else (shape[1], shape[0])
+        if axis == "winograd":
+            result = [16, -(-shape[0] // width), shape[1], width]
+        else:
+            panel, other = (shape[0], math.prod(shape[1:])) if axis == "rows" else (shape[1], shape[0])
+            result = [-(-panel // width), other, width]
         super().__init__(
             operands=[input],
-            result_types=[TensorType(f32, [-(-panel // width), other, width])],
+            result_types=[TensorType(f32, result)],
             properties={"axis": StringAttr(axis), "width": IntegerAttr(width, i64)},
         )
 
@@ -415,6 +424,16 @@ class PackOp(StaticShapeOp):
 
     def verify_(self) -> None:
         a = shape_of(self.input)
+        if self.axis.data == "winograd":
+            if len(a) != 4 or tuple(a[2:]) != (3, 3) or self.panel_width < 1:
+                raise VerifyException(
+                    f"irt.pack: \"winograd\" transforms a 3x3 conv weight [O, C, 3, 3] in panels of width >= 1, "
+                    f"got {_fmt(a)} in panels of {self.panel_width}"
+                )
+            expected = (16, -(-a[0] // self.panel_width), a[1], self.panel_width)
+            if shape_of(self.result) != expected:
+                raise VerifyException(f"irt.pack: result shape should be {_fmt(expected)}, got {_fmt(shape_of(self.result))}")
+            return
         rows = self.axis.data == "rows"
         if self.axis.data not in ("rows", "cols") or len(a) < 2 or (len(a) != 2 and not rows) or self.panel_width < 1:
             raise VerifyException(

@@ -150,6 +150,8 @@ class Conv2dOp(StridedWindow, EpilogueOp):
       the weight is known at compile time, so folding packs it once instead of every call. It
       must hold exactly `pack(weight)`: a rewrite that changes the weight drops it. `weight`
       stays the op's meaning (verifier, reference, the scalar nest); only the engine reads `packed`.
+      A 3x3 stride-1 conv the engine runs as Winograd F(2x2, 3x3) takes `irt.pack %w "winograd" R`
+      instead, [16, ceil(O/R), C, R] (see `irt.pack`).
 
         %y = irt.conv2d %x, %w packed(%wp : tensor<3x27x6xf32>) stride [1, 1] ... -> tensor<1x16x8x8xf32>
     """
@@ -260,7 +262,15 @@ class Conv2dOp(StridedWindow, EpilogueOp):
                 raise VerifyException(
                     f"irt.conv2d: bias must be [{wt[0]}] (one per output channel), got {_fmt(shape_of(self.bias))}"
                 )
-        if self.packed is not None:
+        if self.packed is not None and len(shape_of(self.packed)) == 4:  # irt.pack "winograd"
+            p = shape_of(self.packed)
+            if (tuple(wt[2:]) != (3, 3) or g != 1 or p[3] < 1 or p[0] != 16 or p[2] != wt[1]
+                    or p[1] != -(-wt[0] // p[3])):
+                raise VerifyException(
+                    f"irt.conv2d: Winograd-packed weight {_fmt(p)} should be [16, ceil({wt[0]}/R), {wt[1]}, R] "
+                    f"(irt.pack \"winograd\" of a 3x3 weight, groups 1), the weight is {_fmt(wt)} in {g} group(s)"
+                )
+        elif self.packed is not None:
             p = shape_of(self.packed)
             k = wt[1] * wt[2] * wt[3]
             if len(p) != 3 or p[2] < 1 or p[1] != k or p[0] != -(-wt[0] // p[2]):

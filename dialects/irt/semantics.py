@@ -62,8 +62,19 @@ def _constant(op: irt.ConstantOp, inputs: list[Tensor]) -> Tensor:
     return torch.tensor(values, dtype=torch.float32).reshape(irt.shape_of(op.result))
 
 
+WINOGRAD_G = ((1.0, 0.0, 0.0), (0.5, 0.5, 0.5), (0.5, -0.5, 0.5), (0.0, 0.0, 1.0))
+"""F(2x2, 3x3)'s weight transform G (`irt.pack "winograd"`: U = G g G^T)."""
+
+
 def _pack(op: irt.PackOp, inputs: list[Tensor]) -> Tensor:
     x = inputs[0]  # [D0, D1*D2*...], spelled out: reshape's -1 is ambiguous for an empty weight
+    if op.axis.data == "winograd":
+        _, panels, channels, width = irt.shape_of(op.result)
+        g = torch.tensor(WINOGRAD_G, dtype=torch.float64)
+        u = torch.einsum("ak,ockl,bl->aboc", g, x.double(), g).reshape(16, x.shape[0], channels).float()
+        padded = u.new_zeros(16, panels * width, channels)
+        padded[:, : x.shape[0]] = u
+        return padded.reshape(16, panels, width, channels).transpose(2, 3).contiguous()
     w = x.reshape(x.shape[0], math.prod(x.shape[1:])) if op.axis.data == "rows" else x.t()
     panels, other, width = irt.shape_of(op.result)
     padded = w.new_zeros(panels * width, other)

@@ -89,14 +89,24 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         em.line(f"for (int64_t irc_g = 0; irc_g < {g.groups}; ++irc_g) {{")
         em.depth += 1
         image = f"{b} + (irc_n*{g.channels} + irc_g*{cg})*{g.height * g.width}"
-        if layout in irl.DIRECT_LAYOUTS + irl.PIXEL_LAYOUTS:
+        if layout in irl.DIRECT_LAYOUTS + irl.PIXEL_LAYOUTS + (irl.GemmLayout.WINOGRAD,):
             em.line(f"const irc_direct irc_b{{{image}, {cg}, {g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, "
                     f"{g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, {g.dilation_h}, {g.dilation_w}, "
                     f"{g.out_height}, {g.out_width}}};")
         else:
             em.line(f"const irc_im2col irc_b{{{image}, {cg}, {g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, "
                     f"{g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, {g.dilation_h}, {g.dilation_w}, {g.out_width}}};")
-        if layout == irl.GemmLayout.PIXELS_PANELS:  # the weights as the rhs, in panels of output channels
+        if layout == irl.GemmLayout.WINOGRAD:  # the weights' transform, [16][ceil(M/MR)][C][MR]
+            rows = op.a.type.get_shape()[-1]
+            if rows != PIXEL_PAIR_ROWS[em.gemm_width]:
+                raise NotImplementedError(
+                    f"cpp emitter: irl.gemm reads Winograd weights packed in panels of {rows} output channels, but "
+                    f"this target's Winograd tile (IRC_PT) has {PIXEL_PAIR_ROWS[em.gemm_width]} "
+                    f"(cpp{{gemm_width={em.gemm_width}}}); pack them with irc-pack-weights{{gemm_width={em.gemm_width}}}"
+                )
+            tile_rows, _, _, panels = op.ints("tiles")
+            em.line(f"const irc_wino irc_a{{{a}, {tile_rows}, {panels}}};")
+        elif layout == irl.GemmLayout.PIXELS_PANELS:  # the weights as the rhs, in panels of output channels
             _check_panel_width(em, op.a, "conv weights")
             em.line(f"const irc_prepacked<IRC_NR> irc_a{{{a}, {k}}};")
         elif layout == irl.GemmLayout.PIXELS:
@@ -142,6 +152,8 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         edges = "true" if g.pad_h > 0 else "false"  # edge rows skip the kernel rows that read padding alone
         args = f"{g.kernel_h * g.kernel_w}, {g.stride_w}, {run_rows}, {segments}, {even}, {edges}, {_pixel_cols(g, run_rows)}"
         em.line(f"irc_conv_pixels<{args}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, {_parallel(em, op)});")
+    elif layout == irl.GemmLayout.WINOGRAD:
+        em.line(f"irc_conv_winograd({m}, irc_a, irc_b, irc_c, irc_epi, {_parallel(em, op)});")
     elif layout in irl.DIRECT_LAYOUTS:  # the taps per channel are a template argument: the K loop's inner trip count
         em.line(f"irc_conv_direct<{g.kernel_h * g.kernel_w}>({m}, irc_a, irc_b, irc_c, irc_epi, {mc}, {nc}, {ms}, "
                 f"{_parallel(em, op)});")

@@ -20,6 +20,9 @@ Options:
   gemm_width: the rhs panels' width, the Target's GEMM register tile width (16 or 32).
   gemm_rows: a conv weight's panels' height, the Target's GEMM register tile rows (also in the
           choice of the pixels layout, which must be the lowering's).
+  winograd: whether 3x3 stride-1 convs that `conv_winograd` picks get their Winograd transform
+          (`irt.pack "winograd"`, run as Winograd F(2x2, 3x3)); false packs them by rows (the
+          goldens of the other layouts).
 """
 
 from __future__ import annotations
@@ -37,8 +40,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
 from irc.lowering.tensor.irc_fuse import FUSED_ATTR
-from irc.lowering.to_loops.gemm import CONV_MIN_CHANNELS, conv_on_pixels
-from irc.target import GEMM_ROWS_CHOICES, GEMM_WIDTHS, Target
+from irc.lowering.to_loops.gemm import CONV_MIN_CHANNELS, conv_on_pixels, conv_winograd
+from irc.target import GEMM_ROWS_CHOICES, GEMM_WIDTHS, PIXEL_PAIR_ROWS, Target
 
 
 def compile_time_known(value: SSAValue, inputs: int) -> bool:
@@ -65,16 +68,21 @@ def pack_contraction(op: irt.ContractionBase, gemm_width: int) -> irt.ContractOp
     return irt.ContractOp(ContractionKind.PACKED, op.lhs, pack.result, inputs, op.results[0].type, Region(block))  # type: ignore[attr-defined]
 
 
-def pack_conv(op: irt_nn.Conv2dOp, rows: int = Target.gemm_rows, width: int = Target.gemm_width) -> irt_nn.Conv2dOp | None:
+def pack_conv(op: irt_nn.Conv2dOp, rows: int = Target.gemm_rows, width: int = Target.gemm_width,
+              winograd: bool = True) -> irt_nn.Conv2dOp | None:
     """`op` with its weight's panels (`irt.pack`, inserted before `op`) as its `packed` operand:
     `rows`-row panels (the lhs of its im2col or direct product), or `width`-wide ones for a conv
-    that runs with output pixels as the tile's rows (`conv_on_pixels`: the weights are the rhs);
-    None for a conv the engine would not read them for."""
+    that runs with output pixels as the tile's rows (`conv_on_pixels`: the weights are the rhs), or
+    their Winograd transform in panels of `PIXEL_PAIR_ROWS[width]` output channels (`conv_winograd`,
+    the Winograd tile's height); None for a conv
+    the engine would not read them for."""
     out_per_group = shape_of(op.weight)[0] // op.group_count
     if out_per_group < CONV_MIN_CHANNELS or (op.group_count > 1 and out_per_group % rows):
         return None
-    panel = width if conv_on_pixels(op, rows, width) else rows
-    pack = irt.PackOp(op.weight, "rows", panel)
+    if winograd and conv_winograd(op):
+        pack = irt.PackOp(op.weight, "winograd", PIXEL_PAIR_ROWS[width])
+    else:
+        pack = irt.PackOp(op.weight, "rows", width if conv_on_pixels(op, rows, width) else rows)
     pack.result.name_hint = f"{op.weight.name_hint or 'w'}_packed"
     Rewriter.insert_op(pack, InsertPoint.before(op))
     return irt_nn.Conv2dOp(op.input, op.weight, op.bias, op.result.type, epilogue=list(op.epilogue),
@@ -88,6 +96,7 @@ class PackWeightsPass(ModulePass):
     inputs: int = 1
     gemm_width: int = Target.gemm_width
     gemm_rows: int = Target.gemm_rows
+    winograd: bool = True
 
     def apply(self, ctx: Context, module: ModuleOp) -> None:
         for fn in module.ops:
@@ -106,7 +115,7 @@ class PackWeightsPass(ModulePass):
                 ):
                     new = pack_contraction(op, self.gemm_width)
                 elif isinstance(op, irt_nn.Conv2dOp) and op.packed is None and compile_time_known(op.weight, self.inputs):
-                    new = pack_conv(op, self.gemm_rows, self.gemm_width)
+                    new = pack_conv(op, self.gemm_rows, self.gemm_width, self.winograd)
                 if new is None:
                     continue
                 for name, attr in op.attributes.items():

@@ -46,7 +46,7 @@ from irc.lowering.to_loops.function import KERNEL_ATTR, OP_INDEX_ATTR, FunctionL
 from irc.lowering.to_loops.index_arith import STATIC, Cond, Index, IndexArith
 from irc.lowering.to_loops.nn import lower_conv2d
 from irc.lowering.to_loops.reduce import lower_attention, lower_batch_matmul
-from irc.target import GEMM_ROWS, PIXEL_ROWS
+from irc.target import GEMM_ROWS, PIXEL_PAIR_ROWS, PIXEL_ROWS
 
 MR = GEMM_ROWS  # the default register tile rows (the Target's gemm_rows; 2 x MR vector accumulators)
 # The blocking when the cache sizes are unknown (a Target with l2 = 0, irc-opt's default):
@@ -370,6 +370,66 @@ def conv_on_pixels(op: irt_nn.Conv2dOp, rows: int, width: int) -> bool:
     return pixels < PIXELS_GAIN[width] * other
 
 
+WINOGRAD_MIN_CHANNELS = 64
+"""The fewest input and output channels for which a 3x3 stride-1 conv runs as Winograd F(2x2,
+3x3) (`conv_winograd`): its 16 products are over the input channels, and its GEMM tiles are 14
+(6) output channels high. Zen 4, one thread, the conv alone against the pixels layout: 64 -> 64
+channels on 16x16 163-172 -> 141-143 us; 32 -> 32 on 32x32 188 -> 170-223; 128 -> 32 on 16x16
+(DenseNet's; three tiles of 14 rows for 32 channels) 167-200 -> 196-199."""
+WINOGRAD_MIN_TILES = 32
+"""... and the fewest 2x2 output tiles: the products' vectors run over tiles, two per register
+tile, and a plane of 8x8 or 7x7 outputs (16 tiles) would fill half of it."""
+
+
+def conv_winograd(op: irt_nn.Conv2dOp) -> bool:
+    """Whether the engine runs the conv as Winograd F(2x2, 3x3) (`irc_conv_winograd`, weights
+    packed by `irt.pack "winograd"`): a 3x3 conv of stride 1, dilation 1 and one group with at
+    least `WINOGRAD_MIN_CHANNELS` input and output channels and `WINOGRAD_MIN_TILES` tiles. Per
+    2x2 outputs it sums 16 products over the channels where the direct conv sums 36, for
+    transforms of the input and output that add and subtract. Zen 4, the conv (+ BN + ReLU) alone,
+    against the pixels layout, one thread: ResNet-18's 64 channels on 56x56 2136-2250 ->
+    1450-1471 us, 128 on 28x28 2037-2068 -> 1435-1440, 256 on 14x14 1899-1965 -> 1481-1507; two
+    threads 1065-1147 -> 832-880, 1070-1133 -> 881-1067, 1006-1035 -> 879-943 (its 512-channel
+    3x3s on 7x7 have 16 tiles: not taken). ResNet-18, one thread 34.3-36.9 -> 28.3-28.6 ms."""
+    if op.group_count != 1 or op.strides != (1, 1) or op.dilations != (1, 1):
+        return False
+    o, c, kh, kw = shape_of(op.weight)
+    oh, ow = shape_of(op.result)[2:]
+    if not all(isinstance(d, int) for d in (o, c, oh, ow)) or (kh, kw) != (3, 3):
+        return False
+    tiles = -(-oh // 2) * -(-ow // 2)
+    return min(o, c) >= WINOGRAD_MIN_CHANNELS and tiles >= WINOGRAD_MIN_TILES
+
+
+WINOGRAD_SPLIT_WEIGHTS = 0.5
+"""A Winograd conv whose transformed weights take more than this share of L2 shares out its
+output channels among the threads rather than its tile rows (`winograd_tiles`)."""
+
+
+def winograd_tiles(op: irt_nn.Conv2dOp, rows: int, threads: int, caches: tuple[int, int, int]) -> tuple[int, int]:
+    """(R, OS) for `irc_conv_winograd`: tile rows and output channel panels (of `rows`) per task.
+    One thread: one task (the whole image's tiles; blocks of tile rows sized to L2 measured no
+    faster), or tasks of tile rows whose V and M take at most a quarter of L3 (a 64-channel 3x3
+    on 224x224 would take 100 MB at once). More threads share out the tile rows, each task
+    reading every transformed weight,
+    unless those take more than `WINOGRAD_SPLIT_WEIGHTS` of L2: then the panels of output
+    channels, each task transforming the whole input. Zen 4 (1 MiB L2), two threads: ResNet-18's
+    256-channel 3x3 on 14x14 (4.4 MB of transformed weights) in tasks of 3 tile rows 1461-1514
+    us, of half the channels 879-943; its 128-channel on 28x28 (1.1 MB) 1187 -> 881-1067."""
+    o, c = shape_of(op.weight)[:2]
+    oh, ow = shape_of(op.result)[2:]
+    th, tw, panels = -(-oh // 2), -(-ow // 2), -(-o // rows)
+    l2 = caches[1] if caches[1] > 0 else 1 << 20
+    l3 = caches[2] if caches[2] > 0 else 8 << 20
+    # a task's V and M, 16 x (C + panels*rows) floats per tile, at most a quarter of L3
+    most = max(1, l3 // 4 // (64 * (c + panels * rows)) // tw)
+    if threads <= 1:
+        return min(th, most), panels
+    if 16 * panels * rows * c * 4 > WINOGRAD_SPLIT_WEIGHTS * l2 or th < threads:
+        return min(th, most), -(-panels // threads)
+    return min(-(-th // threads), most), panels
+
+
 PIXEL_SPLIT_TILES = 16
 """The pixels layout splits its pixels among the threads (rather than its channel panels) when
 each thread gets at least this many tiles of pixels."""
@@ -445,9 +505,16 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     # panels for im2col/direct, columns panels for pixels (a conv whose weights were packed the
     # other way takes the layout that reads them)
     rows, width = fl.gemm_rows, fl.gemm_width
-    panel = shape_of(op.packed)[2] if op.packed is not None else None
-    packed = panel == rows and (groups == 1 or mg % rows == 0)
-    if conv_on_pixels(op, rows, width) and (op.packed is None or panel == width):
+    # irt.pack "winograd" for this target's Winograd tile (packed for another, the weights are
+    # read unpacked by the layouts below)
+    transformed = op.packed is not None and len(shape_of(op.packed)) == 4
+    panel = shape_of(op.packed)[-1] if op.packed is not None and not transformed else None
+    winograd = transformed and shape_of(op.packed)[-1] == PIXEL_PAIR_ROWS[width]
+    packed = winograd or (panel == rows and (groups == 1 or mg % rows == 0))
+    if winograd:
+        r, os = winograd_tiles(op, PIXEL_PAIR_ROWS[width], fl.threads, fl.caches)
+        layout, tiles = irl.GemmLayout.WINOGRAD, [r, 1, 1, os]
+    elif conv_on_pixels(op, rows, width) and (op.packed is None or panel == width):
         layout = irl.GemmLayout.PIXELS_PANELS if panel == width else irl.GemmLayout.PIXELS
         ms, nc = pixel_tiles(mg, p, width, fl.threads)
         bands = pixel_band_rows(op, ms, fl.caches) if panel == width else oh
@@ -473,7 +540,11 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
 
 def lower_pack(fl: FunctionLowering, op: irt.PackOp) -> None:
     """Packing at run time (compile-time folding packs parameters; this serves hand-written IR):
-    out[q, k, r] = in[q*W + r, k] ("rows") or in[k, q*W + r] ("cols"), 0 past the edge."""
+    out[q, k, r] = in[q*W + r, k] ("rows") or in[k, q*W + r] ("cols"), 0 past the edge. The
+    Winograd transform ("winograd", `_lower_winograd_pack`) likewise."""
+    if op.axis.data == "winograd":
+        _lower_winograd_pack(fl, op)
+        return
     out = fl.result_buffer(op.result)
     src = fl.buffers[op.input]
     width = op.panel_width
@@ -493,6 +564,42 @@ def lower_pack(fl: FunctionLowering, op: irt.PackOp) -> None:
         b.insert(memref.StoreOp.get(b.insert(arith.SelectOp(inside, value, zero)).result, out, ivs))
 
     fl.nest(shape_of(op.result), describe(op), body)
+
+
+def _lower_winograd_pack(fl: FunctionLowering, op: irt.PackOp) -> None:
+    """out[4a + b, q, c, r] = sum over (k, l) of G[a][k] G[b][l] w[q*R + r, c, k, l], 0 past the
+    last output channel: per (q, c, r) the 9 weights loaded once and the 16 sums written out
+    (G's entries are constants: `WINOGRAD_G`)."""
+    from irc.dialects.irt.semantics import WINOGRAD_G
+
+    out, src = fl.result_buffer(op.result), fl.buffers[op.input]
+    _, panels, channels, width = shape_of(op.result)
+    edge = shape_of(op.input)[0]
+
+    def body(b: Builder, ivs: list[SSAValue]) -> None:
+        q, c, r = ivs
+        o = b.insert(arith.AddiOp(b.insert(arith.MuliOp(q, fl.index(width))).result, r)).result
+        inside = b.insert(arith.CmpiOp(o, fl.index(edge), "slt")).result
+        clamped = b.insert(arith.MinSIOp(o, fl.index(edge - 1))).result
+        zero = irt.fconst(b, 0.0)
+        def weight(kh: int, kw: int) -> SSAValue:
+            value = b.insert(memref.LoadOp.get(src, [clamped, c, fl.index(kh), fl.index(kw)])).res
+            return b.insert(arith.SelectOp(inside, value, zero)).result
+
+        w = [[weight(kh, kw) for kw in range(3)] for kh in range(3)]
+        for a in range(4):
+            for bb in range(4):
+                acc = None
+                for kh in range(3):
+                    for kw in range(3):
+                        coef = WINOGRAD_G[a][kh] * WINOGRAD_G[bb][kw]
+                        if coef == 0.0:
+                            continue
+                        term = b.insert(arith.MulfOp(w[kh][kw], irt.fconst(b, coef))).result
+                        acc = term if acc is None else b.insert(arith.AddfOp(acc, term)).result
+                b.insert(memref.StoreOp.get(acc if acc is not None else zero, out, [fl.index(4 * a + bb), q, c, r]))
+
+    fl.nest([panels, channels, width], describe(op), body)
 
 
 ATTENTION_ROWS = 64

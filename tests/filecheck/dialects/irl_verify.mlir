@@ -1,7 +1,7 @@
 // RUN: irc-opt %s --verify-diagnostics --split-input-file
 
 func.func @layout(%x: memref<4x8xf32>, %w: memref<8x4xf32>, %y: memref<4x4xf32>) {
-  // expected-error @+1 {{irl.gemm: layout must be one of panels, nk, kn, im2col, im2col_panels, direct, direct_panels, pixels, pixels_panels, got 'tn'}}
+  // expected-error @+1 {{irl.gemm: layout must be one of panels, nk, kn, im2col, im2col_panels, direct, direct_panels, pixels, pixels_panels, winograd, got 'tn'}}
   irl.gemm "tn" %x, %w -> %y sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<4x8xf32>, memref<8x4xf32>, memref<4x4xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
@@ -176,6 +176,28 @@ func.func @batch_count(%x: memref<2x4x8xf32>, %w: memref<8x4xf32>, %y: memref<2x
 func.func @batch_entries(%x: memref<2x4x8xf32>, %w: memref<8x4xf32>, %y: memref<2x4x4xf32>) {
   // expected-error @+1 {{irl.gemm: batch must be [count, sa, sb, sc], count >= 1 and strides >= 0, got [2, 32, 16]}}
   irl.gemm kn %x, %w -> %y batch [2, 32, 16] sizes [4, 4, 8] tiles [6, 16, 8, 4] strides [] parallel 0 : memref<2x4x8xf32>, memref<8x4xf32>, memref<2x4x4xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @winograd_strided(%w: memref<16x1x8x14xf32>, %x: memref<1x8x8x8xf32>, %y: memref<1x14x4x4xf32>) {
+  // expected-error @+1 {{irl.gemm: the winograd layout runs a 3x3 conv of stride 1, dilation 1 and one group, got kernel 3x3, stride 2x2, dilation 1x1, groups 1}}
+  irl.gemm winograd %w, %x -> %y sizes [14, 16, 72] tiles [2, 1, 1, 1] strides [] conv <input 1x8x8x8, output 14x4x4, kernel 3x3, stride 2x2, padding 1x1, dilation 1x1, groups 1> parallel 0 : memref<16x1x8x14xf32>, memref<1x8x8x8xf32>, memref<1x14x4x4xf32> {
+  ^bb0(%acc: f32):
+    irl.yield %acc : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @winograd_weights(%w: memref<1x8x14xf32>, %x: memref<1x8x8x8xf32>, %y: memref<1x14x8x8xf32>) {
+  // expected-error @+1 {{irl.gemm: the winograd layout reads its weights as [16, ceil(M/R), C, R] = [16, ceil(14/R), 8, R], got [1, 8, 14]}}
+  irl.gemm winograd %w, %x -> %y sizes [14, 64, 72] tiles [4, 1, 1, 1] strides [] conv <input 1x8x8x8, output 14x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 1> parallel 0 : memref<1x8x14xf32>, memref<1x8x8x8xf32>, memref<1x14x8x8xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
   }

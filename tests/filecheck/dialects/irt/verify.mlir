@@ -97,6 +97,22 @@ func.func @pack_shape(%w: tensor<20x8xf32>) -> tensor<1x8x16xf32> {
 
 // -----
 
+func.func @pack_winograd_kernel(%w: tensor<20x8x5x5xf32>) -> tensor<16x2x8x14xf32> {
+  // expected-error @+1 {{irt.pack: "winograd" transforms a 3x3 conv weight [O, C, 3, 3] in panels of width >= 1, got 20x8x5x5 in panels of 14}}
+  %p = irt.pack %w "winograd" 14 : (tensor<20x8x5x5xf32>) -> tensor<16x2x8x14xf32>
+  func.return %p : tensor<16x2x8x14xf32>
+}
+
+// -----
+
+func.func @pack_winograd_shape(%w: tensor<20x8x3x3xf32>) -> tensor<16x1x8x14xf32> {
+  // expected-error @+1 {{irt.pack: result shape should be 16x2x8x14, got 16x1x8x14}}
+  %p = irt.pack %w "winograd" 14 : (tensor<20x8x3x3xf32>) -> tensor<16x1x8x14xf32>
+  func.return %p : tensor<16x1x8x14xf32>
+}
+
+// -----
+
 func.func @packed_n(%x: tensor<4x8xf32>, %p: tensor<2x8x16xf32>) -> tensor<4x40xf32> {
   // expected-error @+1 {{irt.contract: packed rhs 2x8x16 does not hold a [K=8, N=40] matrix in panels of 16 columns}}
   %y = irt.contract packed %x, %p : (tensor<4x8xf32>, tensor<2x8x16xf32>) -> tensor<4x40xf32> {

@@ -1,5 +1,5 @@
-// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 gemm_width=32},irc-to-loops{gemm_width=32}' -t 'cpp{gemm_width=32}' | filecheck %s --check-prefix=WIDE
-// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 gemm_width=16},irc-to-loops{gemm_width=16}' -t 'cpp{gemm_width=16}' | filecheck %s --check-prefix=NARROW
+// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 gemm_width=32 winograd=false},irc-to-loops{gemm_width=32}' -t 'cpp{gemm_width=32}' | filecheck %s --check-prefix=WIDE
+// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 gemm_width=16 winograd=false},irc-to-loops{gemm_width=16}' -t 'cpp{gemm_width=16}' | filecheck %s --check-prefix=NARROW
 
 // A pixels-layout conv's output rows are cut into run tiles (`pixel_run_rows`, the third
 // template argument). A row of 28 pixels: tiles of 12 would be 10 + 9 + 9, so at width 32 it

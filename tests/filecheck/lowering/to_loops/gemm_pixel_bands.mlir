@@ -1,6 +1,6 @@
-// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1},irc-to-loops{l2=262144}' | filecheck %s
-// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1},irc-to-loops{l2=262144}' -t cpp | filecheck %s --check-prefix=CPP
-// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1},irc-to-loops' | filecheck %s --check-prefix=NOL2
+// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 winograd=false},irc-to-loops{l2=262144}' | filecheck %s
+// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 winograd=false},irc-to-loops{l2=262144}' -t cpp | filecheck %s --check-prefix=CPP
+// RUN: irc-opt %s -p 'irc-pack-weights{inputs=1 winograd=false},irc-to-loops' | filecheck %s --check-prefix=NOL2
 
 // A padded pixels-layout conv whose whole padded image (64 x 18 x 18 floats, 83 KB) would take
 // more than an eighth of L2 (256 KB here) while its weights (74 KB) stay within half of it:

@@ -255,6 +255,10 @@ def test_training_batch_norm_is_eagers(shape, affine):
         r = torch.ops.aten._native_batch_norm_legit_functional.default(x, w, b, rm, rv, True, 0.1, 1e-5)
         return r[0], r[1], r[2], r[3], r[4]
 
+    # seeded: with two values per channel (shape (2, 16, 1, 1)) the normalization is as badly
+    # conditioned as the two are close, and an unseeded draw once failed 1e-4 (3.7e-4 absolute:
+    # eager's summation order and irc's differ)
+    torch.manual_seed(0)
     c = shape[1]
     x = torch.randn(shape) * 2 + 30
     args = (x, torch.randn(c), torch.randn(c), torch.randn(c), torch.rand(c) + 0.5)

@@ -46,9 +46,10 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
   rows at a time, rather than the whole padded image once.
 * `winograd`: a 3x3 conv of stride 1, dilation 1 and one group as Winograd F(2x2, 3x3)
   (`irc_conv_winograd`): `a` is its weights transformed and packed [16, ceil(O/R), C, R] (`irt.pack
-  "winograd" R`, R the Target's `gemm_rows`); per 2x2 tile of outputs, 16 products over the input
-  channels replace the 36 of the direct sum. `tiles` MC counts tile rows (output row pairs) per
-  task and MS output channel panels of R per task (0: all of them).
+  "winograd" R`, R = `IRC_PT`: 14 output channels at 32-wide GEMM panels, 6 at 16); per 2x2 tile
+  of outputs, 16 products over the input channels replace the 36 of the direct sum. `tiles` MC
+  counts tile rows (output row pairs) per task and MS output channel panels of R per task (NC and
+  KC are unused).
 
 `batch [count, sa, sb, sc]` (optional, not with im2col) makes it `count` products, the n-th reading
 A, B and C `sa`, `sb`, `sc` elements further on (0: shared, a broadcast batch dim) and its

@@ -96,7 +96,7 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
         else:
             em.line(f"const irc_im2col irc_b{{{image}, {cg}, {g.height}, {g.width}, {g.kernel_h}, {g.kernel_w}, "
                     f"{g.stride_h}, {g.stride_w}, {g.pad_h}, {g.pad_w}, {g.dilation_h}, {g.dilation_w}, {g.out_width}}};")
-        if layout == irl.GemmLayout.WINOGRAD:  # the weights' transform, [16][ceil(M/MR)][C][MR]
+        if layout == irl.GemmLayout.WINOGRAD:  # the weights' transform, [16][ceil(M/IRC_PT)][C][IRC_PT]
             rows = op.a.type.get_shape()[-1]
             if rows != PIXEL_PAIR_ROWS[em.gemm_width]:
                 raise NotImplementedError(

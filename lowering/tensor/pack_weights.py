@@ -74,8 +74,8 @@ def pack_conv(op: irt_nn.Conv2dOp, rows: int = Target.gemm_rows, width: int = Ta
     `rows`-row panels (the lhs of its im2col or direct product), or `width`-wide ones for a conv
     that runs with output pixels as the tile's rows (`conv_on_pixels`: the weights are the rhs), or
     their Winograd transform in panels of `PIXEL_PAIR_ROWS[width]` output channels (`conv_winograd`,
-    the Winograd tile's height); None for a conv
-    the engine would not read them for."""
+    unless `winograd` is false: the Winograd tile's height); None for a conv the engine would not
+    read them for."""
     out_per_group = shape_of(op.weight)[0] // op.group_count
     if out_per_group < CONV_MIN_CHANNELS or (op.group_count > 1 and out_per_group % rows):
         return None

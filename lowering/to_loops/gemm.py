@@ -411,9 +411,9 @@ def winograd_tiles(op: irt_nn.Conv2dOp, rows: int, threads: int, caches: tuple[i
     One thread: one task (the whole image's tiles; blocks of tile rows sized to L2 measured no
     faster), or tasks of tile rows whose V and M take at most a quarter of L3 (a 64-channel 3x3
     on 224x224 would take 100 MB at once). More threads share out the tile rows, each task
-    reading every transformed weight,
-    unless those take more than `WINOGRAD_SPLIT_WEIGHTS` of L2: then the panels of output
-    channels, each task transforming the whole input. Zen 4 (1 MiB L2), two threads: ResNet-18's
+    reading every transformed weight, unless those take more than `WINOGRAD_SPLIT_WEIGHTS` of L2
+    (or there are fewer tile rows than threads): then the panels of output channels, each task
+    transforming the whole input. Zen 4 (1 MiB L2), two threads: ResNet-18's
     256-channel 3x3 on 14x14 (4.4 MB of transformed weights) in tasks of 3 tile rows 1461-1514
     us, of half the channels 879-943; its 128-channel on 28x28 (1.1 MB) 1187 -> 881-1067."""
     o, c = shape_of(op.weight)[:2]

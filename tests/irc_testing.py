@@ -7,6 +7,19 @@ import torch
 import irc
 
 
+def target_env(monkeypatch, lanes: int, threads: int) -> int:
+    """Set the environment `Target.host()` reads for `lanes`-float vectors (16, 8, 4) on
+    `threads` threads, with the GEMM tile of that width: 32-wide panels at 16 lanes, else the
+    AVX2 and portable tile, 16 wide and 6 rows. Returns the panel width."""
+    width = 32 if lanes == 16 else 16
+    monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
+    monkeypatch.setenv("IRC_VECTOR_WIDTH", str(lanes))
+    monkeypatch.setenv("IRC_GEMM_WIDTH", str(width))
+    if width == 16:
+        monkeypatch.setenv("IRC_GEMM_ROWS", "6")
+    return width
+
+
 def check(model, *inputs, fuse=True, **tol):
     """Compile natively (no eager fallback), run, compare with eager at float32 tolerances
     unless `tol` says otherwise; returns the compiled module."""

@@ -12,7 +12,7 @@ import subprocess
 import pytest
 import torch
 import torch.nn.functional as F
-from irc_testing import check
+from irc_testing import check, target_env
 from torch import nn
 
 import irc
@@ -472,12 +472,7 @@ def test_pixels_conv_padded_copy_at_every_vector_width(name, lanes, threads, mon
     at two threads the tasks share out the pixels and each copies its own rows (a band, whose
     rows above or below the image are zeros)."""
     cin, k, stride, pad, (h, (vectors, extra)) = PAD_COPY_CONVS[name]
-    monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
-    monkeypatch.setenv("IRC_VECTOR_WIDTH", str(lanes))
-    width = 32 if lanes == 16 else 16
-    monkeypatch.setenv("IRC_GEMM_WIDTH", str(width))
-    if width == 16:
-        monkeypatch.setenv("IRC_GEMM_ROWS", "6")
+    width = target_env(monkeypatch, lanes, threads)
     w = vectors * lanes + extra
     m = _conv_block(dict(cin=cin, cout=width, k=k, stride=stride, pad=pad, dil=1, groups=1, hw=(h, w)))
     x = torch.randn(1, cin, h, w)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from irc_testing import check, kernel_code
+from irc_testing import check, kernel_code, target_env
 from torch import nn
 
 import irc
@@ -44,21 +44,12 @@ class Block(nn.Module):
         return torch.relu(self.bn(self.conv(x)) + res)
 
 
-def _target(monkeypatch, lanes: int, threads: int) -> None:
-    monkeypatch.setenv("IRC_NUM_THREADS", str(threads))
-    monkeypatch.setenv("IRC_VECTOR_WIDTH", str(lanes))
-    width = 32 if lanes == 16 else 16
-    monkeypatch.setenv("IRC_GEMM_WIDTH", str(width))
-    if width == 16:
-        monkeypatch.setenv("IRC_GEMM_ROWS", "6")
-
-
 @pytest.mark.parametrize("lanes", [16, 8, 4], ids=["avx512", "avx2", "portable"])
 @pytest.mark.parametrize("name", WINOGRAD_CONVS)
 @pytest.mark.parametrize("threads", [1, 2])
 def test_winograd_conv_matches_eager(name, lanes, threads, monkeypatch):
     cin, cout, h, w, pad = WINOGRAD_CONVS[name]
-    _target(monkeypatch, lanes, threads)
+    target_env(monkeypatch, lanes, threads)
     torch.manual_seed(0)
     m = Block(cin, cout, pad).eval()
     x = torch.randn(2, cin, h, w)

@@ -514,6 +514,20 @@ def test_a_changed_attribute_of_the_models_own_code_rebuilds(change, monkeypatch
     assert len(seen) == 1 and "compiled as" in seen[0][0]
 
 
+def test_a_number_attribute_replaced_by_an_equal_tensor_rebuilds(monkeypatch):
+    """The guard compares plain attributes' types as well as values: `2.0 == tensor(2.0)` is
+    true, and without a rebuild the tensor's later in-place updates would go unseen."""
+    torch.manual_seed(0)
+    m, x = Tempered().eval(), torch.randn(3, 4)
+    cm = irc.compile(m, (x,))
+    seen = rebuilds(cm, monkeypatch)
+    m.temperature = torch.tensor(2.0)
+    same(cm, m, x)
+    assert len(seen) == 1
+    m.temperature.fill_(0.5)
+    same(cm, m, x)
+
+
 def test_attributes_its_code_does_not_read_or_nan_ones_do_not_rebuild(monkeypatch):
     m, x = Tempered().eval(), torch.randn(3, 4)
     m.temperature = float("nan")

@@ -13,6 +13,10 @@ model, *at the place the model keeps it* (the owning module's `_parameters`, `_b
   buffer folded into the IR), its version counter (catches in-place updates, which the native
   code would otherwise never see).
 
+These checks run in C++ first (runtime/native_guard.py: the same state read from torch's
+TensorImpls, the tensors' cache misses overlapped), which answers only "unchanged" or "maybe";
+on "maybe" the Python checks below decide. `IRC_NATIVE_GUARD=0` leaves them alone.
+
 In-place updates of tensors read in place need nothing; those of tensors that were folded are
 refolded by the fold plan (`lowering/tensor/fold_params.py`). What no cheap check can see is a write through
 `.data` (`w.data.mul_(2)`, `w.data.copy_(t)`): `.data` is a new tensor with its own version
@@ -53,6 +57,7 @@ from torch import fx, nn
 from torch.utils.hooks import RemovableHandle
 
 from irc.hooks import HookWatch
+from irc.runtime.native_guard import native_check
 
 
 @dataclass
@@ -169,9 +174,10 @@ class WeightGuard:
         self.modules = modules
         self.attributes = list(attributes)
         self.modes = [(name, m, m.training) for name, m in modes]
-        # Flat lists for the per-call check, walked by map() in C: in `irc bench`'s regime (each
-        # call after the other contenders' calls, caches cold) a Python loop over tuples of bound
-        # methods took MobileNet-v2's 152 tensors 147 us, these maps about 100 (cnn 12.5 -> 9.6).
+        # Flat lists for the Python checks, walked by map() in C (in `irc bench`'s regime, each
+        # call after the other contenders' calls, caches cold, MobileNet-v2's whole guard took
+        # 177 us as a Python loop over tuples of bound methods, 147 so; with the C++ check below
+        # in front, 40-46; the cnn's 13.3, 12.3, 6.1-6.4).
         self._tables = [w.table for w in watched]  # the owner's own dict, as `changed` reads it
         self._keys = [w.key for w in watched]
         self._tensors = [w.tensor for w in watched]
@@ -196,24 +202,25 @@ class WeightGuard:
         self._attr_others = [a for a in self.attributes if not (type(a.table) is dict and type(a.value) in PLAIN)]
         self._mode_modules = [m for _, m, _ in self.modes]
         self._trainings = [t for _, _, t in self.modes]
+        # The tensors' checks in C++ where it can (runtime/native_guard.py), with the modes and
+        # scalar attributes as `table[key] is value` (a module's `training` in its __dict__, where
+        # `module.training` reads it; native_check refuses any that is not there): its "unchanged"
+        # is taken, its "maybe" answered by the Python checks. Made now, when those pass.
+        self._native = None
+        if not (self._tensors_changed() or self._flags_changed()):
+            flags = [(m.training, m.__dict__, "training") for m in self._mode_modules]
+            flags += [(v, table, key) for v, table, key in zip(self._attr_values, self._attr_tables, self._attr_keys)]
+            self._native = native_check(self._tensors, self._tables, self._keys,
+                                        [w.version is not None for w in watched], flags)
 
     def stale(self) -> bool:
         """Has any watched tensor been reassigned, given new storage, or (if a copy) updated,
         or a watched module switched between train() and eval()?"""
-        if not all(map(is_, map(dict.get, self._tables, self._keys), self._tensors)):
-            return True
-        if list(map(self._data_ptr, self._tensors)) != self._ptrs:
-            return True
-        if list(map(_VERSION, self._copies)) != self._versions:
+        native = self._native
+        if (native is None or native.changed()) and (self._tensors_changed() or self._flags_changed()):
             return True
         for live, snapshot in self._values:
             if not torch.equal(live, snapshot):
-                return True
-        if list(map(_TRAINING, self._mode_modules)) != self._trainings:
-            return True
-        if self._attr_tables:
-            current = list(map(dict.get, self._attr_tables, self._attr_keys, self._attr_missing))
-            if list(map(type, current)) != self._attr_types or current != self._attr_values:
                 return True
         for a in self._attr_others:
             if a.changed():
@@ -223,6 +230,24 @@ class WeightGuard:
         if modules is not None and _REGISTRATIONS[0] != modules.epoch and modules.changed():
             return True
         return hooks is not None and RemovableHandle.next_id != hooks.epoch and hooks.changed()
+
+    def _tensors_changed(self) -> bool:
+        """Is a watched tensor reassigned, given new storage, or (if a copy) updated in place?"""
+        if not all(map(is_, map(dict.get, self._tables, self._keys), self._tensors)):
+            return True
+        if list(map(self._data_ptr, self._tensors)) != self._ptrs:
+            return True
+        return list(map(_VERSION, self._copies)) != self._versions
+
+    def _flags_changed(self) -> bool:
+        """Has a watched module switched between train() and eval(), or a scalar attribute changed?"""
+        if list(map(_TRAINING, self._mode_modules)) != self._trainings:
+            return True
+        if self._attr_tables:
+            current = list(map(dict.get, self._attr_tables, self._attr_keys, self._attr_missing))
+            if list(map(type, current)) != self._attr_types or current != self._attr_values:
+                return True
+        return False
 
     def mode_changed(self) -> bool:
         return any(m.training is not t for _, m, t in self.modes)

@@ -1,0 +1,146 @@
+"""The weight guard's C++ check (runtime/native_guard.py): its "unchanged" must be exact, each kind
+of change a compiled module watches for must reach the Python checks, and irc falls back to them
+where the C++ cannot read a tensor."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+import irc
+from irc.runtime import native_guard
+from irc.runtime.native_guard import NativeCheck, native_check
+
+
+class Scaled(nn.Module):
+    """conv + batch norm (folded into the conv) + ReLU, a linear layer read in place, and a
+    plain attribute of its own code."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.fc = nn.Linear(8 * 6 * 6, 5)
+        self.scale = 2.0
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1)) * self.scale
+
+
+def build():
+    torch.manual_seed(0)
+    m = Scaled().eval()
+    with torch.no_grad():
+        m.bn.running_mean.uniform_(-1, 1)
+        m.bn.running_var.uniform_(0.5, 2)
+    return m, torch.randn(2, 3, 6, 6)
+
+
+@pytest.fixture(params=["native", "python"])
+def guard(request, monkeypatch):
+    if request.param == "python":
+        monkeypatch.setenv(native_guard.VARIABLE, "0")
+    return request.param
+
+
+def test_the_native_check_is_what_calls_use():
+    """Else the rest of the suite would test only the Python checks, and a build that broke
+    would pass unseen."""
+    m, x = build()
+    cm = irc.compile(m, (x,))
+    assert cm._weights._native is not None
+    assert cm._forward.fold_plan.native is not None
+
+
+def test_the_variable_turns_it_off(monkeypatch):
+    monkeypatch.setenv(native_guard.VARIABLE, "0")
+    m, x = build()
+    cm = irc.compile(m, (x,))
+    assert cm._weights._native is None and cm._forward.fold_plan.native is None
+
+
+def _swap(m):
+    other = nn.Parameter(torch.randn_like(m.fc.weight))
+    torch.utils.swap_tensors(m.fc.weight, other)
+
+
+CHANGES = {
+    "reassigned": lambda m: setattr(m.fc, "weight", nn.Parameter(torch.randn_like(m.fc.weight))),
+    "dict-written": lambda m: m.fc._parameters.__setitem__("weight", nn.Parameter(torch.randn_like(m.fc.weight))),
+    "new-storage": lambda m: setattr(m.fc.weight, "data", torch.randn_like(m.fc.weight)),
+    "swapped": _swap,
+    "in-place-read-in-place": lambda m: m.fc.weight.data.mul_(1),  # nothing to see: read in place
+    "in-place-folded-weight": lambda m: m.conv.weight.add_(0.5),
+    "in-place-running-var": lambda m: m.bn.running_var.mul_(3),
+    "in-place-bn-bias": lambda m: m.bn.bias.sub_(1),
+    "train-mode": lambda m: m.bn.train(),
+    "attribute": lambda m: setattr(m, "scale", -1.5),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_every_change_is_seen(change, guard):
+    m, x = build()
+    cm = irc.compile(m, (x,))
+    torch.testing.assert_close(cm(x), m(x))
+    with torch.no_grad():
+        CHANGES[change](m)
+        expected = m(x)
+        torch.testing.assert_close(cm(x), expected)
+        torch.testing.assert_close(cm(x), m(x))
+
+
+def test_an_equal_new_value_is_a_maybe_the_python_check_answers(monkeypatch):
+    """`m.scale = 2.0` again is another float object: the C++ check says "maybe", the Python
+    check "unchanged", and nothing is rebuilt."""
+    m, x = build()
+    cm = irc.compile(m, (x,))
+    seen = []
+    monkeypatch.setattr(cm, "_rebind_weights", lambda *a, **k: seen.append(1))
+    m.scale = float("2.0") * 1.0 + 0.0
+    assert m.scale == 2.0
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+    assert cm._weights._native.changed() and not cm._weights.stale()
+    assert seen == []
+
+
+def test_the_check_itself():
+    a, b = torch.randn(4, 3), torch.randn(5)
+    table = {"a": a, "b": b}
+    check = native_check([a, b], [table, table], ["a", "b"], [True, False])
+    assert isinstance(check, NativeCheck) and not check.changed()
+    b.add_(1)  # its version is not watched
+    assert not check.changed()
+    a.add_(1)
+    assert check.changed()
+    assert check.record() and not check.changed()
+    table["a"] = a.clone()
+    assert check.changed()
+    table["a"] = a
+    assert not check.changed()
+    a.data = torch.randn(4, 3)
+    assert check.changed()
+    assert check.record() and not check.changed()
+    torch.utils.swap_tensors(b, torch.randn(5))
+    assert check.changed()
+
+
+def test_an_offset_into_the_same_storage_is_a_change():
+    base = torch.randn(10)
+    t = base[2:6]
+    check = native_check([t])
+    assert not check.changed()
+    t.data = base[3:7]
+    assert check.changed()
+
+
+def test_what_it_cannot_read_falls_back(monkeypatch):
+    with torch.inference_mode():
+        frozen = torch.randn(3)
+    assert native_check([frozen], versions=[True]) is None  # no version counter
+    assert native_check([torch.randn(3)], objects=[(2.5, {"x": float("2.5")}, "x")]) is None  # not that object
+    assert native_check([torch.randn(3)], [{}], ["x"]).changed()  # a tensor not in its table: "maybe"
+    monkeypatch.setattr(native_guard, "THPVARIABLE_IMPL", 24)  # another torch's object layout
+    assert native_check([torch.randn(3)]) is None

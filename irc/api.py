@@ -37,6 +37,7 @@ from irc.frontend.trace import BAKED_META, symbolic_trace
 from irc.pipeline import lower
 from irc.runtime import TensorSpec, build_library, compiler_invocations, load_library, make_forward
 from irc.runtime.build import resolve_flags
+from irc.runtime.native_guard import prepare as prepare_native_guard
 from irc.runtime.wrapper import ARGV_SUFFIX, autocast_enabled, check_inputs
 from irc.target import Target
 from irc.weights import (
@@ -623,6 +624,7 @@ def _native_version(
     """Import, fuse, lower, emit, build and wrap the whole graph (UnsupportedOpError if it can't).
 
     Every stage is dumped when a dump directory is set, and a failing pass leaves a reproducer."""
+    prepare_native_guard()  # its one-time build, if due, beside this one
     clog = CompileLog(dump_dir)
     clog.write("fx-graph.py", gm.code)
     graph = import_fx(gm, inputs, dynamic=dynamic)

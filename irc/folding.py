@@ -18,6 +18,7 @@ from xdsl.dialects import func
 
 from irc.lowering.tensor.fold_params import param_indices
 from irc.reference import evaluate
+from irc.runtime import native_guard
 from irc.runtime.native_guard import NativeCheck, native_check
 
 _VERSION = operator.attrgetter("_version")
@@ -35,10 +36,18 @@ class FoldPlan:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     native: NativeCheck | None = field(default=None, repr=False)
+    native_due: bool = field(default=True, repr=False)  # its library still being built: taken up later
 
     def __post_init__(self) -> None:
         self.versions = [t._version for t in self.sources]
-        self.native = native_check(self.sources, versions=[True] * len(self.sources))
+        self._take_up_native()
+
+    def _take_up_native(self) -> None:
+        if native_guard.pending():
+            return
+        self.native_due = False
+        if list(map(_VERSION, self.sources)) == self.versions:
+            self.native = native_check(self.sources, versions=[True] * len(self.sources))
 
     def evaluate(self) -> list[torch.Tensor]:
         """The fold function's results on the sources' current values (new tensors)."""
@@ -56,6 +65,9 @@ class FoldPlan:
         # per forward call: C++'s "unchanged" (runtime/native_guard.py; MobileNet-v2's 126 sources
         # in irc bench's regime 42 -> 12 us), else the versions compared, walked by map() in C
         native = self.native
+        if native is None and self.native_due:
+            self._take_up_native()
+            native = self.native
         return (native is None or native.changed()) and list(map(_VERSION, self.sources)) != self.versions
 
     def refold(self) -> None:

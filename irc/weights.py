@@ -57,7 +57,8 @@ from torch import fx, nn
 from torch.utils.hooks import RemovableHandle
 
 from irc.hooks import HookWatch
-from irc.runtime.native_guard import native_check
+from irc.runtime import native_guard
+from irc.runtime.native_guard import NativeCheck, native_check
 
 
 @dataclass
@@ -206,17 +207,28 @@ class WeightGuard:
         # scalar attributes as `table[key] is value` (a module's `training` in its __dict__, where
         # `module.training` reads it; native_check refuses any that is not there): its "unchanged"
         # is taken, its "maybe" answered by the Python checks. Made now, when those pass.
-        self._native = None
+        # While its library is being built (native_guard.prepare), the calls take it up later.
+        self._native: NativeCheck | None = None
+        self._native_due = True
+        self._take_up_native()
+
+    def _take_up_native(self) -> None:
+        if native_guard.pending():
+            return
+        self._native_due = False
         if not (self._tensors_changed() or self._flags_changed()):
             flags = [(m.training, m.__dict__, "training") for m in self._mode_modules]
             flags += [(v, table, key) for v, table, key in zip(self._attr_values, self._attr_tables, self._attr_keys)]
             self._native = native_check(self._tensors, self._tables, self._keys,
-                                        [w.version is not None for w in watched], flags)
+                                        [w.version is not None for w in self.watched], flags)
 
     def stale(self) -> bool:
         """Has any watched tensor been reassigned, given new storage, or (if a copy) updated,
         or a watched module switched between train() and eval()?"""
         native = self._native
+        if native is None and self._native_due:
+            self._take_up_native()
+            native = self._native
         if (native is None or native.changed()) and (self._tensors_changed() or self._flags_changed()):
             return True
         for live, snapshot in self._values:

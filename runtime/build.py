@@ -161,7 +161,7 @@ def cache_problem(root: Path, error: OSError) -> str:
 
 @_cache_errors
 def build_library(
-    source: str, *, flags: Sequence[str] | None = None, cxx: str | None = None
+    source: str, *, flags: Sequence[str] | None = None, cxx: str | None = None, counted: bool = True
 ) -> Path:
     """Compile C++ ``source`` into a shared library and return its path.
 
@@ -171,7 +171,8 @@ def build_library(
 
     Raises :class:`~irc.errors.CompileError` when the compiler is missing or fails; the
     source is kept at ``error.source_path`` (``<key>.cpp`` in the cache) and
-    ``error.command`` is the exact command that was run.
+    ``error.command`` is the exact command that was run. ``counted=False``: the run does not
+    count in :func:`compiler_invocations` (irc's own runtime helper, not a model's code).
     """
     cxx = cxx or os.environ.get("IRC_CXX") or "g++"
     flags = list(resolve_flags(flags, cxx))
@@ -200,7 +201,7 @@ def build_library(
     tmp_lib = Path(tmp_name)
     command = _command(cxx, flags, str(src_path), str(tmp_lib))
     try:
-        returncode, output = _run_compiler(command)
+        returncode, output = _run_compiler(command, counted)
         if returncode == 0:
             digest = _sha256(tmp_lib)
             os.replace(tmp_lib, lib_path)
@@ -425,11 +426,12 @@ def _compiler_text(cxx: str | None = None, *args: str) -> str:
     return text
 
 
-def _run_compiler(command: list[str]) -> tuple[int | None, str]:
+def _run_compiler(command: list[str], counted: bool = True) -> tuple[int | None, str]:
     """Run the compiler; return (exit code, or None if it could not be started; output)."""
     global _invocations
-    with _lock:
-        _invocations += 1
+    if counted:
+        with _lock:
+            _invocations += 1
     try:
         proc = subprocess.run(
             command,

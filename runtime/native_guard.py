@@ -10,7 +10,9 @@ loads independent of the next's.
 
 It answers only "unchanged" or "maybe changed": on "maybe", callers run their exact Python
 checks, so what counts as a change is the Python guard's alone. It is built once per torch
-version and compiler into irc's build cache (about 1 s of g++) and is used only if
+version and compiler into irc's build cache: about 1.4 s of g++, in the background from the
+start of a compile (`prepare`), so a compile does not wait for it; calls made before it is
+loaded run the Python checks, and the first call after takes it up. It is used only if
 - it builds and loads (else the Python checks, one DEBUG log line);
 - each tensor's Python object keeps its TensorImpl where this torch does (`_cdata` is checked
   for every tensor watched, `THPVARIABLE_IMPL` bytes in: torch >= 2.5 holds an `at::Tensor`
@@ -50,6 +52,7 @@ class _Watch(ctypes.Structure):
 
 _lock = threading.Lock()
 _library: list = []  # [lib or None], once tried
+_thread: list[threading.Thread] = []  # the background build `prepare` started
 
 
 def _flags() -> list[str]:
@@ -65,10 +68,41 @@ def _flags() -> list[str]:
     ]
 
 
-def library():
-    """The loaded `guard.cpp` (ctypes.PyDLL), or None when it is off or unavailable."""
+def prepare() -> None:
+    """Build and load the library in the background, if not done or under way: a compile calls
+    this first, so the one g++ run (about 1.4 s, once per build cache) overlaps its tracing,
+    lowering and build rather than adding to them."""
+    if os.environ.get(VARIABLE, "1") == "0":
+        return
+    with _lock:
+        if _library or _thread:
+            return
+        thread = threading.Thread(target=_settle, name="irc-native-guard", daemon=True)
+        _thread.append(thread)
+    thread.start()
+
+
+def _settle() -> None:
+    lib = _load()
+    with _lock:
+        if not _library:
+            _library.append(lib)
+
+
+def pending() -> bool:
+    """Is `prepare`'s background build still running?"""
+    return bool(_thread) and _thread[0].is_alive()
+
+
+def library(wait: bool = True):
+    """The loaded `guard.cpp` (ctypes.PyDLL), or None when it is off or unavailable, or (unless
+    `wait`) while `prepare`'s build is under way."""
     if os.environ.get(VARIABLE, "1") == "0":
         return None
+    if _thread:
+        if not wait and _thread[0].is_alive():
+            return None
+        _thread[0].join()
     with _lock:
         if not _library:
             _library.append(_load())
@@ -81,7 +115,7 @@ def _load():
     source = (Path(__file__).with_name("guard.cpp").read_text()
               + f"// built for torch {torch.__version__}, Python {sys.version.split()[0]}\n")
     try:
-        path = build_library(source, flags=_flags())
+        path = build_library(source, flags=_flags(), counted=False)
         check_library(path)
         lib = ctypes.PyDLL(str(path))
     except Exception as e:  # noqa: BLE001 - any failure: the Python checks, which are exact
@@ -131,11 +165,12 @@ class NativeCheck:
 
 def native_check(tensors: Sequence[torch.Tensor], tables: Sequence[dict | None] | None = None,
                  keys: Sequence[str | None] | None = None, versions: Sequence[bool] | None = None,
-                 objects: Sequence[tuple] = ()) -> NativeCheck | None:
-    """A `NativeCheck` over `tensors` and `objects`, or None: no library, a table that is not a
-    dict, an object not now in its table, or a tensor this torch's layout check refuses (its
-    `_cdata` is not where `THPVARIABLE_IMPL` says) or whose state it cannot read."""
-    lib = library()
+                 objects: Sequence[tuple] = (), wait: bool = True) -> NativeCheck | None:
+    """A `NativeCheck` over `tensors` and `objects`, or None: no library (or, unless `wait`, not
+    yet: `pending()`), a table that is not a dict, an object not now in its table, or a tensor this
+    torch's layout check refuses (its `_cdata` is not where `THPVARIABLE_IMPL` says) or whose
+    state it cannot read."""
+    lib = library(wait)
     if lib is None or not (tensors or objects):
         return None
     n = len(tensors)

@@ -47,10 +47,31 @@ def guard(request, monkeypatch):
 def test_the_native_check_is_what_calls_use():
     """Else the rest of the suite would test only the Python checks, and a build that broke
     would pass unseen."""
+    assert native_guard.library() is not None
     m, x = build()
     cm = irc.compile(m, (x,))
+    cm(x)
     assert cm._weights._native is not None
     assert cm._forward.fold_plan.native is not None
+
+
+def test_calls_made_while_it_builds_take_it_up_after(monkeypatch):
+    """A compile does not wait for the library's one-time build (`prepare`): the calls run the
+    Python checks until it is loaded."""
+    m, x = build()
+    monkeypatch.setattr(native_guard, "pending", lambda: True)
+    cm = irc.compile(m, (x,))
+    torch.testing.assert_close(cm(x), m(x))
+    assert cm._weights._native is None and cm._forward.fold_plan.native is None
+    with torch.no_grad():
+        m.bn.running_var.mul_(2)  # seen by the Python checks
+        torch.testing.assert_close(cm(x), m(x))
+    monkeypatch.setattr(native_guard, "pending", lambda: False)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+        assert cm._weights._native is not None and cm._forward.fold_plan.native is not None
+        m.bn.running_var.mul_(2)  # and now by the C++ check
+        torch.testing.assert_close(cm(x), m(x))
 
 
 def test_the_variable_turns_it_off(monkeypatch):

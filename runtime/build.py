@@ -201,7 +201,9 @@ def build_library(
     tmp_lib = Path(tmp_name)
     command = _command(cxx, flags, str(src_path), str(tmp_lib))
     try:
-        returncode, output = _run_compiler(command, counted)
+        if counted:
+            _count_invocation()
+        returncode, output = _run_compiler(command)
         if returncode == 0:
             digest = _sha256(tmp_lib)
             os.replace(tmp_lib, lib_path)
@@ -426,12 +428,14 @@ def _compiler_text(cxx: str | None = None, *args: str) -> str:
     return text
 
 
-def _run_compiler(command: list[str], counted: bool = True) -> tuple[int | None, str]:
-    """Run the compiler; return (exit code, or None if it could not be started; output)."""
+def _count_invocation() -> None:
     global _invocations
-    if counted:
-        with _lock:
-            _invocations += 1
+    with _lock:
+        _invocations += 1
+
+
+def _run_compiler(command: list[str]) -> tuple[int | None, str]:
+    """Run the compiler; return (exit code, or None if it could not be started; output)."""
     try:
         proc = subprocess.run(
             command,

@@ -216,6 +216,8 @@ class WeightGuard:
         if native_guard.pending():
             return
         self._native_due = False
+        if any(hasattr(type(m), "training") for m in self._mode_modules):
+            return  # a class's own `training` (a property) is not the __dict__ entry the C++ reads
         if not (self._tensors_changed() or self._flags_changed()):
             flags = [(m.training, m.__dict__, "training") for m in self._mode_modules]
             flags += [(v, table, key) for v, table, key in zip(self._attr_values, self._attr_tables, self._attr_keys)]

@@ -165,3 +165,40 @@ def test_what_it_cannot_read_falls_back(monkeypatch):
     assert native_check([torch.randn(3)], [{}], ["x"]).changed()  # a tensor not in its table: "maybe"
     monkeypatch.setattr(native_guard, "THPVARIABLE_IMPL", 24)  # another torch's object layout
     assert native_check([torch.randn(3)]) is None
+
+
+class Delegating(nn.Module):
+    """A module whose `training` is a property of its class: it reads another module's flag, and
+    its setter also keeps a copy in the instance's __dict__ (which the C++ check would read)."""
+
+    def __init__(self):
+        super().__init__()
+        self.inner = nn.Linear(4, 4)
+
+    @property
+    def training(self):
+        inner = self.__dict__.get("_modules", {}).get("inner")
+        return inner.training if inner is not None else self.__dict__.get("training", True)
+
+    @training.setter
+    def training(self, mode):
+        self.__dict__["training"] = mode
+        inner = self.__dict__.get("_modules", {}).get("inner")
+        if inner is not None:
+            inner.training = mode
+
+    def forward(self, x):
+        return self.inner(x) * (2.0 if self.training else 1.0)
+
+
+def test_a_training_property_keeps_the_python_checks():
+    """Were the flag read from the __dict__, switching the inner module alone would go unseen."""
+    torch.manual_seed(0)
+    assert native_guard.library() is not None
+    m, x = Delegating().eval(), torch.randn(3, 4)
+    cm = irc.compile(m, (x,))
+    torch.testing.assert_close(cm(x), m(x))
+    assert not cm._weights._native_due and cm._weights._native is None
+    m.inner.train()  # m.training is now True; its __dict__ entry still False
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))

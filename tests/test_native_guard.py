@@ -41,6 +41,8 @@ def build():
 def guard(request, monkeypatch):
     if request.param == "python":
         monkeypatch.setenv(native_guard.VARIABLE, "0")
+    else:  # loaded, not still building in the background: the calls below take it up at once
+        assert native_guard.library() is not None
     return request.param
 
 
@@ -105,6 +107,7 @@ def test_every_change_is_seen(change, guard):
     m, x = build()
     cm = irc.compile(m, (x,))
     torch.testing.assert_close(cm(x), m(x))
+    assert (cm._weights._native is not None) == (guard == "native")
     with torch.no_grad():
         CHANGES[change](m)
         expected = m(x)
@@ -115,6 +118,7 @@ def test_every_change_is_seen(change, guard):
 def test_an_equal_new_value_is_a_maybe_the_python_check_answers(monkeypatch):
     """`m.scale = 2.0` again is another float object: the C++ check says "maybe", the Python
     check "unchanged", and nothing is rebuilt."""
+    assert native_guard.library() is not None
     m, x = build()
     cm = irc.compile(m, (x,))
     seen = []

@@ -433,8 +433,10 @@ def make_forward(
         lines += [
             f"    if not (isinstance({x}, Tensor) and {x}.is_cpu and {x}.dtype is d{i} and {x}.shape == s{i}):",
             "        check_inputs(args, names, dtypes, shapes)  # raises the message",
-            f"    if not {x}.is_contiguous():",  # channels_last, transposed, sliced: one copy
-            f"        {x} = {x}.contiguous()",
+            # channels_last, transposed, sliced: one copy; a view with the negative bit (its
+            # values negated on reading: torch._neg_view) resolved too, even when contiguous
+            f"    if not {x}.is_contiguous() or {x}.is_neg():",
+            f"        {x} = {x}.resolve_neg().contiguous()",
             f"    c[{i}] = {x}.data_ptr()",
         ]
     for i, o in enumerate(outs):
@@ -516,8 +518,8 @@ def _symbolic_forward(
     lines += [f"    c[{k}] = {b.name}" for k, b in enumerate(bindings)]
     for i, x in enumerate(xs):
         lines += [
-            f"    if not {x}.is_contiguous():",
-            f"        {x} = {x}.contiguous()",
+            f"    if not {x}.is_contiguous() or {x}.is_neg():",
+            f"        {x} = {x}.resolve_neg().contiguous()",
             f"    c[{n_sizes + i}] = {x}.data_ptr()",
         ]
     outs = [f"o{i}" for i in range(len(outputs))]

@@ -367,6 +367,17 @@ def test_non_contiguous_inputs_are_copied(lib):
     torch.testing.assert_close(forward(x, y), x + y + 1)
 
 
+def test_negative_views_are_resolved(lib):
+    """A view with the negative bit reads as its values negated, contiguous or not: its raw
+    memory holds the other sign (the contiguous one used to be read as is)."""
+    forward = add1_forward(lib)
+    base = torch.randn(2, 3)
+    x = torch._neg_view(base)
+    assert x.is_neg() and x.is_contiguous()
+    y = torch._neg_view(torch.randn(2, 6))[:, ::2]
+    torch.testing.assert_close(forward(x, y), -base + y.resolve_neg() + 1)
+
+
 def test_thread_count_is_set_in_every_calling_thread(monkeypatch):
     """OpenMP's thread count is per thread: a second thread gets `irc_set_num_threads` too, even
     when the count equals the one the first thread set (it used to be skipped there)."""

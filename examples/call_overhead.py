@@ -10,7 +10,11 @@ p10/p90) of `--repeat` rounds of `--number` calls each:
   raw argv     the `__argv` twin the wrapper calls: one pointer array, precomputed
   forward      the generated wrapper: checks the inputs, allocates the outputs, follows the
                thread count, fills this thread's pointer array, calls once
-  cm(x)        CompiledModule.__call__ (adds the shape-version dispatch try/except)
+  cm(x)        CompiledModule.__call__: the whole call made in one C call (the weight guard, the
+               fold plan's check, inputs, outputs, thread count and the native code:
+               runtime/native_guard.py fast_call)
+  cm(x) Python the same call through the Python path (the weight guard's checks, the fold
+               plan's, then the generated wrapper), as where the native call gives way
   eager        the model in PyTorch, for scale
 """
 
@@ -50,13 +54,18 @@ def main() -> None:
     ptrs += [arena.data_ptr() + (-arena.data_ptr()) % 64] if version.memory["arena_bytes"] else []
     fn.argtypes, fn.restype = [ctypes.c_void_p] * len(ptrs), None
     argv, array = getattr(lib, version.graph.func_name + ARGV_SUFFIX), (ctypes.c_void_p * len(ptrs))(*ptrs)
+    python = irc.compile(model, inputs)  # (the build cache's copy)
     with torch.no_grad():
-        torch.testing.assert_close(cm(*inputs), model(*inputs))
+        for _ in range(2):  # the native call is made at the second call
+            torch.testing.assert_close(cm(*inputs), model(*inputs))
+        python._fast = False  # never made: each call takes the Python path
+        torch.testing.assert_close(python(*inputs), model(*inputs))
     candidates = {
         "raw ctypes": lambda: fn(*ptrs),
         "raw argv": lambda: argv(array),
         "forward": lambda: version.forward(*inputs),
         "cm(x)": lambda: cm(*inputs),
+        "cm(x) Python": lambda: python(*inputs),
         "eager": lambda: model(*inputs),
     }
     times: dict[str, list[float]] = {k: [] for k in candidates}
@@ -66,11 +75,11 @@ def main() -> None:
                 times[name].append(timeit.timeit(f, number=args.number) / args.number * 1e6)
     raw = statistics.median(times["raw ctypes"])
     print(f"{args.model or 'relu(x + 1), 4 floats'}: {len(ptrs)} pointer arguments")
-    print(f"{'call':<12} {'median us':>10} {'p10':>7} {'p90':>7} {'over raw':>9}")
+    print(f"{'call':<13} {'median us':>10} {'p10':>7} {'p90':>7} {'over raw':>9}")
     for name, ts in times.items():
         q = statistics.quantiles(ts, n=10)
         med = statistics.median(ts)
-        print(f"{name:<12} {med:>10.2f} {q[0]:>7.2f} {q[-1]:>7.2f} {med - raw:>+9.2f}")
+        print(f"{name:<13} {med:>10.2f} {q[0]:>7.2f} {q[-1]:>7.2f} {med - raw:>+9.2f}")
 
 
 if __name__ == "__main__":

@@ -245,6 +245,19 @@ class WeightGuard:
             return True
         return hooks is not None and RemovableHandle.next_id != hooks.epoch and hooks.changed()
 
+    def fast_call(self, spec, plan: NativeCheck | None):
+        """The builtin making a call of `spec` (a static forward's `runtime.wrapper.CallSpec`)
+        natively, this guard's checks included, with the fold plan's `plan`
+        (runtime/native_guard.py fast_call); None where `stale()` is more than its C++ check and
+        the two counts compared (tensors compared by value, attributes that are not scalars)."""
+        native = self._native
+        if native is None or self._values or self._attr_others:
+            return None
+        modules, hooks = self.modules, self.hooks
+        return native_guard.fast_call(
+            spec, native, plan, registrations=_REGISTRATIONS if modules is not None else None, modules=modules,
+            handle_type=RemovableHandle if hooks is not None else None, hooks=hooks)
+
     def _tensors_changed(self) -> bool:
         """Is a watched tensor reassigned, given new storage, or (if a copy) updated in place?"""
         if not all(map(is_, map(dict.get, self._tables, self._keys), self._tensors)):

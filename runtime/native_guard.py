@@ -18,6 +18,13 @@ loaded run the Python checks, and the first call after takes it up. It is used o
   for every tensor watched, `THPVARIABLE_IMPL` bytes in: torch >= 2.5 holds an `at::Tensor`
   right after the object header; an older torch's `MaybeOwned` fails the check);
 - `IRC_NATIVE_GUARD` is not `0`.
+
+The same library makes a compiled module's whole call in one C call (`fast_call`, guard.cpp's
+irc_fast_call): the checks above, the generated wrapper's input checks, output allocation and
+thread count, and the native code, for the version called last on the thread that made it. In
+Python those are a few frames and three ctypes calls around the native code (the cnn, a null
+kernel in place of its own: 6.6 us a call, 1.7 so). It gives way to the Python path, having done
+nothing, wherever that path might do anything else (see `fast_call`).
 """
 
 from __future__ import annotations
@@ -123,6 +130,12 @@ def _load():
         return None
     lib.irc_guard_impl.argtypes = [ctypes.py_object, ctypes.c_int64]
     lib.irc_guard_impl.restype = ctypes.c_void_p
+    lib.irc_scalar_type.argtypes = [ctypes.py_object, ctypes.c_int64]
+    lib.irc_scalar_type.restype = ctypes.c_int64
+    lib.irc_thread_id.argtypes = []
+    lib.irc_thread_id.restype = ctypes.c_uint64
+    lib.irc_fast_function.argtypes = [ctypes.py_object]
+    lib.irc_fast_function.restype = ctypes.py_object
     for name in ("irc_guard_record", "irc_guard_changed"):
         fn = getattr(lib, name)
         fn.argtypes = None  # called with prepared ctypes arguments: the cheapest conversion
@@ -158,6 +171,11 @@ class NativeCheck:
     def changed(self) -> bool:
         return self._changed(*self._args) != 0
 
+    @property
+    def entries(self) -> tuple[int, int]:
+        """The address of its entries (read in place by `fast_call`'s function) and their count."""
+        return ctypes.addressof(self._entries), self._args[1].value
+
     def record(self) -> bool:
         """Read the tensors' state again as the reference; False if one cannot be read."""
         return self._record(*self._args) == 0
@@ -192,3 +210,82 @@ def native_check(tensors: Sequence[torch.Tensor], tables: Sequence[dict | None] 
 
 
 _NOT_THERE = object()
+
+
+class _Fast(ctypes.Structure):  # guard.cpp's irc_fast
+    _fields_ = [
+        ("tensor_type", ctypes.c_void_p), ("parameter_type", ctypes.c_void_p), ("n_inputs", ctypes.c_int64),
+        ("dims", ctypes.c_void_p), ("sizes", ctypes.c_void_p), ("dtypes", ctypes.c_void_p),
+        ("n_outputs", ctypes.c_int64), ("outputs", ctypes.c_void_p), ("empty_strided", ctypes.c_void_p),
+        ("argv", ctypes.c_void_p), ("first_out", ctypes.c_int64), ("thread_slot", ctypes.c_int64),
+        ("owner", ctypes.c_uint64), ("kernel", ctypes.c_void_p), ("set_threads", ctypes.c_void_p),
+        ("torch_threads", ctypes.c_void_p), ("autocast", ctypes.c_void_p), ("thread_count", ctypes.c_void_p),
+        ("env", ctypes.c_char_p), ("guard", ctypes.c_void_p), ("n_guard", ctypes.c_int64),
+        ("plan", ctypes.c_void_p), ("n_plan", ctypes.c_int64), ("registrations", ctypes.c_void_p),
+        ("modules", ctypes.c_void_p), ("handle_type", ctypes.c_void_p), ("hooks", ctypes.c_void_p),
+        ("epoch", ctypes.c_void_p), ("next_id", ctypes.c_void_p), ("at", ctypes.c_int64),
+        ("return_tuple", ctypes.c_int64),
+    ]
+
+
+MAX_FAST_INPUTS, MAX_FAST_OUTPUTS = 64, 8  # guard.cpp IRC_FAST_*
+
+
+def fast_call(spec, guard: NativeCheck, plan: NativeCheck | None = None, *, registrations: list | None = None,
+              modules: object | None = None, handle_type: type | None = None, hooks: object | None = None):
+    """A builtin function making a compiled module's whole call natively (guard.cpp's
+    irc_fast_call) on the calling thread, or None where it cannot (no library, more inputs or
+    outputs than `MAX_FAST_INPUTS`, `MAX_FAST_OUTPUTS`). `spec` is the static forward's
+    `runtime.wrapper.CallSpec`; `guard` and `plan` the weight guard's and the fold plan's
+    checks, whose "unchanged" it takes; `modules.epoch` is compared with `registrations[0]` and
+    `hooks.epoch` with `handle_type.next_id`, as the weight guard does.
+
+    Called with the module's inputs, it returns the outputs, or None having done nothing, for
+    the Python path to take the call: an input not a plain contiguous CPU tensor (torch.Tensor
+    or nn.Parameter) of the compiled dtype and shape, another thread, grad mode or autocast on,
+    a check answering "maybe", any error."""
+    from irc.runtime import wrapper
+
+    lib = library(wait=False)
+    if lib is None or not 0 < len(spec.outputs) <= MAX_FAST_OUTPUTS or len(spec.shapes) > MAX_FAST_INPUTS:
+        return None
+    if (modules is None) != (registrations is None) or (hooks is None) != (handle_type is None):
+        return None
+    if registrations is not None and not (type(registrations) is list and registrations):
+        return None
+    codes = {d: lib.irc_scalar_type(torch.empty(0, dtype=d), THPVARIABLE_IMPL) for d in set(spec.dtypes)}
+    try:
+        array = spec.tls.a
+    except AttributeError:
+        array = spec.new_array()
+    dims = (ctypes.c_int64 * max(1, len(spec.shapes)))(*[len(s) for s in spec.shapes])
+    flat = [d for s in spec.shapes for d in s]
+    sizes = (ctypes.c_int64 * max(1, len(flat)))(*flat)
+    dtypes = (ctypes.c_int64 * max(1, len(spec.dtypes)))(*[codes[d] for d in spec.dtypes])
+    out_objects = [x for shape, strides, dtype in spec.outputs for x in (tuple(shape), tuple(strides), dtype)]
+    outputs = (ctypes.c_void_p * len(out_objects))(*map(id, out_objects))
+    epoch, next_id = sys.intern("epoch"), sys.intern("next_id")
+    env = wrapper.THREADS_VARIABLE.encode()
+    objects = [torch.Tensor, torch.nn.Parameter, wrapper._empty_strided, torch.get_num_threads,
+               wrapper.autocast_enabled, wrapper._thread_count, registrations, modules, handle_type, hooks, epoch, next_id]
+    f = _Fast()
+    f.tensor_type, f.parameter_type = id(torch.Tensor), id(torch.nn.Parameter)
+    f.n_inputs, f.dims, f.sizes, f.dtypes = len(spec.shapes), ctypes.addressof(dims), ctypes.addressof(sizes), \
+        ctypes.addressof(dtypes)
+    f.n_outputs, f.outputs, f.empty_strided = len(spec.outputs), ctypes.addressof(outputs), id(wrapper._empty_strided)
+    f.argv, f.first_out, f.thread_slot = ctypes.addressof(array), spec.first_out, spec.thread_slot
+    f.owner = lib.irc_thread_id()
+    f.kernel = ctypes.cast(spec.argv, ctypes.c_void_p).value
+    f.set_threads = ctypes.cast(spec.set_threads, ctypes.c_void_p).value if spec.set_threads is not None else None
+    f.torch_threads, f.autocast = id(torch.get_num_threads), id(wrapper.autocast_enabled)
+    f.thread_count, f.env = id(wrapper._thread_count), env
+    f.guard, f.n_guard = guard.entries
+    f.plan, f.n_plan = plan.entries if plan is not None else (None, 0)
+    f.registrations, f.modules = (id(registrations), id(modules)) if modules is not None else (None, None)
+    f.handle_type, f.hooks = (id(handle_type), id(hooks)) if hooks is not None else (None, None)
+    f.epoch, f.next_id, f.at = id(epoch), id(next_id), THPVARIABLE_IMPL
+    f.return_tuple = int(spec.return_tuple)
+    # everything f points at, kept alive as long as the function (its `self`)
+    keep = (f, dims, sizes, dtypes, out_objects, outputs, env, array, getattr(spec.tls, "arena", None), spec.argv,
+            spec.set_threads, guard, plan, objects)
+    return lib.irc_fast_function((ctypes.addressof(f), keep))

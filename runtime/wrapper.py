@@ -442,7 +442,34 @@ def make_forward(
     for i, o in enumerate(outs):
         lines += [f"    {o} = empty_strided(os{i}, ot{i}, od{i})", f"    c[{first_out + i}] = {o}.data_ptr()"]
     lines += _call_and_return(n_args, outs, output_spec is not None, return_tuple)
-    return _define(lines, env)
+    forward = _define(lines, env)
+    if output_spec is None and isinstance(argv, ctypes._CFuncPtr) and outputs:
+        forward.irc_call = CallSpec(  # for runtime/native_guard.py fast_call to make this call natively
+            [s.dtype for s in inputs], shapes, [(env[f"os{i}"], env[f"ot{i}"], s.dtype) for i, s in enumerate(outputs)],
+            argv, set_threads if isinstance(set_threads, ctypes._CFuncPtr) else None, tls, new_array, first_out,
+            n_args, return_tuple,
+        )
+    return forward
+
+
+@dataclass(frozen=True)
+class CallSpec:
+    """A static forward's call, for a native caller to make it as the generated Python does
+    (runtime/native_guard.py fast_call): the inputs' dtypes and shapes, each output's
+    `empty_strided` arguments, the `__argv` entry and `irc_set_num_threads` (None: the library
+    has none), the per-thread arrays (`tls.a`, made by `new_array`), the array slot of output 0,
+    the thread count's slot, and whether outputs return as a tuple."""
+
+    dtypes: list[torch.dtype]
+    shapes: list[tuple[int, ...]]
+    outputs: list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype]]
+    argv: Any
+    set_threads: Any | None
+    tls: threading.local
+    new_array: Callable[[], Any]
+    first_out: int
+    thread_slot: int
+    return_tuple: bool
 
 
 def _symbolic_forward(

@@ -86,3 +86,28 @@ def run_ir(text: str, inputs, sizes=(), fuse: bool = True):
     entry.argtypes = [ctypes.c_int64] * n_sizes + [ctypes.c_void_p] * (len(tensors) + len(outs) + len(extra))
     entry(*sizes, *(t.data_ptr() for t in tensors + outs + extra))
     return tuple(outs)
+
+
+class Scaled(torch.nn.Module):
+    """conv + batch norm (folded into the conv) + ReLU, a linear layer read in place, and a
+    plain attribute of its own code: every kind of weight a compiled module watches."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.fc = torch.nn.Linear(8 * 6 * 6, 5)
+        self.scale = 2.0
+
+    def forward(self, x):
+        return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1)) * self.scale
+
+
+def build_scaled():
+    """`Scaled` in eval mode with running statistics of its own, and an input for it."""
+    torch.manual_seed(0)
+    m = Scaled().eval()
+    with torch.no_grad():
+        m.bn.running_mean.uniform_(-1, 1)
+        m.bn.running_var.uniform_(0.5, 2)
+    return m, torch.randn(2, 3, 6, 6)

@@ -6,35 +6,12 @@ from __future__ import annotations
 
 import pytest
 import torch
+from irc_testing import build_scaled as build
 from torch import nn
 
 import irc
 from irc.runtime import native_guard
 from irc.runtime.native_guard import NativeCheck, native_check
-
-
-class Scaled(nn.Module):
-    """conv + batch norm (folded into the conv) + ReLU, a linear layer read in place, and a
-    plain attribute of its own code."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv = nn.Conv2d(3, 8, 3, padding=1)
-        self.bn = nn.BatchNorm2d(8)
-        self.fc = nn.Linear(8 * 6 * 6, 5)
-        self.scale = 2.0
-
-    def forward(self, x):
-        return self.fc(torch.relu(self.bn(self.conv(x))).flatten(1)) * self.scale
-
-
-def build():
-    torch.manual_seed(0)
-    m = Scaled().eval()
-    with torch.no_grad():
-        m.bn.running_mean.uniform_(-1, 1)
-        m.bn.running_var.uniform_(0.5, 2)
-    return m, torch.randn(2, 3, 6, 6)
 
 
 @pytest.fixture(params=["native", "python"])

@@ -249,14 +249,18 @@ class WeightGuard:
         """The builtin making a call of `spec` (a static forward's `runtime.wrapper.CallSpec`)
         natively, this guard's checks included, with the fold plan's `plan`
         (runtime/native_guard.py fast_call); None where `stale()` is more than its C++ check and
-        the two counts compared (tensors compared by value, attributes that are not scalars)."""
+        the two counts compared and the tensors compared by value (attributes that are not
+        scalars; a tensor compared by value whose byte view is not its own memory)."""
         native = self._native
-        if native is None or self._values or self._attr_others:
+        if native is None or self._attr_others:
+            return None
+        by_value = [w.tensor for w in self.watched if w.snapshot is not None]
+        if any(live.data_ptr() != t.data_ptr() for t, (live, _) in zip(by_value, self._values, strict=True)):
             return None
         modules, hooks = self.modules, self.hooks
         return native_guard.fast_call(
             spec, native, plan, registrations=_REGISTRATIONS if modules is not None else None, modules=modules,
-            handle_type=RemovableHandle if hooks is not None else None, hooks=hooks)
+            handle_type=RemovableHandle if hooks is not None else None, hooks=hooks, values=self._values)
 
     def _tensors_changed(self) -> bool:
         """Is a watched tensor reassigned, given new storage, or (if a copy) updated in place?"""

@@ -121,7 +121,7 @@ extern "C" int irc_guard_changed(const irc_watch* w, int64_t n, int64_t at) {
 // (1.7 us). It answers None, having done nothing, wherever the Python path might do something
 // else: grad mode or autocast on; an input that is not a plain dense contiguous CPU tensor of
 // the compiled dtype and shape; another thread; a check that says "maybe" (weights, fold plan,
-// submodules, hooks); any error. The Python path then takes the call.
+// submodules, hooks, tensors compared by value); any error. The Python path then takes the call.
 
 #include <c10/core/GradMode.h>
 
@@ -158,6 +158,8 @@ struct irc_fast {
   PyObject* modules;  // its ModuleWatch (NULL: none)
   PyObject* handle_type;  // torch.utils.hooks.RemovableHandle, or NULL with hooks
   PyObject* hooks;  // its HookWatch (NULL: none)
+  PyObject* const* values;  // [2 * n_values]: (live bytes, bytes compiled against), uint8, contiguous
+  int64_t n_values;
   PyObject* epoch;  // "epoch"
   PyObject* next_id;  // "next_id"
   int64_t at;  // THPVARIABLE_IMPL
@@ -287,6 +289,13 @@ static PyObject* irc_fast_call(PyObject* self, PyObject* const* args, Py_ssize_t
     if (f->modules != nullptr && !irc_same_epoch(f->registrations, f->modules, f->epoch)) return irc_fast_miss();
     if (f->hooks != nullptr && !irc_same_attr(f->hooks, f->epoch, f->handle_type, f->next_id))
       return irc_fast_miss();
+    for (int64_t v = 0; v < f->n_values; ++v) {  // torch.equal of the two byte views
+      const c10::TensorImpl* live = irc_impl_of(f->values[2 * v], f->at);
+      const c10::TensorImpl* compiled = irc_impl_of(f->values[2 * v + 1], f->at);
+      const int64_t n = live->numel();
+      if (n != compiled->numel() || (n > 0 && std::memcmp(live->data(), compiled->data(), n) != 0))
+        return irc_fast_miss();
+    }
     const int64_t n = irc_fast_threads(f);
     if (n <= 0) return irc_fast_miss();
     for (int64_t j = 0; j < n_out; ++j) {

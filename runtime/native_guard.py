@@ -223,6 +223,7 @@ class _Fast(ctypes.Structure):  # guard.cpp's irc_fast
         ("env", ctypes.c_char_p), ("guard", ctypes.c_void_p), ("n_guard", ctypes.c_int64),
         ("plan", ctypes.c_void_p), ("n_plan", ctypes.c_int64), ("registrations", ctypes.c_void_p),
         ("modules", ctypes.c_void_p), ("handle_type", ctypes.c_void_p), ("hooks", ctypes.c_void_p),
+        ("values", ctypes.c_void_p), ("n_values", ctypes.c_int64),
         ("epoch", ctypes.c_void_p), ("next_id", ctypes.c_void_p), ("at", ctypes.c_int64),
         ("return_tuple", ctypes.c_int64),
     ]
@@ -232,13 +233,15 @@ MAX_FAST_INPUTS, MAX_FAST_OUTPUTS = 64, 8  # guard.cpp IRC_FAST_*
 
 
 def fast_call(spec, guard: NativeCheck, plan: NativeCheck | None = None, *, registrations: list | None = None,
-              modules: object | None = None, handle_type: type | None = None, hooks: object | None = None):
+              modules: object | None = None, handle_type: type | None = None, hooks: object | None = None,
+              values: Sequence[tuple[torch.Tensor, torch.Tensor]] = ()):
     """A builtin function making a compiled module's whole call natively (guard.cpp's
     irc_fast_call) on the calling thread, or None where it cannot (no library, more inputs or
     outputs than `MAX_FAST_INPUTS`, `MAX_FAST_OUTPUTS`). `spec` is the static forward's
     `runtime.wrapper.CallSpec`; `guard` and `plan` the weight guard's and the fold plan's
     checks, whose "unchanged" it takes; `modules.epoch` is compared with `registrations[0]` and
-    `hooks.epoch` with `handle_type.next_id`, as the weight guard does.
+    `hooks.epoch` with `handle_type.next_id`, as the weight guard does; each pair of `values`
+    (uint8, contiguous, of one length) must hold the same bytes.
 
     Called with the module's inputs, it returns the outputs, or None having done nothing, for
     the Python path to take the call: an input not a plain contiguous CPU tensor (torch.Tensor
@@ -253,6 +256,10 @@ def fast_call(spec, guard: NativeCheck, plan: NativeCheck | None = None, *, regi
         return None
     if registrations is not None and not (type(registrations) is list and registrations):
         return None
+    for pair in values:
+        if any(type(t) is not torch.Tensor or t.dtype != torch.uint8 or not t.is_contiguous() or t.is_inference()
+               for t in pair) or pair[0].numel() != pair[1].numel():
+            return None
     codes = {d: lib.irc_scalar_type(torch.empty(0, dtype=d), THPVARIABLE_IMPL) for d in set(spec.dtypes)}
     try:
         array = spec.tls.a
@@ -283,9 +290,12 @@ def fast_call(spec, guard: NativeCheck, plan: NativeCheck | None = None, *, regi
     f.plan, f.n_plan = plan.entries if plan is not None else (None, 0)
     f.registrations, f.modules = (id(registrations), id(modules)) if modules is not None else (None, None)
     f.handle_type, f.hooks = (id(handle_type), id(hooks)) if hooks is not None else (None, None)
+    value_objects = [t for pair in values for t in pair]
+    value_ids = (ctypes.c_void_p * max(1, len(value_objects)))(*map(id, value_objects))
+    f.values, f.n_values = ctypes.addressof(value_ids), len(values)
     f.epoch, f.next_id, f.at = id(epoch), id(next_id), THPVARIABLE_IMPL
     f.return_tuple = int(spec.return_tuple)
     # everything f points at, kept alive as long as the function (its `self`)
     keep = (f, dims, sizes, dtypes, out_objects, outputs, env, array, getattr(spec.tls, "arena", None), spec.argv,
-            spec.set_threads, guard, plan, objects)
+            spec.set_threads, guard, plan, objects, value_objects, value_ids)
     return lib.irc_fast_function((ctypes.addressof(f), keep))

@@ -247,3 +247,76 @@ def test_no_native_call_without_the_library(monkeypatch):
         for _ in range(3):
             torch.testing.assert_close(cm(x), m(x))
     assert not cm._fast
+
+
+class Stats(nn.Module):
+    """Running statistics of its own passed to F.batch_norm: no counter shows their updates, so
+    the guard compares their bytes."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+        self.register_buffer("mean", torch.zeros(6))
+        self.register_buffer("var", torch.ones(6))
+
+    def forward(self, x):
+        return torch.nn.functional.batch_norm(self.fc(x), self.mean, self.var, training=self.training)
+
+
+def recording(monkeypatch) -> list[bool]:
+    """Each native call made from now on, as True (it returned the outputs) or False (it gave way)."""
+    made: list[bool] = []
+    real = native_guard.fast_call
+
+    def wrapped(*args, **kwargs):
+        fast = real(*args, **kwargs)
+        if fast is None:
+            return None
+
+        def counted(*inputs):
+            out = fast(*inputs)
+            made.append(out is not None)
+            return out
+
+        return counted
+
+    monkeypatch.setattr(native_guard, "fast_call", wrapped)
+    return made
+
+
+@pytest.mark.parametrize("frontend", ["irc.compile", "torch.compile"])
+def test_tensors_compared_by_value(frontend, monkeypatch):
+    """A training step's running statistics (no version counter moves) reach the Python path."""
+    assert native_guard.library() is not None
+    made = recording(monkeypatch)
+    torch.manual_seed(2)
+    m = Stats().eval()
+    x = torch.randn(4, 6)
+    compiled = irc.compile(m, (x,)) if frontend == "irc.compile" else torch.compile(m, backend="irc")
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), m(x))
+        assert made and made[-1], "the native call was made"
+        m.train()
+        m(torch.randn(8, 6) * 3 + 1)  # updates mean and var in place, through the kernel
+        m.eval()
+        before = len(made)
+        torch.testing.assert_close(compiled(x), m(x))
+        assert made[before] is False, "the native call saw the new statistics"
+        for _ in range(2):
+            torch.testing.assert_close(compiled(x), m(x))
+        assert made[-1], "and is made again"
+
+
+def test_torch_compile_takes_it(monkeypatch):
+    made = recording(monkeypatch)
+    m, x = build()
+    assert native_guard.library() is not None
+    compiled = torch.compile(m, backend="irc")
+    with torch.no_grad():
+        for _ in range(4):
+            torch.testing.assert_close(compiled(x), m(x))
+        assert made[-2:] == [True, True]
+        m.conv.weight.mul_(1.1)
+        torch.testing.assert_close(compiled(x), m(x))
+        torch.testing.assert_close(compiled(x), m(x))

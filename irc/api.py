@@ -192,19 +192,24 @@ class CompiledModule:
 
     def _arm_fast(self) -> None:
         """Make `_fast` for the version called last, on this thread, if it can be (else False:
-        not tried again until the version or the guard changes)."""
-        forward = self._forward
-        plan = getattr(forward, "fold_plan", None)
-        spec = getattr(getattr(forward, "__wrapped__", forward), "irc_call", None)
-        if spec is None:
-            fast = False
-        elif native_guard.pending() or (plan is not None and plan.native_due):
-            return  # the C++ check's library is still being built: the next call tries again
-        elif plan is not None and plan.native is None:
-            fast = False
-        else:
-            fast = self._weights.fast_call(spec, plan.native if plan is not None else None) or False
-        if self._forward is forward:
+        not tried again until the version or the guard changes). Under the lock that rebinding
+        and switching versions hold, so that it is made of one version and that version's guard."""
+        with self._lock:
+            forward = self._forward
+            plan = getattr(forward, "fold_plan", None)
+            spec = getattr(getattr(forward, "__wrapped__", forward), "irc_call", None)
+            if spec is None:
+                fast = False
+            elif native_guard.pending() or (plan is not None and plan.native_due):
+                return  # the C++ check's library is still being built: the next call tries again
+            elif plan is not None and plan.native is None:
+                fast = False
+            else:
+                try:
+                    fast = self._weights.fast_call(spec, plan.native if plan is not None else None) or False
+                except Exception as e:  # noqa: BLE001 - never the user's call's failure: the Python path runs
+                    log.debug("irc: the native call could not be made (%s); calls take the Python path", e)
+                    fast = False
             self._fast = fast
 
     def _under_autocast(self, inputs: tuple) -> Any:

@@ -320,3 +320,17 @@ def test_torch_compile_takes_it(monkeypatch):
         m.conv.weight.mul_(1.1)
         torch.testing.assert_close(compiled(x), m(x))
         torch.testing.assert_close(compiled(x), m(x))
+
+
+def test_a_failure_making_it_leaves_the_python_path(monkeypatch):
+    def failing(*args, **kwargs):
+        raise RuntimeError("made to fail")
+
+    monkeypatch.setattr(native_guard, "fast_call", failing)
+    m, x = build()
+    assert native_guard.library() is not None
+    cm = irc.compile(m, (x,))
+    with torch.no_grad():
+        for _ in range(3):
+            torch.testing.assert_close(cm(x), m(x))
+    assert cm._fast is False

@@ -6,10 +6,12 @@ import gc
 import resource
 import threading
 
+import pytest
 import torch
 from torch import nn
 
 import irc
+from irc.runtime import native_guard
 
 
 def _model():
@@ -17,8 +19,15 @@ def _model():
     return nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 16), nn.Sigmoid()).eval()
 
 
-def test_eight_threads_share_one_module():
+# Grad mode on: the autograd path; off (grad mode is per thread): the native call on the thread
+# that made it (runtime/native_guard.py fast_call), the Python path on the others.
+GRAD = pytest.mark.parametrize("grad", [True, False], ids=["grad", "no_grad"])
+
+
+@GRAD
+def test_eight_threads_share_one_module(grad):
     m = _model()
+    native = native_guard.library() is not None  # loaded, not still building in the background
     cm = irc.compile(m, (torch.randn(4, 32),))
     inputs = [torch.randn(4, 32) for _ in range(8)]
     with torch.no_grad():
@@ -29,8 +38,9 @@ def test_eight_threads_share_one_module():
     def worker(i: int) -> None:
         try:
             start.wait()
-            for _ in range(200):
-                torch.testing.assert_close(cm(inputs[i]), expected[i])
+            with torch.set_grad_enabled(grad):
+                for _ in range(200):
+                    torch.testing.assert_close(cm(inputs[i]), expected[i])
         except BaseException as e:  # reported below, on the main thread
             errors.append(e)
 
@@ -40,6 +50,8 @@ def test_eight_threads_share_one_module():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+    if not grad and native:
+        assert callable(cm._fast), "one of the threads made the native call"
 
 
 def _rss_kib() -> int:
@@ -50,16 +62,20 @@ def _rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def test_ten_thousand_calls_do_not_grow_memory():
+@GRAD
+def test_ten_thousand_calls_do_not_grow_memory(grad):
     m = _model()
     x = torch.randn(4, 32)
+    assert native_guard.library() is not None
     cm = irc.compile(m, (x,))
-    for _ in range(1000):  # warm up allocator caches and thread pools
-        cm(x)
-    gc.collect()
-    before = _rss_kib()
-    for _ in range(10_000):
-        cm(x)
-    gc.collect()
+    with torch.set_grad_enabled(grad):
+        for _ in range(1000):  # warm up allocator caches and thread pools
+            cm(x)
+        assert grad or callable(cm._fast)
+        gc.collect()
+        before = _rss_kib()
+        for _ in range(10_000):
+            cm(x)
+        gc.collect()
     grown = _rss_kib() - before
     assert grown < 1024, f"resident memory grew by {grown} KiB over 10,000 calls"

@@ -76,8 +76,9 @@ class WatchedTensor:
 
     @staticmethod
     def bytes_of(t: torch.Tensor) -> torch.Tensor:
-        """`t`'s elements as bytes (a view: compared bitwise, so a NaN equals itself)."""
-        return t.detach().reshape(-1).view(torch.uint8)
+        """`t`'s elements as bytes, compared bitwise (so a NaN equals itself): a view of its
+        memory where it is contiguous, else a copy made now."""
+        return t.detach().contiguous().view(-1).view(torch.uint8)
 
     def changed(self) -> str | None:
         """Why this entry no longer holds what was compiled (None if it still does)."""
@@ -188,8 +189,11 @@ class WeightGuard:
         self._data_ptr = torch.Tensor.data_ptr if plain else operator.methodcaller("data_ptr")
         self._copies = [w.tensor for w in watched if w.version is not None]
         self._versions = [w.version for w in watched if w.version is not None]
-        # a live byte view of each tensor watched by value, and its bytes when compiled
-        self._values = [(w.bytes_of(w.tensor), w.snapshot) for w in watched if w.snapshot is not None]
+        # a live byte view of each contiguous tensor watched by value, and its bytes when compiled;
+        # the others (strided: no byte view of them is live) with their bytes copied at each check
+        by_value = [w for w in watched if w.snapshot is not None]
+        self._values = [(w.bytes_of(w.tensor), w.snapshot) for w in by_value if w.tensor.is_contiguous()]
+        self._strided_values = [(w.tensor, w.snapshot) for w in by_value if not w.tensor.is_contiguous()]
         # attributes holding a number, flag, string or None in a dict: their current values and
         # types compared in one list comparison each (equal types make == BakedAttribute.changed's
         # test: a value replaced by a tensor is a new type); the others (tensors, tuples, lists,
@@ -236,6 +240,9 @@ class WeightGuard:
         for live, snapshot in self._values:
             if not torch.equal(live, snapshot):
                 return True
+        for t, snapshot in self._strided_values:
+            if not torch.equal(WatchedTensor.bytes_of(t), snapshot):
+                return True
         for a in self._attr_others:
             if a.changed():
                 return True
@@ -249,13 +256,10 @@ class WeightGuard:
         """The builtin making a call of `spec` (a static forward's `runtime.wrapper.CallSpec`)
         natively, this guard's checks included, with the fold plan's `plan`
         (runtime/native_guard.py fast_call); None where `stale()` is more than its C++ check and
-        the two counts compared and the tensors compared by value (attributes that are not
-        scalars; a tensor compared by value whose byte view is not its own memory)."""
+        the two counts compared and the contiguous tensors compared by value (attributes that
+        are not scalars, strided tensors compared by value)."""
         native = self._native
-        if native is None or self._attr_others:
-            return None
-        by_value = [w.tensor for w in self.watched if w.snapshot is not None]
-        if any(live.data_ptr() != t.data_ptr() for t, (live, _) in zip(by_value, self._values, strict=True)):
+        if native is None or self._attr_others or self._strided_values:
             return None
         modules, hooks = self.modules, self.hooks
         return native_guard.fast_call(

@@ -258,6 +258,8 @@ class WeightGuard:
         (runtime/native_guard.py fast_call); None where `stale()` is more than its C++ check and
         the two counts compared and the contiguous tensors compared by value (attributes that
         are not scalars, strided tensors compared by value)."""
+        if self._native is None and self._native_due:  # its library loaded since this call's stale()
+            self._take_up_native()
         native = self._native
         if native is None or self._attr_others or self._strided_values:
             return None

@@ -340,3 +340,20 @@ def test_a_failure_making_it_leaves_the_python_path(monkeypatch):
         for _ in range(3):
             torch.testing.assert_close(cm(x), m(x))
     assert cm._fast is False
+
+
+def test_made_when_the_library_loads_between_the_guard_and_the_call(monkeypatch):
+    """The library may finish loading after a call's weight guard ran (its C++ check not yet
+    taken up) and before the native call is made: the guard takes it up then, rather than the
+    native call being given up until the weights change."""
+    assert native_guard.library() is not None
+    m, x = build()
+    monkeypatch.setattr(native_guard, "pending", lambda: True)
+    cm = irc.compile(m, (x,))
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+    assert cm._weights._native is None and not cm._fast
+    monkeypatch.setattr(native_guard, "pending", lambda: False)  # loaded now
+    plan = cm._forward.fold_plan
+    plan._take_up_native()
+    assert callable(cm._weights.fast_call(cm._forward.__wrapped__.irc_call, plan.native))

@@ -670,31 +670,41 @@ def test_attention_at_every_tile_height(rows):
 
 def test_blocking_from_the_cache_sizes():
     """Unknown caches (irc-opt's default Target): the fixed blocking. Known: KC = L2 / 1 KiB,
-    the lhs block in half of L2, NC = NC_MAX unless the rhs block would crowd a thread's L3."""
+    the lhs block in half of L2, NC = NC_MAX unless the rhs block would crowd a thread's L3;
+    for an lhs read in place (matrix products) KC = L2 / 512 and a block of up to 2 x L2."""
     assert blocking(32, 2) == blocking(16, 1, (32768, 0, 0)) == (KC_MAX, A_BLOCK_BYTES, NC_MAX)
+    assert blocking(32, 2, lhs_in_place=True) == (KC_MAX, A_BLOCK_BYTES, NC_MAX)
     assert blocking(32, 1, (32768, 1 << 20, 32 << 20)) == (1024, 512 << 10, NC_MAX)
+    assert blocking(32, 1, (32768, 1 << 20, 32 << 20), lhs_in_place=True) == (2048, 2 << 20, NC_MAX)
     assert blocking(16, 2, (32768, 512 << 10, 32 << 20)) == (512, 256 << 10, NC_MAX)
     assert blocking(32, 2, (0, 1 << 20, 4 << 20)) == (1024, 512 << 10, 256)  # 4 MiB of L3 for 2 threads
+    assert blocking(32, 2, (0, 1 << 20, 4 << 20), lhs_in_place=True) == (2048, 2 << 20, 128)
     # K = 4096 in 4 steps of 1024; MC: 128 rows of 4 KiB in 512 KiB, a multiple of the tile's rows
     zen4 = (32768, 1 << 20, 32 << 20)
-    assert choose_tiles(256, 4096, 4096, 32, 1, rows=12, caches=zen4, all_rows=False) == (120, 1024, 1024, 256)
-    assert choose_tiles(256, 4096, 4096, 32, 1, rows=14, caches=zen4, all_rows=False)[0] == 126
-    # ... unless one lhs block of all 264 rows (9 steps of 456) costs less: 9 x 2 x 256 + 4096
-    # against 4 x 2 x 256 + 3 x 4096 (C_PASS_WEIGHT)
-    assert choose_tiles(256, 4096, 4096, 32, 1, rows=12, caches=zen4) == (264, 1024, 456, 256)
+    assert choose_tiles(256, 4096, 4096, 32, 1, rows=12, caches=zen4, lhs_in_place=False) == (120, 1024, 1024, 256)
+    assert choose_tiles(256, 4096, 4096, 32, 1, rows=14, caches=zen4, lhs_in_place=False)[0] == 126
+    # In place: K in 2 steps of 2048 would need two lhs blocks of 252 rows (8 KiB each in 2 MiB);
+    # one block of all 264 rows in 3 steps of 1366 costs less: 3 x 4 x 256 + 4096 against
+    # 2 x 4 x 256 + 2 x 4096 (C_PASS_WEIGHT)
+    assert choose_tiles(256, 4096, 4096, 32, 1, rows=12, caches=zen4) == (264, 1024, 1366, 256)
 
 
-@pytest.mark.parametrize("m,n,k,one_block", [(256, 4096, 4096, True), (256, 2048, 2048, True), (512, 1024, 1024, False),
-                                             (1024, 1024, 4096, False), (128, 1024, 256, True), (1, 4096, 4096, True)])
+@pytest.mark.parametrize("m,n,k,one_block", [(256, 4096, 4096, True), (256, 4096, 8192, True), (256, 2048, 2048, True),
+                                             (512, 1024, 1024, True), (1024, 1024, 4096, False),
+                                             (2048, 1024, 4096, False), (128, 1024, 256, True), (1, 4096, 4096, True)])
 def test_k_steps_shorten_for_one_lhs_block_where_that_pays(m, n, k, one_block):
-    """On a 2 MiB L2: where one lhs block of all M rows saves more passes over the rhs than the
-    shorter K steps add over C, KC shrinks (not below KC_MIN) and MC covers M; else the long K
-    steps stay. The same rule built as arith ops for a run-time M gives the same tiles."""
+    """On a 2 MiB L2 (K steps of up to 4096 and lhs blocks of up to 4 MiB read in place): where
+    one lhs block of all M rows saves more passes over the rhs than the shorter K steps add over
+    C, KC shrinks (not below KC_MIN) and MC covers M; else the long K steps stay. The same rule
+    built as arith ops for a run-time M gives the same tiles."""
     caches = (49152, 2 << 20, 480 << 20)
+    kc_max, a_block, _ = blocking(32, 1, caches, lhs_in_place=True)
     mc, nc, kc, ms = choose_tiles(m, n, k, 32, 1, rows=6, caches=caches)
     assert (mc >= m) == one_block and kc >= min(k, KC_MIN)
-    if one_block and kc < min(k, 2048):
-        assert choose_tiles(m, n, k, 32, 1, rows=6, caches=caches, all_rows=False)[0] < m
+    if not one_block:
+        assert kc == min(k, kc_max)
+    elif kc < min(k, kc_max):  # shortened: at the longest steps, one block would not hold every row
+        assert a_block // (4 * min(k, kc_max)) // 6 * 6 < m
     model = nn.Linear(k, n).eval()
     x = torch.randn(m, k)
     cm = irc.compile(model, (x,), fallback=False)

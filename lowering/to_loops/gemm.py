@@ -54,7 +54,7 @@ KC_MAX = 320  # a 16 x KC rhs panel (20 KiB) stays in a 32 KiB L1 (Zen 3; 40 KiB
 A_BLOCK_BYTES = 160 * 1024  # the packed MC x KC lhs block, well inside a 512 KiB L2
 NC_MAX = 1024
 KC_MIN = 256
-C_PASS_WEIGHT = 2
+C_PASS_WEIGHT = 4
 """`choose_tiles` shortens K steps (down to KC_MIN) so that one lhs block holds every row of A
 where the passes over the rhs that saves outweigh the passes over C it adds: cost = K steps x
 C_PASS_WEIGHT x M + lhs blocks x K (per column; a pass over C weighs as two over as many rhs
@@ -64,7 +64,11 @@ GFLOP/s with long K steps -> one lhs block (costs): 256 x 4096 x 4096 123 -> 144
 6144, taken), 256 x 2048 x 2048 126 -> 141 (4608 -> 3072, taken), 512 x 1024 x 1024 154 -> 142
 (3072 -> 4096, kept), 1024 x 4096 x 1024 135 -> 109 (a tie, kept). The rule costs elsewhere:
 on a Zen 4 (1 MiB L2, one 512-bit FMA per cycle) 240 x 1024 x 4096 ran at 107 GFLOP/s with KC
-1024 in two lhs blocks and 105 with KC 512 in one, which the rule takes (10112 -> 7936)."""
+1024 in two lhs blocks and 105 with KC 512 in one, which the rule (weight 2) took (10112 -> 7936).
+Weight 4 since the in-place lhs blocks of `blocking`: on the Zen 4, M x K -> N = 1024 x 4096 ->
+1024 ran 6% slower (one and two threads) in one block of 1026 rows and 9 steps of 456, which
+weight 2 takes (22528 against 24576), than in 5 blocks and 2 steps of 2048, which weight 4
+takes (40960 against 28672: 0.98-0.99 of the time of the earlier blocking's 8 blocks and 4 steps)."""
 PARALLEL_FLOPS = 400_000
 """Products smaller than this run on the calling thread: OpenMP's fork/join (a few µs) would
 cost more than it saves."""
@@ -73,7 +77,8 @@ LAYOUT = {ContractionKind.PACKED: irl.GemmLayout.PANELS, ContractionKind.LINEAR:
           ContractionKind.MATMUL: irl.GemmLayout.KN}
 
 
-def blocking(width: int, threads: int, caches: tuple[int, int, int] = (0, 0, 0)) -> tuple[int, int, int]:
+def blocking(width: int, threads: int, caches: tuple[int, int, int] = (0, 0, 0), *,
+             lhs_in_place: bool = False) -> tuple[int, int, int]:
     """(KC_MAX, A_BLOCK_BYTES, NC_MAX) for `width`-column panels from the (L1d, L2, L3) sizes in
     bytes; the fixed constants above when L2 is unknown (0).
 
@@ -87,22 +92,34 @@ def blocking(width: int, threads: int, caches: tuple[int, int, int] = (0, 0, 0))
     * NC: NC_MAX, less when the rhs block (KC x NC floats) would not fit in half of a thread's
       share of L3 (it is read again for every lhs block: from L3, not memory). Not more: on the
       Zen 4, 256 x 4096 x 4096 at KC 1024, NC 4096 measured no faster than 1024 (101 and 102).
-      L1d is not used."""
+      L1d is not used.
+
+    `lhs_in_place` (matrix products: the register tile reads the lhs rows where they are, never
+    packed): K steps twice as long, L2 / 512 (a 32-wide rhs sliver in a quarter of L2), and an
+    lhs block of up to 2 x L2, most of it read from L3. A K step fewer saves a pass over C (read
+    and written by every tile) and its stores; the lhs rows stream from L3 behind the hardware
+    prefetcher at 2 bytes a cycle (6 rows, 4 bytes per 12 FMA cycles). Measured on the Zen 4 (1
+    MiB L2, 32 MiB L3), `nn.Linear`, median time against the L2-sized blocking (KC, MC): 256 x
+    4096 -> 4096 at (2048, 258) 0.965 at two threads, 0.963 at one (was (456, 258)); 2048^3 at
+    (2048, 258) 0.970 / (2048, 510) 0.968, one thread 0.956 for 510 (was (1024, 126)). Not
+    further: lhs blocks of 8 MiB ran 1-3% slower than of 0.5 MiB, of 16 MiB 2-4%; 4096 x 1024 ->
+    1024 (one K step either way) at MC 510 (2 MiB) is 1% slower than at 126."""
     _, l2, l3 = caches
     if l2 <= 0:
         return KC_MAX, A_BLOCK_BYTES, NC_MAX
-    kc_max = max(KC_MAX // 2, l2 // 1024 // 8 * 8)
+    kc_max = max(KC_MAX // 2, (l2 // 512 if lhs_in_place else l2 // 1024) // 8 * 8)
     nc_max = NC_MAX if l3 <= 0 else max(width, min(NC_MAX, l3 // 2 // threads // (4 * kc_max) // width * width))
-    return kc_max, l2 // 2, nc_max
+    return kc_max, 2 * l2 if lhs_in_place else l2 // 2, nc_max
 
 
 def choose_tiles(m: Index, n: Index, k: Index, width: int, threads: int,
                  ix: IndexArith = STATIC, *, rows: int = MR,
-                 caches: tuple[int, int, int] = (0, 0, 0), all_rows: bool = True) -> tuple[Index, Index, Index, Index]:
+                 caches: tuple[int, int, int] = (0, 0, 0), lhs_in_place: bool = True) -> tuple[Index, Index, Index, Index]:
     """[MC, NC, KC, MS] for an M x N x K product with a `rows` x `width` register tile, the cache
-    budgets from `blocking(caches)`: K in equal steps of at most KC_MAX (shorter with `all_rows`
-    where that pays, see C_PASS_WEIGHT; convolutions, whose rhs is the image, keep the longer
-    steps); MC rows of packed A per L2 block; OpenMP tasks of MS rows x NC columns (`width`-column panels), in a
+    budgets from `blocking(caches, lhs_in_place)`: K in equal steps of at most KC_MAX (shorter,
+    for matrix products, whose lhs is read in place (`lhs_in_place`), where that pays, see
+    C_PASS_WEIGHT; convolutions, whose lhs is their packed weights, keep the longer steps); MC
+    rows of A per block; OpenMP tasks of MS rows x NC columns (`width`-column panels), in a
     multiple of `threads` tasks so that the threads get the same work. Every task packs the A rows and B columns it
     uses, so splitting by columns packs A once per task and splitting by rows packs B once per
     task: split the larger of M and N (a 512-channel conv on a 7x7 image by rows, a wide layer
@@ -114,7 +131,7 @@ def choose_tiles(m: Index, n: Index, k: Index, width: int, threads: int,
     every entry is clamped to >= 1, which changes nothing for sizes >= 1."""
     if all(isinstance(v, int) for v in (m, n, k)) and min(m, n, k) < 1:  # type: ignore[type-var]
         raise ValueError(f"the GEMM engine needs M, N, K >= 1, got {m} x {n} x {k} (see `engine_runs`)")
-    kc_max, a_block_bytes, nc_max = blocking(width, threads, caches)
+    kc_max, a_block_bytes, nc_max = blocking(width, threads, caches, lhs_in_place=lhs_in_place)
     m_rows = ix.max(ix.round_up(m, rows), rows)
 
     def plan(kc_limit: Index) -> tuple[Index, Index, Index]:
@@ -125,7 +142,7 @@ def choose_tiles(m: Index, n: Index, k: Index, width: int, threads: int,
         return steps, kc, ix.min(m_rows, a_rows)
 
     steps, kc, mc = plan(kc_max)
-    if all_rows and not (isinstance(k, int) and k <= min(KC_MIN, kc_max)):  # (else one K step either way)
+    if lhs_in_place and not (isinstance(k, int) and k <= min(KC_MIN, kc_max)):  # (else one K step either way)
         # Shorter K steps so that one lhs block holds all M rows, where the passes over the rhs
         # (K x N, a layer's weights: streamed from memory once per lhs block) that this saves
         # outweigh the passes over C (M x N, one per K step) it adds.
@@ -523,7 +540,7 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     else:
         layout = {(False, False): irl.GemmLayout.IM2COL, (False, True): irl.GemmLayout.IM2COL_PANELS,
                   (True, False): irl.GemmLayout.DIRECT, (True, True): irl.GemmLayout.DIRECT_PANELS}[direct, packed]
-        tiles = choose_tiles(mg, columns, kg, width, fl.threads, rows=rows, caches=fl.caches, all_rows=False)
+        tiles = choose_tiles(mg, columns, kg, width, fl.threads, rows=rows, caches=fl.caches, lhs_in_place=False)
     gemm = irl.GemmOp(
         layout,
         fl.buffers[op.packed if packed else op.weight],  # type: ignore[index]

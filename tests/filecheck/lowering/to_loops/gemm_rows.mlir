@@ -5,18 +5,18 @@
 
 // 12-row register tiles (AVX-512's 32 registers: 24 accumulators), for matrix products
 // (matmul_rows, IRC_MMR) and for convs (gemm_rows, IRC_MR), and the blocking from the
-// cache sizes (a 1 MiB L2, a 32 MiB L3): KC = L2 / 1 KiB = 1024 would take K = 4096 in 4 steps
-// with lhs blocks of 120 rows (512 KiB of 1024-long rows, down to a multiple of 12), three passes
-// over the rhs; one block of all 264 rows (256 rounded up to 12) costs less (C_PASS_WEIGHT): K in
-// 9 steps of 456, MC 264; NC = 1024 (the rhs block fits a thread's half of L3); MS all 256 rows
-// (the columns are split).
+// cache sizes (a 1 MiB L2, a 32 MiB L3) for an lhs read in place: KC = L2 / 512 = 2048 would take
+// K = 4096 in 2 steps with lhs blocks of 252 rows (2 MiB of 2048-long rows, down to a multiple of
+// 12), a second pass over the rhs; one block of all 264 rows (256 rounded up to 12) costs less
+// (C_PASS_WEIGHT): K in 3 steps of 1366, MC 264; NC = 1024 (the rhs block fits a thread's half of
+// L3); MS all 256 rows (the columns are split).
 // CHECK-LABEL: func.func @linear
-// CHECK:         irl.gemm panels %x, %w_packed -> %out0 sizes [256, 4096, 4096] tiles [264, 1024, 456, 256]
+// CHECK:         irl.gemm panels %x, %w_packed -> %out0 sizes [256, 4096, 4096] tiles [264, 1024, 1366, 256]
 // CPP:           #define IRC_NR 32
 // CPP-NEXT:      #define IRC_MR 12
 // CPP-NEXT:      #define IRC_MMR 12
 // CPP-LABEL:     extern "C" void linear(
-// CPP:           irc_gemm(256, 4096, 4096, irc_a, irc_b, irc_c, 4096, irc_epi, 264, 1024, 456, 256, true);
+// CPP:           irc_gemm(256, 4096, 4096, irc_a, irc_b, irc_c, 4096, irc_epi, 264, 1024, 1366, 256, true);
 // MISMATCH:      extern "C" void linear(
 func.func @linear(%x: tensor<256x4096xf32>, %w: tensor<4096x4096xf32>) -> tensor<256x4096xf32> {
   %y = irt.linear %x, %w : (tensor<256x4096xf32>, tensor<4096x4096xf32>) -> tensor<256x4096xf32>

@@ -100,10 +100,15 @@ def blocking(width: int, threads: int, caches: tuple[int, int, int] = (0, 0, 0),
     and written by every tile) and its stores; the lhs rows stream from L3 behind the hardware
     prefetcher at 2 bytes a cycle (6 rows, 4 bytes per 12 FMA cycles). Measured on the Zen 4 (1
     MiB L2, 32 MiB L3), `nn.Linear`, median time against the L2-sized blocking (KC, MC): 256 x
-    4096 -> 4096 at (2048, 258) 0.965 at two threads, 0.963 at one (was (456, 258)); 2048^3 at
-    (2048, 258) 0.970 / (2048, 510) 0.968, one thread 0.956 for 510 (was (1024, 126)). Not
-    further: lhs blocks of 8 MiB ran 1-3% slower than of 0.5 MiB, of 16 MiB 2-4%; 4096 x 1024 ->
-    1024 (one K step either way) at MC 510 (2 MiB) is 1% slower than at 126."""
+    4096 -> 4096 at (2048, 258) 0.965 at two threads, 0.963 at one, at (1366, 258), which the
+    rule takes, 0.95-0.96 / 0.96 (was (456, 258)); 2048^3 at (2048, 258) 0.970 / (2048, 510)
+    0.968, one thread 0.956 for 510 (was (1024, 126)). Not further: 4096 x 1024 -> 1024 (one K
+    step either way) in lhs blocks of 4-8 MiB ran 1-3% slower than of 0.5 MiB, 2048^3 in one of
+    16 MiB 2-4% slower than the earlier blocking; at the rule's 2 MiB (MC 510) that product is
+    level (1.00 at two threads and one). With 16-wide panels (the AVX2 tile, forced on the Zen 4)
+    the rule's steps of 2048 ran mlp-large at 0.96 of the earlier blocking's time at both counts,
+    though a 16-wide KC of 2048 had measured slower than 1024 above (240 x 1024 x 4096); on an
+    AVX2-only CPU (a 512 KiB L2: steps of 1024) it is not measured."""
     _, l2, l3 = caches
     if l2 <= 0:
         return KC_MAX, A_BLOCK_BYTES, NC_MAX

@@ -57,10 +57,11 @@ KC_MIN = 256
 C_PASS_WEIGHT = 4
 """`choose_tiles` shortens K steps (down to KC_MIN) so that one lhs block holds every row of A
 where the passes over the rhs that saves outweigh the passes over C it adds: cost = K steps x
-C_PASS_WEIGHT x M + lhs blocks x K (per column; a pass over C weighs as two over as many rhs
+C_PASS_WEIGHT x M + lhs blocks x K (per column; a pass over C weighs as four over as many rhs
 elements: C is read and written on the register tile's critical path, the rhs streams in).
 Measured on an Intel Xeon (AVX-512, 2 FMA ports, 2 MiB L2, 215 GFLOP/s peak), one thread,
-GFLOP/s with long K steps -> one lhs block (costs): 256 x 4096 x 4096 123 -> 144 (9216 ->
+GFLOP/s with long K steps -> one lhs block (costs at weight 2, with the lhs blocks of that time,
+in half of L2): 256 x 4096 x 4096 123 -> 144 (9216 ->
 6144, taken), 256 x 2048 x 2048 126 -> 141 (4608 -> 3072, taken), 512 x 1024 x 1024 154 -> 142
 (3072 -> 4096, kept), 1024 x 4096 x 1024 135 -> 109 (a tie, kept). The rule costs elsewhere:
 on a Zen 4 (1 MiB L2, one 512-bit FMA per cycle) 240 x 1024 x 4096 ran at 107 GFLOP/s with KC

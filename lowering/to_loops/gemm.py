@@ -110,7 +110,7 @@ def blocking(width: int, threads: int, caches: tuple[int, int, int] = (0, 0, 0),
     the rule's steps of 2048 ran mlp-large at 0.96 of the earlier blocking's time at both counts,
     though a 16-wide KC of 2048 had measured slower than 1024 above (240 x 1024 x 4096); on an
     AVX2-only CPU (a 512 KiB L2: steps of 1024) it is not measured. A longer K step is a longer
-    FMA chain per output: a larger rounding error (README, Numerics: 2-4.5x eager's on N(0, 1)
+    FMA chain per output: a larger rounding error (README, Numerics: 3-4.5x eager's on N(0, 1)
     data with K of 4096-16384, 1.1-2.4x that of the earlier blocking)."""
     _, l2, l3 = caches
     if l2 <= 0:

@@ -2,7 +2,8 @@
 
 Each example is a random DAG built directly as a torch.fx graph: inputs of random shapes (1 to 3
 dims, sizes 1 to 7), parameters, elementwise ops with broadcasting and scalars, linear layers,
-matmuls against transposed weights, reshapes and transposes, with values reused by several
+matmuls against transposed weights, reshapes, transposes and concatenations (whose inputs irc may
+compute in place in the result: lowering/to_loops/function.py), with values reused by several
 users (which must not be fused away) and several outputs. Each of the 5 chunks has a fixed seed, so
 CI runs the same 500 graphs every time (`IRC_RANDOM_GRAPHS=N` changes the total), and Hypothesis
 shrinks any failure to a small graph.
@@ -66,7 +67,9 @@ class GraphBuilder:
         x, shape = self.pick()
         if not shape:
             return
-        kind = self.draw(st.sampled_from(["unary", "binary", "scalar", "linear", "matmul", "reshape", "transpose"]))
+        kind = self.draw(
+            st.sampled_from(["unary", "binary", "scalar", "linear", "matmul", "reshape", "transpose", "cat"])
+        )
         if kind == "unary":
             node = self.graph.call_function(self.draw(st.sampled_from(UNARY)), (x,))
         elif kind == "binary":
@@ -100,6 +103,23 @@ class GraphBuilder:
             wt = self.graph.call_method("t", (w,))
             node = self.graph.call_function(torch.matmul, (x, wt))
             self.values.append((node, (*shape[:-1], n)))
+            return
+        elif kind == "cat":  # with an earlier value that fits, else a new input; 2 or 3 parts
+            d = self.draw(st.integers(0, len(shape) - 1))
+            parts = [(x, shape)]
+            for _ in range(self.draw(st.integers(1, 2))):
+                fits = [(v, s) for v, s in self.values if len(s) == len(shape) and all(
+                    a == b for k, (a, b) in enumerate(zip(s, shape)) if k != d)]
+                if fits and self.draw(st.booleans()):
+                    parts.append(fits[self.draw(st.integers(0, len(fits) - 1))])
+                else:
+                    self.add_input(tuple(self.draw(st.integers(1, 7)) if k == d else n for k, n in enumerate(shape)))
+                    parts.append(self.values[-1])
+            order = self.draw(st.permutations(range(len(parts))))
+            parts = [parts[i] for i in order]
+            node = self.graph.call_function(torch.cat, ([v for v, _ in parts], d))
+            out_shape = tuple(sum(s[d] for _, s in parts) if k == d else n for k, n in enumerate(shape))
+            self.values.append((node, out_shape))
             return
         elif kind == "reshape":
             node = self.graph.call_method("reshape", (x, -1))

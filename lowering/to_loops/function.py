@@ -21,11 +21,13 @@ from xdsl.dialects.builtin import (
     MemRefType,
     StringAttr,
     TensorType,
+    f32,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint
 
 from irc.dialects.irt import core as irt
+from irc.dialects.irt.shape import ConcatOp
 from irc.dialects.static_shape import check_static
 from irc.dialects.symbolic import (
     Dim,
@@ -40,7 +42,7 @@ from irc.dialects.symbolic import (
     sympy,
 )
 from irc.lowering.tensor.irc_fuse import fused_names
-from irc.target import Target
+from irc.target import DEFAULT_ALIGNMENT, Target
 
 KERNEL_ATTR = "irc.kernel"
 OP_INDEX_ATTR = "irc.op"
@@ -78,6 +80,58 @@ def bound_symbols(fn: func.FuncOp) -> list[sympy.Symbol]:
             "has as a whole dimension, so a caller cannot give their values"
         )
     return sorted(used, key=symbol_order)
+
+
+def concat_homes(ops: Sequence[Operation], assigned: Mapping[SSAValue, SSAValue]) -> dict[SSAValue, tuple[SSAValue, int]]:
+    """Values computed in place inside a concatenation's buffer, so that its copy of them is not
+    needed: value -> (the concatenation's result, the value's element offset in it).
+
+    A concatenation along dim d whose result has size 1 in every dim before d (NCHW channels at
+    batch 1: DenseNet) holds each input as one contiguous range of its buffer. An input gets that
+    range as its buffer (`FunctionLowering.result_buffer`) when it is computed in this function
+    by a kernel of its own (not an argument, a constant or a view), is not returned (its buffer is
+    then the output's), has no home yet, and starts 64-byte aligned. Concatenations are visited
+    last first, so a chain (`x1 = cat(x0, a)`, `x2 = cat(x1, b)`, ...) nests into the last one's
+    buffer, and a concatenation whose inputs already lie in order in one buffer (torchvision's
+    DenseNet concatenates all earlier features again in each layer) becomes a view of them.
+
+    Sound because every range of a buffer is written once, by the kernel computing the value
+    homed there (or by the one copy of an input that has no home), before anything reads it: an
+    input is computed before its concatenation, and a value's home is its own. `lower_concat`
+    skips a copy only where source and destination are the same elements (`place`)."""
+    homes: dict[SSAValue, tuple[SSAValue, int]] = {}
+
+    def place(v: SSAValue) -> tuple[SSAValue, int]:
+        offset = 0
+        while v in homes:
+            v, at = homes[v]
+            offset += at
+        return v, offset
+
+    def homeless(v: SSAValue) -> bool:
+        return v not in assigned and v not in homes and isinstance(v.owner, Operation) and not isinstance(
+            v.owner, (*VIEW_OPS, irt.ConstantOp)
+        )
+
+    for op in reversed(ops):
+        if not isinstance(op, ConcatOp) or irt.element_type(op.result) != f32:
+            continue
+        shapes = [irt.shape_of(v) for v in (*op.inputs, op.result)]
+        d = op.axis
+        if not all(isinstance(n, int) for s in shapes for n in s) or any(n != 1 for n in shapes[-1][:d]):
+            continue
+        offsets = [0]
+        for s in shapes[:-1]:
+            offsets.append(offsets[-1] + product(s))
+        if homeless(op.result) and all(x in homes for x in op.inputs):
+            (root, start), *rest = [place(x) for x in op.inputs]
+            if all(p == (root, start + at) for p, at in zip(rest, offsets[1:])):
+                homes[op.result] = (root, start)  # a view of its inputs, already in order in one buffer
+                continue
+        for x, at in zip(op.inputs, offsets):
+            if homeless(x) and at * 4 % DEFAULT_ALIGNMENT == 0:
+                homes[x] = (op.result, at)
+    return homes
 
 
 def describe(op: Operation) -> str:
@@ -129,6 +183,7 @@ class FunctionLowering:
     threads: int = Target.threads  # the thread count the GEMM blocking is chosen for
     caches: tuple[int, int, int] = (0, 0, 0)  # L1d, L2, L3 bytes the GEMM blocking is chosen for (0: unknown)
     op_index: int = -1  # the irt op being lowered (-1: copies of the return)
+    homes: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)  # see `concat_homes`
 
     # -- small builders -------------------------------------------------------------------
     def index(self, value: Dim) -> SSAValue:
@@ -192,8 +247,13 @@ class FunctionLowering:
         return [self.index(0) if s else ivs[lead + d] for d, s in enumerate(irt.stretched_dims(shape, out_shape))]
 
     def result_buffer(self, value: SSAValue) -> SSAValue:
-        """The buffer an op writes `value` into: an output buffer if returned, else a new allocation."""
+        """The buffer an op writes `value` into: an output buffer if returned, its place in a
+        concatenation's buffer if it has one there (`concat_homes`), else a new allocation."""
         if value in self.buffers:
+            return self.buffers[value]
+        if value in self.homes:
+            parent, offset = self.homes[value]
+            self.buffers[value] = self.view(self.result_buffer(parent), irt.shape_of(value), value.name_hint, offset)
             return self.buffers[value]
         dims = irt.shape_of(value)
         sizes = [self.index(d) for d in dims if not isinstance(d, int)]
@@ -224,6 +284,7 @@ class FunctionLowering:
             self.buffers[a] = new
         outs = list(self.block.args[len(symbols) + len(old.args) :])
         copies = self._assign_outputs(list(ret.arguments), outs)
+        self.homes = concat_homes(list(old.ops), self.buffers)
         for self.op_index, op in enumerate(old.ops):
             if op is not ret:
                 self.lower(op)
@@ -254,6 +315,15 @@ class FunctionLowering:
                 copies.append((value, out))
         return copies
 
+    def place(self, value: SSAValue) -> tuple[SSAValue, int]:
+        """The value whose own buffer holds `value`, and the element offset of `value` in it
+        (`value`, 0 unless `value` has a home in a concatenation)."""
+        offset = 0
+        while value in self.homes:
+            value, at = self.homes[value]
+            offset += at
+        return value, offset
+
     def _copy(self, src: SSAValue, dst: SSAValue) -> None:
         shape = irt.shape_of(src)
         self.nest(
@@ -273,15 +343,15 @@ class FunctionLowering:
                 return
         raise NotImplementedError(f"irc-to-loops: no lowering for {op.name}")
 
-    def view(self, buffer: SSAValue, shape: Sequence[int], name: str | None = None) -> SSAValue:
-        """The same contiguous elements seen with another shape; no copy."""
+    def view(self, buffer: SSAValue, shape: Sequence[int], name: str | None = None, offset: int = 0) -> SSAValue:
+        """The same contiguous elements, from element `offset` on, seen with another shape; no copy."""
         strides = row_major_strides(shape)
         dynamic = [self.index(d) for d in (*shape, *strides) if not isinstance(d, int)]
         static = [d if isinstance(d, int) else DYNAMIC_INDEX for d in (*shape, *strides)]
         n = len(shape)
         cast = memref.ReinterpretCastOp(
             buffer, [], dynamic[: sum(1 for d in shape if not isinstance(d, int))],
-            dynamic[sum(1 for d in shape if not isinstance(d, int)) :], [0], static[:n], static[n:],
+            dynamic[sum(1 for d in shape if not isinstance(d, int)) :], [offset], static[:n], static[n:],
             memref_of(irt.element_type(buffer), shape),
         )
         cast.result.name_hint = name

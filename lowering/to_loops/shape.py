@@ -39,7 +39,7 @@ from irc.dialects.irt.shape import (
     SliceOp,
     TriangleOp,
 )
-from irc.dialects.symbolic import Dim, dim, format_dim
+from irc.dialects.symbolic import Dim, dim, format_dim, product
 from irc.lowering.to_loops.function import FunctionLowering, describe
 
 
@@ -70,10 +70,16 @@ def lower_slice(fl: FunctionLowering, op: SliceOp) -> None:
 
 
 def lower_concat(fl: FunctionLowering, op: ConcatOp) -> None:
+    """One copy per input, but none of an input computed in place in the result (`concat_homes`)."""
     out = fl.result_buffer(op.result)
+    root, start = fl.place(op.result)
     d, offset = op.axis, 0  # a size: an expression of the symbols after a symbolic input
+    ranges = all(n == 1 for n in irt.shape_of(op.result)[:d])  # each input one range of the result
     for k, x in enumerate(op.inputs):
         shape = irt.shape_of(x)
+        if ranges and fl.place(x) == (root, start + offset * product(shape[d + 1 :])):  # already there
+            offset = dim(offset + shape[d])
+            continue
 
         def body(b: Builder, ivs: list[SSAValue], x=x, offset=offset, shape=shape) -> None:
             value = fl.load(b, x, ivs, shape)

@@ -43,6 +43,49 @@ func.func @concat(%a: tensor<2x3xf32>, %b: tensor<2x1xf32>) -> tensor<2x4xf32> {
 
 // -----
 
+// Inputs computed in place in a concatenation's buffer (`concat_homes`): every size before the
+// dim is 1, so each input is one range of the result. Concatenations are visited last first:
+// %e takes %c0 (which takes %a) and %b; %c2 takes %c1 and %d. %c1's inputs already have homes
+// in %e, so %c1 copies them; the argument %x is copied; %c0 is a view with no kernel at all.
+
+// CHECK-LABEL: func.func @concat_in_place(%x: memref<1x16xf32>, %out0: memref<1x48xf32>) {
+// CHECK:         %e = memref.alloc() {alignment = 64 : i64} : memref<1x48xf32>
+// CHECK-NEXT:    %[[C0:.*]] = memref.reinterpret_cast %e to offset: [0], sizes: [1, 16], strides: [16, 1] : memref<1x48xf32> to memref<1x16xf32>
+// CHECK-NEXT:    %a = memref.reinterpret_cast %[[C0]] to offset: [0], sizes: [1, 16], strides: [16, 1] : memref<1x16xf32> to memref<1x16xf32>
+// CHECK:           memref.store %{{.*}}, %a[%i0, %i1] : memref<1x16xf32>
+// CHECK:         }) {irc.kernel = "irt.relu -> 1x16"}
+// CHECK-NEXT:    %b = memref.reinterpret_cast %e to offset: [16], sizes: [1, 16], strides: [16, 1] : memref<1x48xf32> to memref<1x16xf32>
+// CHECK:         }) {irc.kernel = "irt.tanh -> 1x16"}
+// CHECK-NEXT:    %c2 = memref.alloc() {alignment = 64 : i64} : memref<1x48xf32>
+// CHECK-NEXT:    %[[C1:.*]] = memref.reinterpret_cast %c2 to offset: [0], sizes: [1, 32], strides: [32, 1] : memref<1x48xf32> to memref<1x32xf32>
+// CHECK:           memref.load %a
+// CHECK:         }) {irc.kernel = "irt.concat -> 1x32 (input 0 at 0)"}
+// CHECK:           memref.load %b
+// CHECK:         }) {irc.kernel = "irt.concat -> 1x32 (input 1 at 16)"}
+// CHECK-NEXT:    %d = memref.reinterpret_cast %c2 to offset: [32], sizes: [1, 16], strides: [16, 1] : memref<1x48xf32> to memref<1x16xf32>
+// CHECK:         }) {irc.kernel = "irt.sigmoid -> 1x16"}
+// CHECK-NOT:     irc.kernel = "irt.concat -> 1x48 (input 0
+// CHECK-NOT:     irc.kernel = "irt.concat -> 1x48 (input 1
+// CHECK:         }) {irc.kernel = "irt.concat -> 1x48 (input 2 at 32)"}
+// CHECK-NEXT:    "scf.parallel"
+// CHECK:         }) {irc.kernel = "irt.add -> 1x48"}
+// CHECK-NEXT:    memref.dealloc %e : memref<1x48xf32>
+// CHECK-NEXT:    memref.dealloc %c2 : memref<1x48xf32>
+// CHECK-NEXT:    func.return
+func.func @concat_in_place(%x: tensor<1x16xf32>) -> tensor<1x48xf32> {
+  %a = irt.relu %x : tensor<1x16xf32>
+  %b = irt.tanh %x : tensor<1x16xf32>
+  %c1 = irt.concat %a, %b dim 1 : (tensor<1x16xf32>, tensor<1x16xf32>) -> tensor<1x32xf32>
+  %d = irt.sigmoid %x : tensor<1x16xf32>
+  %c2 = irt.concat %c1, %d dim 1 : (tensor<1x32xf32>, tensor<1x16xf32>) -> tensor<1x48xf32>
+  %c0 = irt.concat %a dim 1 : (tensor<1x16xf32>) -> tensor<1x16xf32>
+  %e = irt.concat %c0, %b, %x dim 1 : (tensor<1x16xf32>, tensor<1x16xf32>, tensor<1x16xf32>) -> tensor<1x48xf32>
+  %r = irt.add %c2, %e : (tensor<1x48xf32>, tensor<1x48xf32>) -> tensor<1x48xf32>
+  func.return %r : tensor<1x48xf32>
+}
+
+// -----
+
 // A standalone irt.expand (its consumer does not broadcast) is a broadcasting copy: index 0 in
 // the input's size-1 dimensions.
 

@@ -68,3 +68,30 @@ def test_explain_profile_needs_a_run():
     cm = irc.compile(m, (torch.randn(3, 8),))
     with pytest.raises(ValueError, match=r"runs >= 1.*got 0"):
         cm.explain(profile=True, runs=0)
+
+
+def test_concatenations_computed_in_place_are_not_kernels():
+    """A concatenation whose inputs irc-to-loops computes in place in its buffer is no kernel; one
+    with an argument among its inputs moves only that input (read and written); the profile's
+    times line up with the kernels left."""
+
+    def f(x):
+        a, b = torch.relu(x), torch.tanh(x)
+        c = torch.cat([a, b], 1)  # both in place
+        return torch.sigmoid(torch.cat([c, torch.exp(c), x], 1))  # c and exp(c) in place, x copied
+
+    x = torch.randn(1, 16)
+    imported, fused = imported_and_fused(f, x)
+    ks = kernels(fused)
+    assert [k.op for k in ks].count("irt.concat") == 1
+    (cat,) = [k for k in ks if k.op == "irt.concat"]
+    assert cat.bytes == 2 * 4 * 16
+    report = explain(imported, fused)
+    assert "Concatenations: 4 of their 5 inputs computed in place in the result's buffer, no copy " \
+        "(1 of 2 concatenations with no kernel at all)" in report
+
+    cm = irc.compile(f, (x,))
+    profiled = cm.explain(profile=True, runs=3)
+    rows = [line.split() for line in profiled.splitlines() if line.strip()[:1].isdigit()]
+    assert [r[1] for r in rows] == [k.op for k in ks]
+    assert all(any(t.endswith("us") for t in r) for r in rows)  # every kernel timed: none shifted

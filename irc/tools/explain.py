@@ -19,8 +19,10 @@ from xdsl.ir import Operation, SSAValue
 
 from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.dialects.irt.costs import nbytes, numel, op_flops
+from irc.dialects.irt.shape import ConcatOp
 from irc.dialects.symbolic import dims_of, evaluate, format_dim, product
 from irc.lowering.tensor.irc_fuse import fused_from, fused_names
+from irc.lowering.to_loops.function import concat_copies, function_homes
 
 BYTES = 4  # float32: every intermediate and result irc computes
 VIEWS: tuple[type[Operation], ...] = (irt.ReshapeOp,)
@@ -50,16 +52,35 @@ def _function(module: ModuleOp) -> func.FuncOp:
     return next(op for op in module.ops if isinstance(op, func.FuncOp))
 
 
-def kernels(module: ModuleOp) -> list[Kernel]:
-    """One entry per op that becomes a kernel (views and literals do not)."""
+def _kernel_ops(fn: func.FuncOp) -> list[tuple[int, Operation, list[SSAValue] | None]]:
+    """(index in the function, op, the inputs a concatenation copies, else None) of each op that
+    becomes a kernel: not views, literals, or concatenations whose inputs are all computed in
+    place in their result (irc-to-loops: `concat_homes`)."""
+    homes = function_homes(fn)
     found = []
-    for op in _function(module).body.block.ops:
+    for i, op in enumerate(fn.body.block.ops):
         if isinstance(op, (*VIEWS, irt.ConstantOp, func.ReturnOp)):
             continue
+        copied = None
+        if isinstance(op, ConcatOp):
+            copied = [x for x, copy in zip(op.inputs, concat_copies(op, homes)) if copy]
+            if not copied:
+                continue
+        found.append((i, op, copied))
+    return found
+
+
+def kernels(module: ModuleOp) -> list[Kernel]:
+    """One entry per op that becomes a kernel (views, literals and concatenations computed in
+    place do not; a concatenation moves the inputs it copies)."""
+    found = []
+    for _, op, copied in _kernel_ops(_function(module)):
         # A conv with a packed weight reads the panels only (`weight` stays for its meaning).
         unread = op.weight if isinstance(op, irt_nn.Conv2dOp) and op.packed is not None else None
         reads = {_storage(v) for v in op.operands if not isinstance(v.owner, irt.ConstantOp) and v is not unread}
         moved = sum(nbytes(v) for v in reads) + sum(nbytes(r) for r in op.results)
+        if copied is not None:  # reads and writes the inputs it copies
+            moved = 2 * sum(nbytes(_storage(v)) for v in set(copied))
         names = tuple(fused_from(op))
         shape = irt.shape_of(op.results[0]) if op.results else ()
         found.append(Kernel(op.name, names, shape, op_flops(op), moved))
@@ -197,6 +218,17 @@ def explain(
     fired = [k for k in ks if len(k.fused_from) > 1]
     lines += ["", "Fusions:"]
     lines += [f"  {' + '.join(k.fused_from)} -> one {k.op}" for k in fired] or ["  none"]
+    fn = _function(fused)
+    homes = function_homes(fn)
+    cats = [concat_copies(op, homes) for op in fn.body.block.ops if isinstance(op, ConcatOp)]
+    if any(not all(c) for c in cats):
+        whole = sum(1 for c in cats if not any(c))
+        inputs = sum(1 for c in cats for copy in c if not copy)
+        lines += [
+            "",
+            f"Concatenations: {inputs} of their {sum(map(len, cats))} inputs computed in place in the result's "
+            f"buffer, no copy ({whole} of {len(cats)} concatenations with no kernel at all)",
+        ]
     reasons = unfused_reasons(fused)
     lines += ["", "Left unfused:"]
     lines += [f"  {r}" for r in reasons] or ["  nothing fusable was left"]
@@ -237,11 +269,7 @@ def kernel_seconds(fused: ModuleOp, profile: list[tuple[str, float]], calls: int
         index, _, _ = label.partition("|")
         if index.lstrip("-").isdigit() and int(index) >= 0:
             per_op[int(index)] = per_op.get(int(index), 0.0) + ns
-    times: list[float | None] = []
-    for i, op in enumerate(_function(fused).body.block.ops):
-        if not isinstance(op, (*VIEWS, irt.ConstantOp, func.ReturnOp)):
-            times.append(per_op[i] / 1e9 / calls if i in per_op else None)
-    return times
+    return [per_op[i] / 1e9 / calls if i in per_op else None for i, _, _ in _kernel_ops(_function(fused))]
 
 
 def plot_roofline(ks: list[Kernel], seconds: list[float | None], roof, path) -> None:

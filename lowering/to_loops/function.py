@@ -9,7 +9,7 @@ lowerings import this module, never the table or the pass.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
@@ -31,6 +31,7 @@ from irc.dialects.irt.shape import ConcatOp
 from irc.dialects.static_shape import check_static
 from irc.dialects.symbolic import (
     Dim,
+    dim,
     dims_of,
     format_dim,
     memref_of,
@@ -82,15 +83,29 @@ def bound_symbols(fn: func.FuncOp) -> list[sympy.Symbol]:
     return sorted(used, key=symbol_order)
 
 
-def concat_homes(ops: Sequence[Operation], assigned: Mapping[SSAValue, SSAValue]) -> dict[SSAValue, tuple[SSAValue, int]]:
+Homes = dict[SSAValue, tuple[SSAValue, int]]
+"""value -> (the concatenation result whose buffer holds it, its element offset there)."""
+
+
+def place(homes: Homes, value: SSAValue) -> tuple[SSAValue, int]:
+    """The value whose own buffer holds `value`, and the element offset of `value` in it
+    (`value`, 0 unless `value` has a home in a concatenation)."""
+    offset = 0
+    while value in homes:
+        value, at = homes[value]
+        offset += at
+    return value, offset
+
+
+def concat_homes(ops: Sequence[Operation], returned: Container[SSAValue]) -> Homes:
     """Values computed in place inside a concatenation's buffer, so that its copy of them is not
     needed: value -> (the concatenation's result, the value's element offset in it).
 
     A concatenation along dim d whose result has size 1 in every dim before d (NCHW channels at
     batch 1: DenseNet) holds each input as one contiguous range of its buffer. An input gets that
     range as its buffer (`FunctionLowering.result_buffer`) when it is computed in this function
-    by a kernel of its own (not an argument, a constant or a view), is not returned (its buffer is
-    then the output's), has no home yet, and starts 64-byte aligned. Concatenations are visited
+    by a kernel of its own (not an argument, a constant or a view), is not `returned` (its buffer
+    is then the output's), has no home yet, and starts 64-byte aligned. Concatenations are visited
     last first, so a chain (`x1 = cat(x0, a)`, `x2 = cat(x1, b)`, ...) nests into the last one's
     buffer, and a concatenation whose inputs already lie in order in one buffer (torchvision's
     DenseNet concatenates all earlier features again in each layer) becomes a view of them.
@@ -98,18 +113,11 @@ def concat_homes(ops: Sequence[Operation], assigned: Mapping[SSAValue, SSAValue]
     Sound because every range of a buffer is written once, by the kernel computing the value
     homed there (or by the one copy of an input that has no home), before anything reads it: an
     input is computed before its concatenation, and a value's home is its own. `lower_concat`
-    skips a copy only where source and destination are the same elements (`place`)."""
-    homes: dict[SSAValue, tuple[SSAValue, int]] = {}
-
-    def place(v: SSAValue) -> tuple[SSAValue, int]:
-        offset = 0
-        while v in homes:
-            v, at = homes[v]
-            offset += at
-        return v, offset
+    skips a copy only where source and destination are the same elements (`concat_copies`)."""
+    homes: Homes = {}
 
     def homeless(v: SSAValue) -> bool:
-        return v not in assigned and v not in homes and isinstance(v.owner, Operation) and not isinstance(
+        return v not in returned and v not in homes and isinstance(v.owner, Operation) and not isinstance(
             v.owner, (*VIEW_OPS, irt.ConstantOp)
         )
 
@@ -117,14 +125,11 @@ def concat_homes(ops: Sequence[Operation], assigned: Mapping[SSAValue, SSAValue]
         if not isinstance(op, ConcatOp) or irt.element_type(op.result) != f32:
             continue
         shapes = [irt.shape_of(v) for v in (*op.inputs, op.result)]
-        d = op.axis
-        if not all(isinstance(n, int) for s in shapes for n in s) or any(n != 1 for n in shapes[-1][:d]):
+        if not all(isinstance(n, int) for s in shapes for n in s) or not _ranges(op):
             continue
-        offsets = [0]
-        for s in shapes[:-1]:
-            offsets.append(offsets[-1] + product(s))
+        offsets = _range_offsets(op)
         if homeless(op.result) and all(x in homes for x in op.inputs):
-            (root, start), *rest = [place(x) for x in op.inputs]
+            (root, start), *rest = [place(homes, x) for x in op.inputs]
             if all(p == (root, start + at) for p, at in zip(rest, offsets[1:])):
                 homes[op.result] = (root, start)  # a view of its inputs, already in order in one buffer
                 continue
@@ -132,6 +137,44 @@ def concat_homes(ops: Sequence[Operation], assigned: Mapping[SSAValue, SSAValue]
             if homeless(x) and at * 4 % DEFAULT_ALIGNMENT == 0:
                 homes[x] = (op.result, at)
     return homes
+
+
+def _ranges(op: ConcatOp) -> bool:
+    """Whether each input of `op` is one contiguous range of its result (size 1 before the dim)."""
+    return all(n == 1 for n in irt.shape_of(op.result)[: op.axis])
+
+
+def _range_offsets(op: ConcatOp) -> list[Dim]:
+    """The element offset of each input's range in the result (when `_ranges`)."""
+    offsets = [0]
+    for x in op.inputs[:-1]:
+        offsets.append(dim(offsets[-1] + product(irt.shape_of(x))))
+    return offsets
+
+
+def concat_copies(op: ConcatOp, homes: Homes) -> list[bool]:
+    """For each input of `op`: whether it must be copied into the result, i.e. is not already
+    the very elements it would be copied to (an input computed in place, `concat_homes`)."""
+    if not _ranges(op):
+        return [True] * len(op.inputs)
+    root, start = place(homes, op.result)
+    return [place(homes, x) != (root, dim(start + at)) for x, at in zip(op.inputs, _range_offsets(op))]
+
+
+def returned_roots(ret: func.ReturnOp) -> set[SSAValue]:
+    """The values a function's outputs are computed in (a returned reshape's: its source)."""
+    roots = set()
+    for value in ret.arguments:
+        while isinstance(value.owner, irt.ReshapeOp):
+            value = value.owner.input
+        roots.add(value)
+    return roots
+
+
+def function_homes(fn: func.FuncOp) -> Homes:
+    """`concat_homes` of a function on tensors (what irc-to-loops computes in place)."""
+    ops = list(fn.body.block.ops)
+    return concat_homes(ops, returned_roots(ops[-1]))
 
 
 def describe(op: Operation) -> str:
@@ -284,7 +327,7 @@ class FunctionLowering:
             self.buffers[a] = new
         outs = list(self.block.args[len(symbols) + len(old.args) :])
         copies = self._assign_outputs(list(ret.arguments), outs)
-        self.homes = concat_homes(list(old.ops), self.buffers)
+        self.homes = concat_homes(list(old.ops), returned_roots(ret))
         for self.op_index, op in enumerate(old.ops):
             if op is not ret:
                 self.lower(op)
@@ -314,15 +357,6 @@ class FunctionLowering:
             else:
                 copies.append((value, out))
         return copies
-
-    def place(self, value: SSAValue) -> tuple[SSAValue, int]:
-        """The value whose own buffer holds `value`, and the element offset of `value` in it
-        (`value`, 0 unless `value` has a home in a concatenation)."""
-        offset = 0
-        while value in self.homes:
-            value, at = self.homes[value]
-            offset += at
-        return value, offset
 
     def _copy(self, src: SSAValue, dst: SSAValue) -> None:
         shape = irt.shape_of(src)

@@ -39,8 +39,8 @@ from irc.dialects.irt.shape import (
     SliceOp,
     TriangleOp,
 )
-from irc.dialects.symbolic import Dim, dim, format_dim, product
-from irc.lowering.to_loops.function import FunctionLowering, describe
+from irc.dialects.symbolic import Dim, dim, format_dim
+from irc.lowering.to_loops.function import FunctionLowering, concat_copies, describe
 
 
 def _offset_index(fl: FunctionLowering, b: Builder, iv: SSAValue, offset: Dim, stride: int, size: Dim) -> SSAValue:
@@ -72,12 +72,10 @@ def lower_slice(fl: FunctionLowering, op: SliceOp) -> None:
 def lower_concat(fl: FunctionLowering, op: ConcatOp) -> None:
     """One copy per input, but none of an input computed in place in the result (`concat_homes`)."""
     out = fl.result_buffer(op.result)
-    root, start = fl.place(op.result)
     d, offset = op.axis, 0  # a size: an expression of the symbols after a symbolic input
-    ranges = all(n == 1 for n in irt.shape_of(op.result)[:d])  # each input one range of the result
-    for k, x in enumerate(op.inputs):
+    for k, (x, copy) in enumerate(zip(op.inputs, concat_copies(op, fl.homes))):
         shape = irt.shape_of(x)
-        if ranges and fl.place(x) == (root, start + offset * product(shape[d + 1 :])):  # already there
+        if not copy:  # already there
             offset = dim(offset + shape[d])
             continue
 

@@ -7,8 +7,15 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch._dynamo  # noqa: F401  (see below)
 
 import irc
+
+# torch._dynamo must be imported before transformers' fx tracer runs: the tracer patches
+# torch.finfo with a function while it traces, and a first import of torch._dynamo.utils in that
+# window (torch imports it lazily) records the function among Dynamo's constant types, after which
+# every Dynamo guard on a constant fails ("isinstance() arg 2 must be a type"). This file alone, in
+# one process, hit that; the whole suite usually imports Dynamo earlier.
 
 transformers = pytest.importorskip("transformers")
 from transformers.utils.fx import symbolic_trace  # noqa: E402

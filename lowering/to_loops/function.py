@@ -226,7 +226,7 @@ class FunctionLowering:
     threads: int = Target.threads  # the thread count the GEMM blocking is chosen for
     caches: tuple[int, int, int] = (0, 0, 0)  # L1d, L2, L3 bytes the GEMM blocking is chosen for (0: unknown)
     op_index: int = -1  # the irt op being lowered (-1: copies of the return)
-    homes: dict[SSAValue, tuple[SSAValue, int]] = field(default_factory=dict)  # see `concat_homes`
+    homes: Homes = field(default_factory=dict)  # values computed in a concatenation's buffer: `concat_homes`
 
     # -- small builders -------------------------------------------------------------------
     def index(self, value: Dim) -> SSAValue:

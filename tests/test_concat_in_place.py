@@ -12,6 +12,7 @@ from irc_testing import check
 from torch import nn
 
 import irc
+from irc.models.cnn import randomize_batch_norms
 from irc.models.modern_cnn import DenseLayer
 
 
@@ -48,15 +49,6 @@ class TorchvisionDenseBlock(nn.Module):
         return self.transition(torch.relu(torch.cat(features, 1)))
 
 
-def _randomize_bn(m: nn.Module) -> nn.Module:
-    for mod in m.modules():
-        if isinstance(mod, nn.BatchNorm2d):
-            mod.running_mean.uniform_(-1, 1)
-            mod.running_var.uniform_(0.5, 2)
-            mod.weight.data.uniform_(0.5, 1.5)
-    return m
-
-
 @pytest.mark.parametrize("hw", [(12, 12), (8, 6), (7, 7)])
 def test_dense_chain_needs_no_copies(hw):
     """Each layer's `cat([x, new])` nests in the next one's: the stem's and every layer's output
@@ -64,7 +56,7 @@ def test_dense_chain_needs_no_copies(hw):
     7x7 the second layer's channels would start at 24 x 49 = 1176 elements, not 64-byte aligned:
     that one input is copied."""
     torch.manual_seed(0)
-    m = _randomize_bn(_dense_block(16, 8, 3))
+    m = randomize_batch_norms(_dense_block(16, 8, 3))
     x = torch.randn(1, 3, *hw)
     cm = check(m, x)
     assert _copies(cm) == (["input 1 at 24"] if hw == (7, 7) else [])
@@ -75,7 +67,7 @@ def test_dense_chain_inside_a_model():
     torch.manual_seed(1)
     m = nn.Sequential(_dense_block(16, 8, 4), nn.BatchNorm2d(48), nn.ReLU(), nn.Conv2d(48, 8, 1),
                       nn.AvgPool2d(2)).eval()
-    _randomize_bn(m)
+    randomize_batch_norms(m)
     x = torch.randn(1, 3, 10, 10)
     cm = check(m, x)
     assert _copies(cm) == []
@@ -86,7 +78,7 @@ def test_dense_chain_inside_a_model():
 def test_torchvision_dense_block_concatenations_become_views(fuse):
     """Every `torch.cat(features, 1)` but the last is a prefix of the last: a view, no copies."""
     torch.manual_seed(2)
-    m = _randomize_bn(TorchvisionDenseBlock(16, 8, 4)).eval()
+    m = randomize_batch_norms(TorchvisionDenseBlock(16, 8, 4)).eval()
     x = torch.randn(1, 3, 12, 12)
     cm = check(m, x, fuse=fuse)
     assert _copies(cm) == []
@@ -95,14 +87,14 @@ def test_torchvision_dense_block_concatenations_become_views(fuse):
 def test_batch_two_copies_every_input():
     """At batch 2 an input is not one range of the result: each is copied, as before."""
     torch.manual_seed(3)
-    m = _randomize_bn(_dense_block(16, 8, 2))
+    m = randomize_batch_norms(_dense_block(16, 8, 2))
     cm = check(m, torch.randn(2, 3, 8, 8))
     assert len(_copies(cm)) == 4
 
 
 def test_argument_returned_value_and_repeated_input_are_copied():
     """An argument's and a returned value's buffers are the caller's; an input given twice is
-    computed in one place only; an unaligned range (3 x 5 = 15 elements) is copied."""
+    computed in one place only; an unaligned range (15 elements: the next starts unaligned) is copied."""
 
     def f(x, w):
         a = torch.relu(x @ w)  # 1 x 16: homed at 0
@@ -157,7 +149,7 @@ def test_nested_and_last_dim_concatenations():
 
 def test_dense_block_through_torch_compile():
     torch.manual_seed(4)
-    m = _randomize_bn(TorchvisionDenseBlock(16, 8, 3)).eval()
+    m = randomize_batch_norms(TorchvisionDenseBlock(16, 8, 3)).eval()
     x = torch.randn(1, 3, 9, 9)
     with torch.no_grad():
         expected = m(x)

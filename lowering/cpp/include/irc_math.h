@@ -20,41 +20,46 @@
 #if IRC_VL != 4 && IRC_VL != 8 && IRC_VL != 16
 #error "IRC_VL (the vector width in float32 lanes) must be 4, 8 or 16"
 #endif
+// The scalar forms are called inside `omp simd` loops, which vectorize only where every call is
+// inlined: GCC's inliner stops at its growth limits in a large function (EfficientNet-B0's
+// forward: irc_exp stayed a call in a SiLU epilogue, and its 5x5 depthwise kernels ran scalar, 8x
+// slower), so these are always inlined.
+#define IRC_MATH static inline __attribute__((always_inline))
 typedef float irc_vec __attribute__((vector_size(IRC_VL * 4)));
 typedef int32_t irc_veci __attribute__((vector_size(IRC_VL * 4)));
 
 // maximum/minimum that propagate NaN, as arith.maximumf/minimumf (and torch.maximum) do; a tie
 // gives b. `a > b ? a : b` is one vmaxps (it returns b when either is NaN), then a's NaN is put
 // back: 3 instructions. (`a != a || a > b ? a : b` was 1.3x slower, in mask logic.)
-static inline float irc_maxf(float a, float b) { const float m = a > b ? a : b; return a != a ? a : m; }
-static inline float irc_minf(float a, float b) { const float m = a < b ? a : b; return a != a ? a : m; }
-static inline irc_vec irc_maxf(irc_vec a, irc_vec b) { const irc_vec m = a > b ? a : b; return a != a ? a : m; }
-static inline irc_vec irc_minf(irc_vec a, irc_vec b) { const irc_vec m = a < b ? a : b; return a != a ? a : m; }
+IRC_MATH float irc_maxf(float a, float b) { const float m = a > b ? a : b; return a != a ? a : m; }
+IRC_MATH float irc_minf(float a, float b) { const float m = a < b ? a : b; return a != a ? a : m; }
+IRC_MATH irc_vec irc_maxf(irc_vec a, irc_vec b) { const irc_vec m = a > b ? a : b; return a != a ? a : m; }
+IRC_MATH irc_vec irc_minf(irc_vec a, irc_vec b) { const irc_vec m = a < b ? a : b; return a != a ? a : m; }
 // The same against a bound k that is not NaN (a constant: relu, relu6, clamp): one vmaxps/vminps,
 // `k > a ? k : a`, NaN in a propagating. A tie gives a, so relu(-0.0) is -0.0, as torch's clamp
 // family gives (irc_maxf gives k). The emitter passes k through irc_opaque once per function:
 // GCC folds a literal bound into compare-and-blend chains (relu6: 4x the cost).
-static inline float irc_maxk(float a, float k) { return k > a ? k : a; }
-static inline float irc_mink(float a, float k) { return k < a ? k : a; }
-static inline irc_vec irc_maxk(irc_vec a, irc_vec k) { return k > a ? k : a; }
-static inline irc_vec irc_mink(irc_vec a, irc_vec k) { return k < a ? k : a; }
+IRC_MATH float irc_maxk(float a, float k) { return k > a ? k : a; }
+IRC_MATH float irc_mink(float a, float k) { return k < a ? k : a; }
+IRC_MATH irc_vec irc_maxk(irc_vec a, irc_vec k) { return k > a ? k : a; }
+IRC_MATH irc_vec irc_mink(irc_vec a, irc_vec k) { return k < a ? k : a; }
 // x, but a value the compiler cannot fold (the bounds above): no instruction.
-static inline float irc_opaque(float x) { __asm__("" : "+r"(x)); return x; }
+IRC_MATH float irc_opaque(float x) { __asm__("" : "+r"(x)); return x; }
 
-static inline int32_t irc_bits(float x) { int32_t i; __builtin_memcpy(&i, &x, 4); return i; }
-static inline irc_veci irc_bits(irc_vec x) { return (irc_veci)x; }
-static inline float irc_float(int32_t i) { float x; __builtin_memcpy(&x, &i, 4); return x; }
-static inline irc_vec irc_float(irc_veci i) { return (irc_vec)i; }
-static inline float irc_i2f(int32_t i) { return (float)i; }
-static inline irc_vec irc_i2f(irc_veci i) { return __builtin_convertvector(i, irc_vec); }
-static inline float irc_fma(float a, float b, float c) {
+IRC_MATH int32_t irc_bits(float x) { int32_t i; __builtin_memcpy(&i, &x, 4); return i; }
+IRC_MATH irc_veci irc_bits(irc_vec x) { return (irc_veci)x; }
+IRC_MATH float irc_float(int32_t i) { float x; __builtin_memcpy(&x, &i, 4); return x; }
+IRC_MATH irc_vec irc_float(irc_veci i) { return (irc_vec)i; }
+IRC_MATH float irc_i2f(int32_t i) { return (float)i; }
+IRC_MATH irc_vec irc_i2f(irc_veci i) { return __builtin_convertvector(i, irc_vec); }
+IRC_MATH float irc_fma(float a, float b, float c) {
 #ifdef __FMA__
   return __builtin_fmaf(a, b, c);
 #else
   return a * b + c;
 #endif
 }
-static inline irc_vec irc_fma(irc_vec a, irc_vec b, irc_vec c) {
+IRC_MATH irc_vec irc_fma(irc_vec a, irc_vec b, irc_vec c) {
 #if IRC_VL == 16 && defined(__AVX512F__)
   return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4);
 #elif IRC_VL == 8 && defined(__FMA__)
@@ -67,7 +72,7 @@ static inline irc_vec irc_fma(irc_vec a, irc_vec b, irc_vec c) {
 }
 // x in every lane: a broadcast (`irc_vec{} + x` was one too, plus an add of 0 that GCC must keep,
 // because 0 + -0 is +0: an extra vaddps on the FMA ports per splat, and -0 turned into +0).
-static inline irc_vec irc_vsplat(float x) {
+IRC_MATH irc_vec irc_vsplat(float x) {
 #if IRC_VL == 16
   return irc_vec{x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x};
 #elif IRC_VL == 8
@@ -76,11 +81,11 @@ static inline irc_vec irc_vsplat(float x) {
   return irc_vec{x, x, x, x};
 #endif
 }
-static inline irc_vec irc_vload(const float* p) { irc_vec v; __builtin_memcpy(&v, p, sizeof v); return v; }
-static inline void irc_vstore(float* p, irc_vec v) { __builtin_memcpy(p, &v, sizeof v); }
+IRC_MATH irc_vec irc_vload(const float* p) { irc_vec v; __builtin_memcpy(&v, p, sizeof v); return v; }
+IRC_MATH void irc_vstore(float* p, irc_vec v) { __builtin_memcpy(p, &v, sizeof v); }
 // The first n (0 <= n <= IRC_VL) lanes of v to p[0, n); nothing past them is read or written
 // (another thread may own it): one masked store where the CPU has them.
-static inline void irc_vstore_n(float* p, irc_vec v, int64_t n) {
+IRC_MATH void irc_vstore_n(float* p, irc_vec v, int64_t n) {
 #if IRC_VL == 16 && defined(__AVX512F__)
   __builtin_ia32_storeups512_mask(p, v, (unsigned short)((1u << n) - 1));
 #elif IRC_VL == 8 && defined(__AVX__)
@@ -91,7 +96,7 @@ static inline void irc_vstore_n(float* p, irc_vec v, int64_t n) {
 #endif
 }
 // v's halves swapped.
-static inline irc_vec irc_swap_halves(irc_vec v) {
+IRC_MATH irc_vec irc_swap_halves(irc_vec v) {
 #if IRC_VL == 16
   return __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7);
 #elif IRC_VL == 8
@@ -102,7 +107,7 @@ static inline irc_vec irc_swap_halves(irc_vec v) {
 }
 // p[0, n) in the first n (0 <= n <= IRC_VL) lanes, zeros in the others; nothing past p + n is
 // read (it may be unmapped): one masked load where the CPU has them.
-static inline irc_vec irc_vload_n(const float* p, int64_t n) {
+IRC_MATH irc_vec irc_vload_n(const float* p, int64_t n) {
 #if IRC_VL == 16 && defined(__AVX512F__)
   return __builtin_ia32_loadups512_mask(p, irc_vec{}, (unsigned short)((1u << n) - 1));
 #elif IRC_VL == 8 && defined(__AVX__)
@@ -115,7 +120,7 @@ static inline irc_vec irc_vload_n(const float* p, int64_t n) {
 #endif
 }
 // Lanes [lo, hi) of v (0 <= lo <= hi <= IRC_VL) to p[lo, hi); nothing else is read or written.
-static inline void irc_vstore_lanes(float* p, irc_vec v, int64_t lo, int64_t hi) {
+IRC_MATH void irc_vstore_lanes(float* p, irc_vec v, int64_t lo, int64_t hi) {
 #if IRC_VL == 16 && defined(__AVX512F__)
   __builtin_ia32_storeups512_mask(p, v, (unsigned short)(((1u << hi) - 1) & ~((1u << lo) - 1)));
 #elif IRC_VL == 8 && defined(__AVX__)
@@ -125,11 +130,11 @@ static inline void irc_vstore_lanes(float* p, irc_vec v, int64_t lo, int64_t hi)
   for (int64_t q = lo; q < hi; ++q) p[q] = v[q];
 #endif
 }
-template <class F> static inline F irc_k(float c) { return F{} + c; }  // c in every lane
+template <class F> IRC_MATH F irc_k(float c) { return F{} + c; }  // c in every lane
 // op over a vector's lanes, folded in halves: log2(IRC_VL) dependent steps, not IRC_VL - 1
 // (a softmax row of 128 spent as long folding its max and sum lane by lane as on its exps).
 // op takes two floats or two narrower vectors of floats (a generic lambda).
-template <class Op> static inline float irc_fold(irc_vec v, const Op& op) {
+template <class Op> IRC_MATH float irc_fold(irc_vec v, const Op& op) {
 #if IRC_VL == 16
   const auto w8 = op(__builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7),
                      __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15));
@@ -179,12 +184,12 @@ static inline void irc_transpose(const float* __restrict__ src, int64_t lds, flo
 }
 
 // c0 + x * (c1 + x * (c2 + ...)), Horner with FMAs
-template <class F> static inline F irc_poly(F, float c) { return irc_k<F>(c); }
-template <class F, class... R> static inline F irc_poly(F x, float c, R... rest) {
+template <class F> IRC_MATH F irc_poly(F, float c) { return irc_k<F>(c); }
+template <class F, class... R> IRC_MATH F irc_poly(F x, float c, R... rest) {
   return irc_fma(irc_poly(x, rest...), x, irc_k<F>(c));
 }
-template <class F> static inline F irc_absf(F x) { return irc_float(irc_bits(x) & 0x7fffffff); }
-template <class F> static inline F irc_copysign(F x, F s) {  // |x| with the sign of s
+template <class F> IRC_MATH F irc_absf(F x) { return irc_float(irc_bits(x) & 0x7fffffff); }
+template <class F> IRC_MATH F irc_copysign(F x, F s) {  // |x| with the sign of s
   return irc_float((irc_bits(x) & 0x7fffffff) | (irc_bits(s) & (int32_t)0x80000000));
 }
 
@@ -192,7 +197,7 @@ template <class F> static inline F irc_copysign(F x, F s) {  // |x| with the sig
 // exp's core, shared by irc_exp and irc_exp_normal: x = n ln2 + r, |r| <= ln2/2 (n, unclamped,
 // into `n`); returns exp(r) by Cephes' degree-6 polynomial, its inner part evaluated
 // Estrin-style (three independent pairs, so the chain is 3 FMAs deep, not 5).
-template <class F, class I> static inline F irc_exp_core(F x, I& n) {
+template <class F, class I> IRC_MATH F irc_exp_core(F x, I& n) {
   const F shifter = irc_k<F>(12582912.0f);  // 1.5 * 2^23: adding it rounds to an integer
   F kf = irc_fma(x, irc_k<F>(1.44269504088896341f), shifter);
   n = irc_bits(kf) - 0x4b400000;
@@ -212,7 +217,7 @@ template <class F, class I> static inline F irc_exp_core(F x, I& n) {
 // those selects come last and only n is clamped (integer min/max, so the shifts stay defined),
 // off the critical path of the polynomial. A NaN compares false, flows through the arithmetic
 // and comes out NaN.
-template <class F> static inline F irc_exp(F x) {
+template <class F> IRC_MATH F irc_exp(F x) {
   decltype(irc_bits(x)) n;
   const F p = irc_exp_core(x, n);
   n = n > 128 ? decltype(n){} + 128 : n;
@@ -227,7 +232,7 @@ template <class F> static inline F irc_exp(F x) {
 // exp where the result is a normal float and n <= 127 (x in [-87.3, 88.3]): irc_exp_core times
 // 2^n in one step, without the inf/0 selects (bit for bit irc_exp there). Elsewhere it returns
 // some finite value or NaN that the caller must not use (n is clamped so the shift is defined).
-template <class F> static inline F irc_exp_normal(F x) {
+template <class F> IRC_MATH F irc_exp_normal(F x) {
   decltype(irc_bits(x)) n;
   const F p = irc_exp_core(x, n);
   n = n > 127 ? decltype(n){} + 127 : n;
@@ -236,7 +241,7 @@ template <class F> static inline F irc_exp_normal(F x) {
 }
 
 // log: x = m 2^e with m in [sqrt(1/2), sqrt(2)); log(m) by Cephes' degree-9 polynomial in m - 1.
-template <class F> static inline F irc_log(F x) {
+template <class F> IRC_MATH F irc_log(F x) {
   const F xs = x < 1.17549435e-38f ? x * 8388608.0f : x;  // subnormal: scale by 2^23 first
   const F eadj = x < 1.17549435e-38f ? -23.0f : 0.0f;
   const auto bits = irc_bits(xs);
@@ -259,7 +264,7 @@ template <class F> static inline F irc_log(F x) {
 }
 
 // tanh: |x| < 0.625: Cephes' odd polynomial; else 1 - 2 / (exp(2|x|) + 1); with x's sign.
-template <class F> static inline F irc_tanh(F x) {
+template <class F> IRC_MATH F irc_tanh(F x) {
   const F a = irc_absf(x);
   const F z = x * x;
   const F small = irc_fma(irc_poly(z, -3.33332819422e-1f, 1.33314422036e-1f, -5.37397155531e-2f,
@@ -273,7 +278,7 @@ template <class F> static inline F irc_tanh(F x) {
 // run in parallel, and t is not clamped before it (the select for t >= 4 comes last), so the
 // chain before the exp is 4 FMAs deep. Below t = 4, t Q(t) - t is in [-17, -0.9], where
 // irc_exp_normal is irc_exp bit for bit, one multiply and two selects shorter.
-template <class F> static inline F irc_erf(F x) {
+template <class F> IRC_MATH F irc_erf(F x) {
   const F s = x * x;
   const F small = irc_fma(irc_poly(s, 1.28379166e-1f, -3.76125336e-1f, 1.12819925e-1f,
                                    -2.67681349e-2f, 4.99119423e-3f, -5.96761703e-4f), x, x);
@@ -290,15 +295,15 @@ template <class F> static inline F irc_erf(F x) {
   return t > 0.927734375f ? irc_copysign(large, x) : small;  // NaN: small, which is NaN
 }
 #else
-static inline float irc_exp(float x) { return __builtin_expf(x); }
-static inline float irc_log(float x) { return __builtin_logf(x); }
-static inline float irc_tanh(float x) { return __builtin_tanhf(x); }
-static inline float irc_erf(float x) { return __builtin_erff(x); }
+IRC_MATH float irc_exp(float x) { return __builtin_expf(x); }
+IRC_MATH float irc_log(float x) { return __builtin_logf(x); }
+IRC_MATH float irc_tanh(float x) { return __builtin_tanhf(x); }
+IRC_MATH float irc_erf(float x) { return __builtin_erff(x); }
 #define IRC_LANEWISE(f) \
-  static inline irc_vec f(irc_vec x) { irc_vec r; for (int i = 0; i < IRC_VL; ++i) r[i] = f(x[i]); return r; }
+  IRC_MATH irc_vec f(irc_vec x) { irc_vec r; for (int i = 0; i < IRC_VL; ++i) r[i] = f(x[i]); return r; }
 IRC_LANEWISE(irc_exp) IRC_LANEWISE(irc_log) IRC_LANEWISE(irc_tanh) IRC_LANEWISE(irc_erf)
 #undef IRC_LANEWISE
 #endif
-static inline float irc_sqrt(float x) { return __builtin_sqrtf(x); }
-static inline irc_vec irc_sqrt(irc_vec x) { irc_vec r; for (int i = 0; i < IRC_VL; ++i) r[i] = __builtin_sqrtf(x[i]); return r; }
+IRC_MATH float irc_sqrt(float x) { return __builtin_sqrtf(x); }
+IRC_MATH irc_vec irc_sqrt(irc_vec x) { irc_vec r; for (int i = 0; i < IRC_VL; ++i) r[i] = __builtin_sqrtf(x[i]); return r; }
 // ---- end of vectorizable float math ----

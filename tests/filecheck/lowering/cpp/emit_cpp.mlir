@@ -13,7 +13,7 @@
 // CHECK:       #include <cstdint>
 // CHECK-NOT:   #include <{{(vector|algorithm|cmath|iostream)}}>
 // CHECK:       typedef float irc_vec __attribute__((vector_size(IRC_VL * 4)));
-// CHECK:       template <class F> static inline F irc_exp(F x) {
+// CHECK:       template <class F> IRC_MATH F irc_exp(F x) {
 // ReLU's bound 0 is declared once per function through irc_opaque, and each ReLU is
 // irc_maxk against it (one vmaxps: GCC folds a literal bound into compare and mask logic).
 // CHECK-LABEL: extern "C" void mlp(float* __restrict__ x, float* __restrict__ w1, float* __restrict__ b1, float* __restrict__ w2, float* __restrict__ b2, float* __restrict__ out0)

@@ -102,7 +102,8 @@ IMPORT_SCRIPT = textwrap.dedent(
     import torch.nn.functional as F
     from torch import fx, nn
 
-    from irc.frontend.fx_importer import FUNCTIONS, METHODS, MODULES, import_fx
+    from irc.frontend.converters import FUNCTIONS, METHODS, MODULES
+    from irc.frontend.fx_importer import import_fx
 
     torch.manual_seed(0)
 

@@ -16,7 +16,7 @@ from torch import fx, nn
 
 import irc
 from irc.backend import DynamoGraph, irc_backend
-from irc.frontend.fx_importer import FUNCTIONS
+from irc.frontend.converters import FUNCTIONS
 from irc.runtime import compiler_invocations
 
 torch.manual_seed(0)

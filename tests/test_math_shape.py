@@ -13,7 +13,8 @@ from irc_testing import check
 from torch import nn
 
 import irc
-from irc.frontend.fx_importer import FUNCTIONS, import_fx
+from irc.frontend.converters import FUNCTIONS
+from irc.frontend.fx_importer import import_fx
 
 torch.manual_seed(0)
 

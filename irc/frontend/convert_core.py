@@ -1,6 +1,7 @@
 """FX converters for the core ops of `dialects/irt/core.py`.
 
-relu, sigmoid, tanh, gelu, linear, dropout (eval), add/sub/mul/div
+relu, sigmoid, tanh, gelu, linear, dropout (eval), torchvision's stochastic_depth and drop_block
+(eval: by qualified name, `LIBRARY_FUNCTIONS`), add/sub/mul/div
 (folded when every operand is known at compile time; a constant splat operand passed as its
 number), transpose/t; and nn.Linear, nn.ReLU, nn.Sigmoid, nn.Tanh, nn.GELU, nn.Flatten,
 nn.Identity, nn.Dropout. (The reshapes are convert_shape's, the matmuls convert_reduce's.)
@@ -42,6 +43,42 @@ def _dropout(imp: ImportContext, node: fx.Node, x, p=0.5, training=True, inplace
     if training and p != 0:  # F.dropout(x, p=0.0) is x in training too (torchvision's Swin calls it so)
         raise Unsupported("dropout in training mode; compile the model in eval mode (model.eval())")
     return imp.tensor(x)
+
+
+def _unless_training(imp: ImportContext, what: str, x, p, training) -> SSAValue:
+    """`x`, for a library's regularizer that is its input outside training (irc compiles
+    inference). Arguments torch would refuse (p outside [0, 1]) are Unsupported: the call then
+    runs in eager PyTorch and raises there."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p <= 1:
+        raise Unsupported(f"{what} with p={p!r}")
+    if training and p != 0:
+        raise Unsupported(f"{what} in training mode; compile the model in eval mode (model.eval())")
+    return imp.tensor(x)
+
+
+def _stochastic_depth(imp: ImportContext, node: fx.Node, x, p, mode, training=True) -> SSAValue:
+    if mode not in ("batch", "row"):
+        raise Unsupported(f"stochastic depth with mode={mode!r}")
+    return _unless_training(imp, "stochastic depth", x, p, training)
+
+
+def _drop_block(rank: int) -> Converter:
+    def convert(imp: ImportContext, node: fx.Node, x, p, block_size, inplace=False, eps=1e-6, training=True):
+        if len(irt.shape_of(imp.tensor(x))) != rank:
+            raise Unsupported(f"drop_block{rank - 2}d of a rank-{len(irt.shape_of(imp.tensor(x)))} input")
+        return _unless_training(imp, f"drop_block{rank - 2}d", x, p, training)
+
+    return convert
+
+
+LIBRARY_FUNCTIONS: dict[str, Converter] = {
+    # torchvision keeps these as torch.fx leaves (torch.fx.wrap): EfficientNet, ConvNeXt, Swin and
+    # MaxViT call stochastic_depth(x, p, mode, self.training) in every block
+    "torchvision.ops.stochastic_depth.stochastic_depth": _stochastic_depth,
+    "torchvision.ops.drop_block.drop_block2d": _drop_block(4),
+    "torchvision.ops.drop_block.drop_block3d": _drop_block(5),
+}
+"""Functions of libraries irc does not import, by qualified name (`converters.function_converter`)."""
 
 
 class _AutocastOff:
@@ -121,6 +158,7 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.t: _t,
     torch.amp.autocast_mode._enter_autocast: _enter_autocast,
     torch.amp.autocast_mode._exit_autocast: _exit_autocast,
+    **LIBRARY_FUNCTIONS,
 }
 
 METHODS: dict[str, Converter] = {

@@ -15,7 +15,7 @@ in these tables when a node is converted, so they see every family's converter.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
 from irc.frontend import (
@@ -68,3 +68,16 @@ def _tables(name: str) -> dict[Any, Converter]:
 FUNCTIONS: dict[Any, Converter] = _tables("FUNCTIONS")
 METHODS: dict[str, Converter] = _tables("METHODS")
 MODULES: dict[type, Converter] = _tables("MODULES")
+
+
+def function_converter(target: Any) -> Converter | None:
+    """The converter for a called function: by the function itself, else, for a plain Python
+    function, by its qualified name (a library's that irc does not import: torchvision's
+    `stochastic_depth` is "torchvision.ops.stochastic_depth.stochastic_depth")."""
+    try:
+        found = FUNCTIONS.get(target)
+    except TypeError:  # unhashable
+        return None
+    if found is None and isinstance(target, FunctionType):
+        found = FUNCTIONS.get(f"{target.__module__}.{target.__qualname__}")
+    return found

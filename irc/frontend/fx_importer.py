@@ -5,7 +5,9 @@ reads (so weights never appear in IR text), and the graph's output becomes `func
 Shapes come from running the graph once on the example inputs (`ShapeProp`).
 
 Each FX target maps to a converter in one of three tables (`FUNCTIONS`, `METHODS`, `MODULES`),
-composed from the converter families in `converters.py`; converters build on `convert_base.py`.
+composed from the converter families in `converters.py` (a library's function irc does not
+import is keyed by its qualified name: `converters.function_converter`); converters build on
+`convert_base.py`.
 Unsupported nodes never stop the import: every one is recorded, the nodes that depend only on
 them are skipped, and one `UnsupportedOpError` names them all at the end.
 """
@@ -43,7 +45,7 @@ from irc.frontend.convert_base import (
     ssa_name,
     tensor_type,
 )
-from irc.frontend.converters import FUNCTIONS, METHODS, MODULES
+from irc.frontend.converters import METHODS, MODULES, function_converter
 from irc.frontend.folding import has_runtime_value
 from irc.frontend.order_mutations import EAGER_META, order_mutations
 from irc.frontend.symbolic_import import SymbolTable, propagate_symbolic
@@ -119,10 +121,7 @@ class FxImporter(ImportContext):
     unsupported: list[UnsupportedNode] = field(default_factory=list)
 
     def function_converter(self, target: Any) -> Converter | None:
-        try:
-            return FUNCTIONS.get(target)
-        except TypeError:  # unhashable
-            return None
+        return function_converter(target)
 
     def method_converter(self, name: str) -> Converter | None:
         return METHODS.get(name)
@@ -277,8 +276,10 @@ class FxImporter(ImportContext):
             convert = lambda imp, node, *args, **kwargs: module_converter(imp, node, mod, *args, **kwargs)  # noqa: E731
             convert.accepts_ints = getattr(module_converter, "accepts_ints", False)  # type: ignore[attr-defined]
             return convert
-        table, what = (METHODS, "tensor method") if node.op == "call_method" else (FUNCTIONS, "function")
-        converter = table.get(node.target)
+        if node.op == "call_method":
+            converter, what = METHODS.get(str(node.target)), "tensor method"
+        else:
+            converter, what = function_converter(node.target), "function"
         if converter is None:
             raise Unsupported(f"no converter for this {what}")
         return converter

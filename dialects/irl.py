@@ -58,7 +58,9 @@ epilogue inputs at the per-batch strides: a batched matmul (attention's q @ k^T,
 `tiles` = [MC, NC, KC, MS] is the cache blocking: OpenMP tasks of MS rows x NC columns of C,
 each taking K in steps of KC and its rows MC at a time;
 `strides` has three element strides per epilogue input (per image or batch entry, per row i, per
-column j; 0 broadcasts), `parallel` = 1 shares C blocks among OpenMP threads.
+column j; 0 broadcasts), `parallel` = 1 shares C blocks among OpenMP threads; `parallel` = 2 (a
+convolution of several images or groups) shares out its images x groups instead, each one's
+product on one thread (`lowering/to_loops/gemm.py` `GROUP_TASKS`).
 
 Sizes known only at call time (symbolic dimensions, `dialects/symbolic.py`) are `index`
 operands in these lists, as in MLIR's mixed static/dynamic lists (`memref.subview`): the
@@ -280,8 +282,8 @@ def _mixed(values: Sequence[Index]) -> tuple[DenseArrayBase, list[SSAValue]]:
     return _ints(static), dynamic
 
 
-def _parallel(parallel: bool | SSAValue) -> tuple[IntegerAttr, list[SSAValue]]:
-    """`parallel 0 | 1`, or `parallel 1 if %p` when `parallel` is an i1 known at call time."""
+def _parallel(parallel: bool | int | SSAValue) -> tuple[IntegerAttr, list[SSAValue]]:
+    """`parallel 0 | 1 | 2`, or `parallel 1 if %p` when `parallel` is an i1 known at call time."""
     if isinstance(parallel, SSAValue):
         return IntegerAttr(1, i64), [parallel]
     return IntegerAttr(int(parallel), i64), []
@@ -319,6 +321,10 @@ class IntArrays:
     def verify_parallel(self) -> None:
         if self.parallel_if is not None and self.parallel.value.data != 1:  # type: ignore[attr-defined]
             raise VerifyException(f"{self.name}: `parallel 1 if %p` is the only run-time choice of threads")  # type: ignore[attr-defined]
+        if self.parallel.value.data not in (0, 1, 2):  # type: ignore[attr-defined]
+            raise VerifyException(f"{self.name}: parallel must be 0, 1 or 2, got {self.parallel.value.data}")  # type: ignore[attr-defined]
+        if self.parallel.value.data == 2 and getattr(self, "conv", None) is None:  # type: ignore[attr-defined]
+            raise VerifyException(f"{self.name}: parallel 2 (threads over images x groups) needs a convolution")  # type: ignore[attr-defined]
 
 
 @irdl_op_definition
@@ -370,7 +376,7 @@ class GemmOp(IntArrays, StaticShapeOp):
         body: Region,
         conv: ConvGeometry | None = None,
         batch: Sequence[Index] = (),
-        parallel: bool | SSAValue = True,
+        parallel: bool | int | SSAValue = True,
     ):
         (sizes_attr, dyn_sizes), (tiles_attr, dyn_tiles), (strides_attr, dyn_strides), (batch_attr, dyn_batch) = (
             _mixed(sizes), _mixed(tiles), _mixed(strides), _mixed(batch))

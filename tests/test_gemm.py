@@ -914,3 +914,26 @@ def test_prefetching_the_weights_changes_no_bit(name, monkeypatch):
         assert "irc_prepacked<IRC_NR>" in cm.cpp_source
         outs.append(cm(x))
     assert torch.equal(outs[0], outs[1])
+
+
+# (channels, groups, H x W, stride, batch), each above PARALLEL_FLOPS: RegNet's grouped 3x3s (8
+# channels a group), a ragged group (12 channels), wide groups (64 channels: the pixels layout),
+# groups and images shared out together, and too few of them (4 groups on 2 threads: parallel 1)
+GROUPED = [(48, 6, (14, 13), 1, 1), (96, 12, (13, 13), 2, 1), (36, 3, (10, 11), 1, 2), (72, 6, (9, 9), 1, 1),
+           (256, 4, (7, 7), 1, 1), (48, 2, (16, 16), 2, 3)]
+
+
+@pytest.mark.parametrize("c,g,hw,s,n", GROUPED, ids=[f"{c}g{g}-{h}x{w}-s{s}-n{n}" for c, g, (h, w), s, n in GROUPED])
+def test_grouped_convs_share_out_their_groups_among_threads(c, g, hw, s, n):
+    """Compiled for two threads, a grouped conv with at least GROUP_TASKS images x groups per
+    thread runs each group's product on one thread (`parallel 2`), the same numbers either way."""
+    m = nn.Sequential(nn.Conv2d(c, c, 3, s, 1, groups=g), nn.BatchNorm2d(c), nn.ReLU()).eval()
+    x = torch.randn(n, c, *hw)
+    target = dataclasses.replace(irc.Target.host(), threads=2)
+    cm = irc.compile(m, (x,), target=target, fallback=False)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+    shared = g * n >= 3 * 2
+    assert ("parallel 2" in cm.ir("loops")) == shared
+    serial = irc.compile(m, (x,), target=dataclasses.replace(target, threads=1), fallback=False)
+    assert "parallel 2" not in serial.ir("loops")

@@ -39,9 +39,11 @@ def _ix(em, value: irl.Index) -> str:
 
 
 def _parallel(em, op: irl.GemmOp | irl.AttentionOp) -> str:
+    """Whether the engine call shares its work among threads (`parallel 2`: the loop over images
+    and groups around it does, so each call runs on one thread)."""
     if op.parallel_if is not None:
         return em.n(op.parallel_if)
-    return "true" if op.parallel.value.data else "false"
+    return "true" if op.parallel.value.data == 1 else "false"
 
 
 def _strided_read(ptr: str, base_terms: list[tuple[str, str]], sc: str) -> str:
@@ -85,6 +87,8 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
     if g is not None:
         m, n, k = op.ints("sizes")
         cg = g.channels // g.groups
+        if op.parallel.value.data == 2:  # threads over images x groups
+            em.line("#pragma omp parallel for collapse(2) schedule(static)")
         em.line(f"for (int64_t irc_n = 0; irc_n < {g.batch}; ++irc_n)")
         em.line(f"for (int64_t irc_g = 0; irc_g < {g.groups}; ++irc_g) {{")
         em.depth += 1

@@ -64,8 +64,9 @@ def _stochastic_depth(imp: ImportContext, node: fx.Node, x, p, mode, training=Tr
 
 def _drop_block(rank: int) -> Converter:
     def convert(imp: ImportContext, node: fx.Node, x, p, block_size, inplace=False, eps=1e-6, training=True):
-        if len(irt.shape_of(imp.tensor(x))) != rank:
-            raise Unsupported(f"drop_block{rank - 2}d of a rank-{len(irt.shape_of(imp.tensor(x)))} input")
+        got = len(irt.shape_of(imp.tensor(x)))
+        if got != rank:  # torchvision raises: the call runs in eager PyTorch, which does
+            raise Unsupported(f"drop_block{rank - 2}d of a rank-{got} input")
         return _unless_training(imp, f"drop_block{rank - 2}d", x, p, training)
 
     return convert

@@ -9,6 +9,8 @@ PyTorch runs what torchvision runs. The real ones are tested too where torchvisi
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -144,6 +146,29 @@ def test_a_function_of_the_same_name_elsewhere_is_not_converted():
     with pytest.raises(irc.UnsupportedOpError, match="my_stochastic_depth"):
         irc.compile(m, (X,), fallback=False)
     cm = irc.compile(m, (X,))  # an eager node, then
+    with torch.no_grad():
+        torch.testing.assert_close(cm(X), m(X))
+
+
+@functools.wraps(stochastic_depth)
+def noisy_depth(input, p: float, mode: str, training: bool = True):
+    """A wrapper under torchvision's name (functools.wraps copies it) that does more."""
+    return stochastic_depth(input, p, mode, training) + 1.0
+
+
+torch.fx.wrap("noisy_depth")
+
+
+def test_a_wrapper_that_copied_the_name_is_not_converted():
+    class Wrapped(nn.Module):
+        def forward(self, x):
+            return noisy_depth(x * 2, 0.2, "row", False)
+
+    m = Wrapped().eval()
+    assert f"{noisy_depth.__module__}.{noisy_depth.__qualname__}" == "torchvision.ops.stochastic_depth.stochastic_depth"
+    with pytest.raises(irc.UnsupportedOpError, match="no converter"):
+        irc.compile(m, (X,), fallback=False)
+    cm = irc.compile(m, (X,))  # the wrapper runs in eager PyTorch: + 1 included
     with torch.no_grad():
         torch.testing.assert_close(cm(X), m(X))
 

@@ -78,6 +78,8 @@ def function_converter(target: Any) -> Converter | None:
         found = FUNCTIONS.get(target)
     except TypeError:  # unhashable
         return None
-    if found is None and isinstance(target, FunctionType):
+    # by name only a function whose code is its own: a `functools.wraps` wrapper copies the name of
+    # the function it wraps, not what it does
+    if found is None and isinstance(target, FunctionType) and target.__code__.co_name == target.__name__:
         found = FUNCTIONS.get(f"{target.__module__}.{target.__qualname__}")
     return found

@@ -304,7 +304,7 @@ def test_bad_casts_are_refused():
     with pytest.raises(irc.UnsupportedOpError, match="torch.float64"):
         irc.compile(lambda x: x.to(torch.float64) * 2, (torch.randn(3),), fallback=False)
     with pytest.raises(irc.UnsupportedOpError, match="advanced indexing"):
-        irc.compile(lambda x: x[[0, 2]], (torch.randn(3, 2),), fallback=False)
+        irc.compile(lambda x: x[[0, 2], [1, 0]], (torch.randn(3, 2),), fallback=False)
 
 
 # --- compile-time shape queries, assertions and factories ------------------------------------

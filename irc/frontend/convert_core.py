@@ -156,6 +156,8 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.div: _arithmetic(irt.DivOp, torch.div),
     operator.truediv: _arithmetic(irt.DivOp, operator.truediv),
     torch.transpose: _transpose,
+    torch.swapaxes: _transpose,
+    torch.swapdims: _transpose,
     torch.t: _t,
     torch.amp.autocast_mode._enter_autocast: _enter_autocast,
     torch.amp.autocast_mode._exit_autocast: _exit_autocast,
@@ -172,6 +174,8 @@ METHODS: dict[str, Converter] = {
     "div": folding(binary(irt.DivOp), method_call("div")),
     "t": folding(_t, method_call("t")),
     "transpose": folding(_transpose, method_call("transpose")),
+    "swapaxes": folding(_transpose, method_call("swapaxes")),
+    "swapdims": folding(_transpose, method_call("swapdims")),
 }
 
 MODULES: dict[type, Converter] = {

@@ -183,6 +183,96 @@ def _addmm(imp: ImportContext, node: fx.Node, bias, a, b, *, beta=1, alpha=1, ou
     return imp.insert(irt.AddOp(imp.tensor(bias), m, t))
 
 
+def _einsum_terms(equation: str, ranks: Sequence[int]) -> tuple[list[str], str]:
+    """The operands' and the result's subscripts of an einsum equation, one letter per dimension:
+    an ellipsis becomes as many placeholder letters (not a-zA-Z) as the dimensions it covers,
+    aligned from the right as torch broadcasts them; no "->" means the letters that occur once,
+    in alphabetical order, after the ellipsis's."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, out = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise Unsupported(f"einsum {equation!r} names {len(terms)} operands, {len(ranks)} given")
+    span = max((r - len(t.replace("...", "")) for t, r in zip(terms, ranks) if "..." in t), default=0)
+    filler = "".join(chr(0x3B1 + i) for i in range(span))  # greek letters: never a subscript
+    expanded = []
+    for t, r in zip(terms, ranks):
+        n = r - len(t.replace("...", "")) if "..." in t else 0
+        t = t.replace("...", filler[span - n:])
+        if len(t) != r or not all(c.isalpha() for c in t):
+            raise Unsupported(f"einsum {equation!r}: subscripts {t!r} do not fit an operand of rank {r}")
+        expanded.append(t)
+    if arrow:
+        out = out.replace("...", filler)
+    else:
+        letters = "".join(expanded)
+        out = filler + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in filler))
+    return expanded, out
+
+
+def _einsum(imp: ImportContext, node: fx.Node, equation, *operands) -> SSAValue:
+    """torch.einsum on float tensors: each operand's dimensions that no other operand or the
+    result names summed away (irt.reduce), then the operands contracted pairwise, left to right,
+    each pair as one batched matmul ([batch, free a, summed] @ [batch, summed, free b], by
+    transposes and reshapes), and the result transposed to the equation's order. Unsupported:
+    a letter repeated within one operand (diagonals), sizes that differ between operands
+    (broadcasting a size-1 dimension), the sublist form, and symbolic sizes."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not isinstance(equation, str):
+        raise Unsupported("einsum's sublist form; pass the equation as a string")
+    xs = [imp.tensor(x) for x in operands]
+    if any(dtype_of(x) != torch.float32 for x in xs):
+        raise Unsupported("einsum of non-float tensors")
+    terms, out = _einsum_terms(equation, [len(irt.shape_of(x)) for x in xs])
+    sizes: dict[str, int] = {}
+    for t, x in zip(terms, xs):
+        if len(set(t)) != len(t):
+            raise Unsupported(f"einsum {equation!r}: a letter repeated within one operand (a diagonal)")
+        for c, n in zip(t, irt.shape_of(x)):
+            if not isinstance(n, int):
+                raise Unsupported(f"einsum {equation!r} on a dimension of symbolic size {n}")
+            if sizes.setdefault(c, n) != n:
+                raise Unsupported(f"einsum {equation!r}: dimension {c!r} is {sizes[c]} in one operand and {n} in another")
+    if len(set(out)) != len(out) or any(c not in sizes for c in out):
+        raise Unsupported(f"einsum {equation!r}: the result names a dimension twice or one no operand has")
+
+    def needed(i: int) -> set[str]:  # the letters operand i must keep: those of later operands or the result
+        return set(out).union(*terms[i + 1 :], *terms[:i])
+
+    def summed(x: SSAValue, t: str, keep: set[str]) -> tuple[SSAValue, str]:
+        drop = [d for d, c in enumerate(t) if c not in keep]
+        if not drop:
+            return x, t
+        t2 = "".join(c for c in t if c in keep)
+        return imp.insert(ReduceOp("sum", x, drop, False, tensor_type([sizes[c] for c in t2]))), t2
+
+    def arranged(x: SSAValue, t: str, order: str) -> SSAValue:
+        if t != order:
+            x = imp.insert(irt.TransposeOp(x, [t.index(c) for c in order], tensor_type([sizes[c] for c in order])))
+        return x
+
+    def merged(x: SSAValue, shape: Sequence[int]) -> SSAValue:
+        return x if irt.shape_of(x) == tuple(shape) else imp.insert(irt.ReshapeOp(x, tensor_type(shape)))
+
+    acc, at = summed(xs[0], terms[0], needed(0))
+    for i in range(1, len(xs)):
+        x, t = summed(xs[i], terms[i], needed(i) | set(at))
+        later = set(out).union(*terms[i + 1 :])
+        batch = [c for c in at if c in t and c in later]
+        inner = [c for c in at if c in t and c not in later]
+        free_a = [c for c in at if c not in t]
+        free_b = [c for c in t if c not in at]
+        nb, m, k, n = (math.prod(sizes[c] for c in cs) for cs in (batch, free_a, inner, free_b))
+        a = merged(arranged(acc, at, "".join(batch + free_a + inner)), (nb, m, k))
+        b = merged(arranged(x, t, "".join(batch + inner + free_b)), (nb, k, n))
+        product = _batch_matmul(imp, a, b, (nb, m, n))
+        at = "".join(batch + free_a + free_b)
+        acc = merged(product, [sizes[c] for c in at])
+    acc, at = summed(acc, at, set(out))
+    return arranged(acc, at, out)
+
+
 # ---------------------------------------------------------------------------------------------
 # Attention
 # ---------------------------------------------------------------------------------------------
@@ -563,6 +653,7 @@ FUNCTIONS: dict[Any, Converter] = {
     operator.matmul: _matmul,
     torch.bmm: _bmm,
     torch.addmm: _addmm,
+    torch.einsum: _einsum,
     F.scaled_dot_product_attention: _sdpa,
     torch._transformer_encoder_layer_fwd: _encoder_layer_fwd,
     F.multi_head_attention_forward: _mha_forward,

@@ -227,17 +227,44 @@ def _index_symbolic(imp: ImportContext, node: fx.Node, x: SSAValue, items: list)
 def _getitem(imp: ImportContext, node: fx.Node, x: Any, index: Any):
     """getitem on a tensor (slicing, or rows picked by an int64 tensor) or on a Python sequence
     (shapes, split results)."""
-    if isinstance(x, torch.Tensor) and has_size_expr(index):  # a compile-time tensor cut to symbolic sizes
-        x = imp.constant(x, "sliced", keep=True)
+    if isinstance(x, torch.Tensor) and (has_size_expr(index) or isinstance(index, SSAValue)):
+        x = imp.constant(x, "sliced", keep=True)  # cut to symbolic sizes, or rows picked at run time
     if isinstance(x, SSAValue):
         if isinstance(index, SSAValue):
             return _take_rows(imp, node, x, index)
-        if has_runtime_value(index) or isinstance(index, (torch.Tensor, list)):
-            raise Unsupported("indexing with several tensors, lists or compile-time tensors (advanced indexing)")
+        rows = _compile_time_rows(imp, x, index)
+        if rows is not None:
+            return _take_rows(imp, node, *rows)
+        advanced = (torch.Tensor, list)
+        if has_runtime_value(index) or isinstance(index, advanced) or (
+                isinstance(index, tuple) and any(isinstance(i, advanced) for i in index)):
+            raise Unsupported("indexing with several tensors, or a tuple with a tensor or list in it (advanced indexing)")
         return _index_tensor(imp, node, x, index)
     if isinstance(x, (tuple, list)):
         return x[index]
     raise Unsupported(f"indexing a {type(x).__name__} with a run-time tensor")
+
+
+def _compile_time_rows(imp: ImportContext, x: SSAValue, index: Any) -> tuple[SSAValue, SSAValue] | None:
+    """x[index] for an index known at compile time that picks rows, as (the rows' tensor, their
+    int64 indices) for `_take_rows`: a tensor or list of integers (rows of dim 0; a relative
+    position bias table read at a buffer's indices), or a bool mask over x's leading dimensions
+    (the rows where it is True, counted at compile time, of x with those dimensions flattened).
+    None for anything else."""
+    if isinstance(index, list) and index and all(isinstance(i, int) and not isinstance(i, bool) for i in index):
+        index = torch.tensor(index)
+    elif isinstance(index, list) and index and all(isinstance(i, bool) for i in index):
+        index = torch.tensor(index)
+    if not isinstance(index, torch.Tensor) or index.is_floating_point() or index.is_complex():
+        return None
+    shape = _shape(x)
+    if index.dtype != torch.bool:  # in range: the model ran on the example inputs before its import
+        return x, imp.constant(index.to(torch.int64), "index", keep=True)
+    k = index.dim()
+    if k == 0 or tuple(index.shape) != tuple(shape[:k]) or not all(isinstance(d, int) for d in shape[:k]):
+        return None
+    flat = _reshaped(imp, x, (math.prod(shape[:k]), *shape[k:]))
+    return flat, imp.constant(index.reshape(-1).nonzero().reshape(-1), "index", keep=True)
 
 
 def _take_rows(imp: ImportContext, node: fx.Node, x: SSAValue, index: SSAValue) -> SSAValue:
@@ -599,6 +626,8 @@ FUNCTIONS: dict[Any, Converter] = {
 }
 
 METHODS: dict[str, Converter] = {
+    # a compile-time tensor indexed by a traced value: symbolic_trace records the method
+    "__getitem__": folding(_getitem, operator.getitem),
     "size": folding(_size, method_call("size")),
     "dim": folding(_dim, method_call("dim")),
     "ndimension": folding(_dim, method_call("ndimension")),

@@ -48,12 +48,12 @@ EAGER_META = "irc_eager"
 _VIEW_METHODS = {
     "view", "view_as", "reshape", "reshape_as", "permute", "transpose", "t", "unsqueeze", "squeeze",
     "expand", "expand_as", "flatten", "unflatten", "narrow", "select", "as_strided", "contiguous",
-    "detach", "diagonal", "movedim", "split", "chunk", "unbind", "to", "float", "type", "__getitem__",
+    "detach", "diagonal", "movedim", "swapaxes", "swapdims", "split", "chunk", "unbind", "to", "float", "type", "__getitem__",
 }
 _VIEW_FUNCTIONS = {
     operator.getitem, torch.reshape, torch.permute, torch.transpose, torch.unsqueeze, torch.squeeze,
     torch.flatten, torch.unflatten, torch.narrow, torch.select, torch.movedim, torch.split, torch.chunk,
-    torch.unbind, torch.detach, torch.t,
+    torch.unbind, torch.detach, torch.t, torch.swapaxes, torch.swapdims,
 }
 _NOT_MUTATING = {"requires_grad_", "share_memory_", "retain_grad_"}
 # Tensor methods that change `self` and whose names do not end in one underscore: symbolic_trace

@@ -937,3 +937,37 @@ def test_grouped_convs_share_out_their_groups_among_threads(c, g, hw, s, n):
     assert ("parallel 2" in cm.ir("loops")) == shared
     serial = irc.compile(m, (x,), target=dataclasses.replace(target, threads=1), fallback=False)
     assert "parallel 2" not in serial.ir("loops")
+
+
+# (in, out, groups, kernel, stride, padding, dilation, H x W, batch): few output channels per group
+# on the engine (`conv_on_engine`): ResNeXt-50's groups of 4, groups of 1-5 in and out, a one- and
+# a three-channel head, ragged planes, stride 2, dilation, a 5x5 and a 1x1, two images
+FEW_ROWS = [(128, 128, 32, 3, 1, 1, 1, (13, 11), 1), (64, 64, 32, 3, 2, 1, 1, (15, 9), 2),
+            (20, 15, 5, 5, 1, 2, 1, (9, 10), 1), (12, 12, 6, 3, 1, 2, 2, (11, 7), 1),
+            (64, 1, 1, 3, 1, 1, 1, (17, 19), 2), (48, 3, 1, 3, 2, 0, 1, (23, 21), 1),
+            (30, 10, 5, 1, 1, 0, 1, (7, 33), 1), (24, 40, 8, 3, 1, 1, 1, (6, 6), 1)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("ci,co,g,k,s,p,d,hw,n", FEW_ROWS,
+                         ids=[f"{ci}-{co}g{g}-k{k}s{s}p{p}d{d}-{h}x{w}-n{n}" for ci, co, g, k, s, p, d, (h, w), n in FEW_ROWS])
+def test_convs_with_few_output_channels_per_group_run_on_the_engine(ci, co, g, k, s, p, d, hw, n, threads):
+    """More than one input channel per group: the engine, whatever the output channels per group
+    (they were on the scalar nest below 6, 4-10x slower than eager), with a bias, BN and ReLU."""
+    m = nn.Sequential(nn.Conv2d(ci, co, k, s, p, dilation=d, groups=g), nn.BatchNorm2d(co), nn.ReLU()).eval()
+    with torch.no_grad():
+        m[1].running_mean.uniform_(-1, 1), m[1].running_var.uniform_(0.5, 2), m[1].weight.uniform_(0.5, 2)
+    x = torch.randn(n, ci, *hw)
+    target = dataclasses.replace(irc.Target.host(), threads=threads)
+    cm = irc.compile(m, (x,), target=target, fallback=False)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+    assert "irl.gemm" in cm.ir("loops")
+
+
+@pytest.mark.parametrize("multiplier", [1, 2, 6])
+def test_depthwise_convs_keep_their_nest_at_any_multiplier(multiplier):
+    m = nn.Sequential(nn.Conv2d(8, 8 * multiplier, 3, 1, 1, groups=8), nn.ReLU()).eval()
+    x = torch.randn(1, 8, 12, 11)
+    cm = check(m, x)
+    assert "irl.gemm" not in cm.ir("loops")

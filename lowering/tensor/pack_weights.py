@@ -9,8 +9,8 @@ whose weight is the lhs of its im2col product, gets the panels as its `packed` o
 rhs's `gemm_width`-wide panels for a conv the engine runs with pixels as the tile's rows).
 Compile-time folding then evaluates the pack once, so the weight is packed when the compiled
 module is created, never per call. Run-time operands are left alone (the GEMM packs them on
-the fly), and so are convs the engine does not run (fewer than `CONV_MIN_CHANNELS` output
-channels per group) or whose groups would split a panel.
+the fly), and so are convs the engine does not run (depthwise ones, `conv_on_engine`) or whose
+groups would split a panel.
 
     irc-opt model.mlir -p 'irc-pack-weights{inputs=1 gemm_width=32 gemm_rows=6}'
 
@@ -40,7 +40,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
 from irc.lowering.tensor.irc_fuse import FUSED_ATTR
-from irc.lowering.to_loops.gemm import CONV_MIN_CHANNELS, conv_on_pixels, conv_winograd
+from irc.lowering.to_loops.gemm import conv_on_engine, conv_on_pixels, conv_winograd
 from irc.target import GEMM_ROWS_CHOICES, GEMM_WIDTHS, PIXEL_PAIR_ROWS, Target
 
 
@@ -77,7 +77,7 @@ def pack_conv(op: irt_nn.Conv2dOp, rows: int = Target.gemm_rows, width: int = Ta
     unless `winograd` is false: the Winograd tile's height); None for a conv the engine would not
     read them for."""
     out_per_group = shape_of(op.weight)[0] // op.group_count
-    if out_per_group < CONV_MIN_CHANNELS or (op.group_count > 1 and out_per_group % rows):
+    if not conv_on_engine(op) or (op.group_count > 1 and out_per_group % rows):
         return None
     if winograd and conv_winograd(op):
         pack = irt.PackOp(op.weight, "winograd", PIXEL_PAIR_ROWS[width])

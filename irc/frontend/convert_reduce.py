@@ -210,6 +210,23 @@ def _einsum_terms(equation: str, ranks: Sequence[int]) -> tuple[list[str], str]:
     return expanded, out
 
 
+def _einsum_sizes(equation: str, terms: Sequence[str], out: str, xs: Sequence[SSAValue]) -> dict[str, int]:
+    """Each subscript letter's size, the same in every operand that names it; Unsupported for what
+    `_einsum` does not take."""
+    sizes: dict[str, int] = {}
+    for t, x in zip(terms, xs):
+        if len(set(t)) != len(t):
+            raise Unsupported(f"einsum {equation!r}: a letter repeated within one operand (a diagonal)")
+        for c, n in zip(t, irt.shape_of(x)):
+            if not isinstance(n, int):
+                raise Unsupported(f"einsum {equation!r} on a dimension of symbolic size {n}")
+            if sizes.setdefault(c, n) != n:
+                raise Unsupported(f"einsum {equation!r}: dimension {c!r} is {sizes[c]} in one operand and {n} in another")
+    if len(set(out)) != len(out) or any(c not in sizes for c in out):
+        raise Unsupported(f"einsum {equation!r}: the result names a dimension twice or one no operand has")
+    return sizes
+
+
 def _einsum(imp: ImportContext, node: fx.Node, equation, *operands) -> SSAValue:
     """torch.einsum on float tensors: each operand's dimensions that no other operand or the
     result names summed away (irt.reduce), then the operands contracted pairwise, left to right,
@@ -225,17 +242,7 @@ def _einsum(imp: ImportContext, node: fx.Node, equation, *operands) -> SSAValue:
     if any(dtype_of(x) != torch.float32 for x in xs):
         raise Unsupported("einsum of non-float tensors")
     terms, out = _einsum_terms(equation, [len(irt.shape_of(x)) for x in xs])
-    sizes: dict[str, int] = {}
-    for t, x in zip(terms, xs):
-        if len(set(t)) != len(t):
-            raise Unsupported(f"einsum {equation!r}: a letter repeated within one operand (a diagonal)")
-        for c, n in zip(t, irt.shape_of(x)):
-            if not isinstance(n, int):
-                raise Unsupported(f"einsum {equation!r} on a dimension of symbolic size {n}")
-            if sizes.setdefault(c, n) != n:
-                raise Unsupported(f"einsum {equation!r}: dimension {c!r} is {sizes[c]} in one operand and {n} in another")
-    if len(set(out)) != len(out) or any(c not in sizes for c in out):
-        raise Unsupported(f"einsum {equation!r}: the result names a dimension twice or one no operand has")
+    sizes = _einsum_sizes(equation, terms, out, xs)
 
     def needed(i: int) -> set[str]:  # the letters operand i must keep: those of later operands or the result
         return set(out).union(*terms[i + 1 :], *terms[:i])

@@ -592,7 +592,13 @@ static void irc_direct_task(const irc_direct_b& d, const PA& pa, float* c, const
           for (int64_t t = 0; t < d.taps; ++t) {
             const float* src = d.x + cc * d.cstride + d.toff[t] + jr;
             float* dst = buf + (cc * d.taps + t) * w;
-            for (int64_t e = 0; e < w; ++e) dst[e] = e < cols ? src[e] : 0.0f;
+            // whole vectors by masked loads (nothing past the last column read): element by
+            // element this copy was 12% of a grouped conv's time (RegNet's 440 channels in 55
+            // groups on 7x7, whose second tile of 29 columns is ragged, Zen 4, one thread)
+            int64_t e = 0;
+            for (; e + IRC_VL <= w; e += IRC_VL)
+              irc_vstore(dst + e, irc_vload_n(src + e, cols - e <= 0 ? 0 : cols - e < IRC_VL ? cols - e : IRC_VL));
+            for (; e < w; ++e) dst[e] = e < cols ? src[e] : 0.0f;
           }
         panel = buf;
       }

@@ -37,7 +37,8 @@ A is `a` read as a row-major [M, K] matrix. B depends on the layout (`GemmLayout
 * `pixels` / `pixels_panels`: as `direct`, but the register tile runs over output pixels x
   output channels (`irc_conv_pixels`): the weights are its B, [O, C*kH*kW] rows packed per call
   or, in `pixels_panels`, `a` already in the engine's panels of W output channels,
-  [ceil(O/W), C*kH*kW, W] (`irt.pack "rows" W`, W the panel width, groups 1). It reads the
+  [ceil(O/W), C*kH*kW, W] (`irt.pack "rows" W`, W the panel width; with groups, each group's
+  O/groups channels a multiple of W, so that its panels are its own). It reads the
   image in place at any stride (a padded one from a zero-padded copy, no phase planes) and on a
   small plane wastes none of its tile on virtual columns.
   `tiles` MS counts output channels per task (a multiple of W), NC output pixels per task, and
@@ -463,18 +464,22 @@ class GemmOp(IntArrays, StaticShapeOp):
     def _verify_conv_panels(self, g: ConvGeometry) -> None:
         """A conv's packed weights are read without bounds: their shape must be the one the
         engine indexes, [groups*ceil(M/R), K, R] row panels (M, K per group), or for
-        pixels_panels [ceil(M/W), K, W] channel panels that tasks take whole (groups 1)."""
+        pixels_panels [groups*M/W, K, W] channel panels that tasks take whole (with groups, M a
+        multiple of W: no panel straddles two)."""
         m, _, k = self.ints("sizes")
         shape = tuple(self.a.type.get_shape())  # type: ignore[attr-defined]
         width = shape[-1]
         pixels = self.layout.data == GemmLayout.PIXELS_PANELS
-        if pixels and g.groups != 1:
-            raise VerifyException(f"irl.gemm: pixels_panels reads one group's weight panels (groups 1), got groups {g.groups}")
-        expected = (-(-m // width) * (1 if pixels else g.groups), k, width)
+        if pixels and g.groups != 1 and m % width:
+            raise VerifyException(
+                f"irl.gemm: pixels_panels reads each group's weights as whole panels: M ({m}) must be a multiple of "
+                f"the panel width ({width}) with groups {g.groups}"
+            )
+        expected = (-(-m // width) * g.groups, k, width)
         if len(shape) != 3 or shape != expected:
             raise VerifyException(
                 f"irl.gemm: {self.layout.data} reads its weights as panels {list(expected)} "
-                f"([{'ceil(M/W)' if pixels else 'groups*ceil(M/R)'}, K, {'W' if pixels else 'R'}]), got {list(shape)}"
+                f"([groups*ceil(M/{'W' if pixels else 'R'}), K, {'W' if pixels else 'R'}]), got {list(shape)}"
             )
         if pixels and self.ints("tiles")[3] % width:
             raise VerifyException(

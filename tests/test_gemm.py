@@ -971,3 +971,23 @@ def test_depthwise_convs_keep_their_nest_at_any_multiplier(multiplier):
     x = torch.randn(1, 8, 12, 11)
     cm = check(m, x)
     assert "irl.gemm" not in cm.ir("loops")
+
+
+# (channels, groups, H x W, stride, batch): a group's output channels in whole panels of the
+# Target's width on a small plane: the pixels layout per group (ResNeXt-50's last stage, 32 a
+# group on 7x7), its panels packed at compile time and indexed per group
+PIXEL_GROUPS = [(512, 16, (7, 7), 1, 1), (256, 4, (9, 7), 2, 2), (192, 6, (6, 6), 1, 1), (256, 2, (5, 8), 1, 1)]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("c,g,hw,s,n", PIXEL_GROUPS, ids=[f"{c}g{g}-{h}x{w}-s{s}-n{n}" for c, g, (h, w), s, n in PIXEL_GROUPS])
+def test_grouped_convs_of_whole_channel_panels_take_the_pixels_layout(c, g, hw, s, n, threads):
+    m = nn.Sequential(nn.Conv2d(c, c, 3, s, 1, groups=g), nn.BatchNorm2d(c), nn.ReLU()).eval()
+    with torch.no_grad():
+        m[1].running_mean.uniform_(-1, 1), m[1].running_var.uniform_(0.5, 2)
+    x = torch.randn(n, c, *hw)
+    target = dataclasses.replace(irc.Target.host(), threads=threads)
+    cm = irc.compile(m, (x,), target=target, fallback=False)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), m(x))
+    assert "pixels_panels %" in cm.ir("loops") and f"groups {g}>" in cm.ir("loops")

@@ -112,7 +112,8 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
             em.line(f"const irc_wino irc_a{{{a}, {tile_rows}, {panels}}};")
         elif layout == irl.GemmLayout.PIXELS_PANELS:  # the weights as the rhs, in panels of output channels
             _check_panel_width(em, op.a, "conv weights")
-            em.line(f"const irc_prepacked<IRC_NR> irc_a{{{a}, {k}}};")
+            group = f" + irc_g*{m * k}" if g.groups > 1 else ""  # a group's M / W whole panels
+            em.line(f"const irc_prepacked<IRC_NR> irc_a{{{a}{group}, {k}}};")
         elif layout == irl.GemmLayout.PIXELS:
             em.line(f"const irc_dense<IRC_NR, false> irc_a{{{a} + irc_g*{m * k}, {k}, {m}}};")
         elif layout in irl.PACKED_CONV_LAYOUTS:  # panels never straddle groups (m % rows == 0 when groups > 1)

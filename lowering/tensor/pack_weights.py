@@ -77,12 +77,13 @@ def pack_conv(op: irt_nn.Conv2dOp, rows: int = Target.gemm_rows, width: int = Ta
     unless `winograd` is false: the Winograd tile's height); None for a conv the engine would not
     read them for."""
     out_per_group = shape_of(op.weight)[0] // op.group_count
-    if not conv_on_engine(op) or (op.group_count > 1 and out_per_group % rows):
+    panel = width if conv_on_pixels(op, rows, width) else rows
+    if not conv_on_engine(op) or (op.group_count > 1 and out_per_group % panel):
         return None
     if winograd and conv_winograd(op):
         pack = irt.PackOp(op.weight, "winograd", PIXEL_PAIR_ROWS[width])
     else:
-        pack = irt.PackOp(op.weight, "rows", width if conv_on_pixels(op, rows, width) else rows)
+        pack = irt.PackOp(op.weight, "rows", panel)
     pack.result.name_hint = f"{op.weight.name_hint or 'w'}_packed"
     Rewriter.insert_op(pack, InsertPoint.before(op))
     return irt_nn.Conv2dOp(op.input, op.weight, op.bias, op.result.type, epilogue=list(op.epilogue),

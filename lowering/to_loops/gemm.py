@@ -410,16 +410,17 @@ def conv_on_pixels(op: irt_nn.Conv2dOp, rows: int, width: int) -> bool:
     sw, pw = op.strides[1], op.paddings[1]
     if not all(isinstance(d, int) for d in (w, o, cg, kh, kw, oh, ow)):
         return False  # a size known only at call time
-    if op.group_count != 1 or width not in PIXEL_ROWS:
-        return False
+    mg = o // op.group_count
+    if width not in PIXEL_ROWS or (op.group_count > 1 and mg % width):
+        return False  # a group's channels in whole panels (ResNeXt-50's last stage: 32 a group on 7x7)
     k, p = cg * kh * kw, oh * ow
     columns = (oh - 1) * -(-(w + 2 * pw) // sw) + ow if conv_direct(op) else p
 
     def up(x: int, m: int) -> int:
         return -(-x // m) * m
 
-    pixels = up(o, width) * p * (k + PIXELS_TILE_COST)
-    other = up(o, rows) * up(columns, width) * (k + DIRECT_TILE_COST)
+    pixels = up(mg, width) * p * (k + PIXELS_TILE_COST)
+    other = up(mg, rows) * up(columns, width) * (k + DIRECT_TILE_COST)
     return pixels < PIXELS_GAIN[width] * other
 
 

@@ -64,7 +64,7 @@ func.func @direct_strided(%w: memref<12x54xf32>, %x: memref<1x6x27x27xf32>, %y: 
 // -----
 
 func.func @pixels_panels_grouped(%w: memref<1x27x16xf32>, %x: memref<1x6x8x8xf32>, %y: memref<1x12x8x8xf32>) {
-  // expected-error @+1 {{irl.gemm: pixels_panels reads one group's weight panels (groups 1), got groups 2}}
+  // expected-error @+1 {{irl.gemm: pixels_panels reads each group's weights as whole panels: M (6) must be a multiple of the panel width (16) with groups 2}}
   irl.gemm pixels_panels %w, %x -> %y sizes [6, 64, 27] tiles [6, 64, 27, 16] strides [] conv <input 1x6x8x8, output 12x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 2> parallel 0 : memref<1x27x16xf32>, memref<1x6x8x8xf32>, memref<1x12x8x8xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32
@@ -97,7 +97,7 @@ func.func @direct_panels_too_few(%w: memref<1x27x6xf32>, %x: memref<1x3x8x8xf32>
 // -----
 
 func.func @pixels_panels_wrong_k(%w: memref<2x26x16xf32>, %x: memref<1x3x8x8xf32>, %y: memref<1x24x8x8xf32>) {
-  // expected-error @+1 {{irl.gemm: pixels_panels reads its weights as panels [2, 27, 16] ([ceil(M/W), K, W]), got [2, 26, 16]}}
+  // expected-error @+1 {{irl.gemm: pixels_panels reads its weights as panels [2, 27, 16] ([groups*ceil(M/W), K, W]), got [2, 26, 16]}}
   irl.gemm pixels_panels %w, %x -> %y sizes [24, 64, 27] tiles [24, 64, 27, 32] strides [] conv <input 1x3x8x8, output 24x8x8, kernel 3x3, stride 1x1, padding 1x1, dilation 1x1, groups 1> parallel 0 : memref<2x26x16xf32>, memref<1x3x8x8xf32>, memref<1x24x8x8xf32> {
   ^bb0(%acc: f32):
     irl.yield %acc : f32

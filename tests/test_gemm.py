@@ -223,13 +223,6 @@ def _direct_conv(g: dict) -> bool:
     return (sh, sw) == (1, 1) or (kh - 1) * dh >= sh or (kw - 1) * dw >= sw
 
 
-def _packed_conv(g: dict) -> bool:
-    """Whether irc-pack-weights gives the conv's weight panels of the host's tile height (whole
-    panels per group)."""
-    per_group = g["cout"] // g["groups"]
-    return g["groups"] == 1 or per_group % irc.Target.host().gemm_rows == 0
-
-
 @pytest.mark.parametrize("name", CONVS)
 @pytest.mark.parametrize("batch", [1, 2])
 def test_conv_bn_relu_residual_through_im2col(name, batch):
@@ -240,7 +233,9 @@ def test_conv_bn_relu_residual_through_im2col(name, batch):
         res = torch.randn_like(m.conv(x))
     cm = check(m, x, res)
     assert ("irc_conv_direct<" if _direct_conv(g) else "irc_gemm(") in cm.cpp_source and _gemm_kernels(cm) == 1
-    assert ("irc_prepacked<IRC_MR> irc_a" in cm.cpp_source) == _packed_conv(g)
+    # packed at compile time, a group's rows in panels of their own (zero rows after a group
+    # that is not a whole number of panels)
+    assert "irc_prepacked<IRC_MR> irc_a" in cm.cpp_source
 
 
 def _conv_block(g: dict) -> nn.Module:
@@ -641,13 +636,15 @@ def test_convs_and_products_with_tiles_of_different_heights(conv_rows, matmul_ro
 
 @pytest.mark.parametrize("rows", [12, 14])
 def test_conv_weights_packed_in_panels_of_the_tile_height(rows):
-    """Two groups of `rows` output channels: packed in `rows`-row panels; a group of 6 more
-    channels is not a whole number of panels: packed on the fly. Both right."""
+    """Two groups of `rows` output channels: packed in `rows`-row panels, one per group; a group
+    of 6 more channels is not a whole number of panels: two per group, the second's last rows
+    zeros, so that no panel straddles the groups. Both packed at compile time, both right."""
     x = torch.randn(2, 6, 9, 7)
-    for per_group, packed in ((rows, True), (rows + 6, False)):
+    for per_group in (rows, rows + 6):
         m = nn.Sequential(nn.Conv2d(6, 2 * per_group, 3, padding=1, groups=2), nn.ReLU()).eval()
         cm = _tall(m, rows, x, conv=True)
-        assert ("irc_prepacked<IRC_MR> irc_a" in cm.cpp_source) == packed
+        assert "irc_prepacked<IRC_MR> irc_a" in cm.cpp_source
+        assert f"memref<{2 * -(-per_group // rows)}x27x{rows}xf32>" in cm.ir("loops")
 
 
 @pytest.mark.parametrize("rows", [8, 12, 14])

@@ -147,8 +147,10 @@ class Conv2dOp(StridedWindow, EpilogueOp):
       epilogue through the generic `contraction-epilogue` rule.
     * `packed` (optional) is the same weight as the GEMM engine's lhs panels,
       `irt.pack %w "rows" R` = [ceil(O/R), C/groups*kH*kW, R], added by `irc-pack-weights` when
-      the weight is known at compile time, so folding packs it once instead of every call. It
-      must hold exactly `pack(weight)`: a rewrite that changes the weight drops it. `weight`
+      the weight is known at compile time, so folding packs it once instead of every call; with
+      groups, each group's rows are panels of their own, [groups * ceil(O/groups/R), ..., R]
+      (zero rows after each group's last where O/groups is not a multiple of R). It must hold
+      exactly that packing of `weight`: a rewrite that changes the weight drops it. `weight`
       stays the op's meaning (verifier, reference, the scalar nest); only the engine reads `packed`.
       A 3x3 stride-1 conv the engine runs as Winograd F(2x2, 3x3) takes `irt.pack %w "winograd" R`
       instead, [16, ceil(O/R), C, R] (see `irt.pack`).
@@ -273,10 +275,11 @@ class Conv2dOp(StridedWindow, EpilogueOp):
         elif self.packed is not None:
             p = shape_of(self.packed)
             k = wt[1] * wt[2] * wt[3]
-            if len(p) != 3 or p[2] < 1 or p[1] != k or p[0] != -(-wt[0] // p[2]):
+            if len(p) != 3 or p[2] < 1 or p[1] != k or p[0] != g * -(-(wt[0] // g) // p[2]):
+                panels = f"ceil({wt[0]}/R)" if g == 1 else f"{g} * ceil({wt[0] // g}/R)"
                 raise VerifyException(
-                    f"irt.conv2d: packed weight {_fmt(p)} should be [ceil({wt[0]}/R), {k}, R], the weight "
-                    f"{_fmt(wt)} in panels of R rows"
+                    f"irt.conv2d: packed weight {_fmt(p)} should be [{panels}, {k}, R], the weight {_fmt(wt)} in "
+                    f"panels of R rows" + ("" if g == 1 else f", each of its {g} groups' rows in panels of their own")
                 )
         expected = self.expected_shape()
         if min(expected[2:]) < 1:

@@ -116,7 +116,7 @@ def emit_gemm(em, op: irl.GemmOp) -> None:
             em.line(f"const irc_prepacked<IRC_NR> irc_a{{{a}{group}, {k}}};")
         elif layout == irl.GemmLayout.PIXELS:
             em.line(f"const irc_dense<IRC_NR, false> irc_a{{{a} + irc_g*{m * k}, {k}, {m}}};")
-        elif layout in irl.PACKED_CONV_LAYOUTS:  # panels never straddle groups (m % rows == 0 when groups > 1)
+        elif layout in irl.PACKED_CONV_LAYOUTS:  # each group's rows in panels of their own: ceil(m / rows) a group
             rows = op.a.type.get_shape()[-1]
             if rows != em.gemm_rows:
                 raise NotImplementedError(

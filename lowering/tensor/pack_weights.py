@@ -9,8 +9,9 @@ whose weight is the lhs of its im2col product, gets the panels as its `packed` o
 rhs's `gemm_width`-wide panels for a conv the engine runs with pixels as the tile's rows).
 Compile-time folding then evaluates the pack once, so the weight is packed when the compiled
 module is created, never per call. Run-time operands are left alone (the GEMM packs them on
-the fly), and so are convs the engine does not run (depthwise ones, `conv_on_engine`) or whose
-groups would split a panel.
+the fly), and so are convs the engine does not run (depthwise ones, `conv_on_engine`). A
+grouped conv whose groups are not whole panels of `gemm_rows` rows has each group's rows padded
+with zero rows first (`_groups_padded`), so that no panel straddles two groups.
 
     irc-opt model.mlir -p 'irc-pack-weights{inputs=1 gemm_width=32 gemm_rows=6}'
 
@@ -32,13 +33,14 @@ from dataclasses import dataclass
 from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr, TensorType
 from xdsl.ir import Block, BlockArgument, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from irc.dialects.irt import core as irt, nn as irt_nn
 from irc.dialects.irt.core import ContractionKind, f32, shape_of
+from irc.dialects.irt.shape import ConcatOp, ExpandOp
 from irc.lowering.tensor.irc_fuse import FUSED_ATTR
 from irc.lowering.to_loops.gemm import conv_on_engine, conv_on_pixels, conv_winograd
 from irc.target import GEMM_ROWS_CHOICES, GEMM_WIDTHS, PIXEL_PAIR_ROWS, Target
@@ -77,17 +79,38 @@ def pack_conv(op: irt_nn.Conv2dOp, rows: int = Target.gemm_rows, width: int = Ta
     unless `winograd` is false: the Winograd tile's height); None for a conv the engine would not
     read them for."""
     out_per_group = shape_of(op.weight)[0] // op.group_count
-    panel = width if conv_on_pixels(op, rows, width) else rows
-    if not conv_on_engine(op) or (op.group_count > 1 and out_per_group % panel):
+    pixels = conv_on_pixels(op, rows, width)  # with groups, only where they are whole panels
+    if not conv_on_engine(op):
         return None
     if winograd and conv_winograd(op):
         pack = irt.PackOp(op.weight, "winograd", PIXEL_PAIR_ROWS[width])
+    elif pixels or op.group_count == 1 or out_per_group % rows == 0:
+        pack = irt.PackOp(op.weight, "rows", width if pixels else rows)
     else:
-        pack = irt.PackOp(op.weight, "rows", panel)
+        pack = irt.PackOp(_groups_padded(op, rows), "rows", rows)
     pack.result.name_hint = f"{op.weight.name_hint or 'w'}_packed"
     Rewriter.insert_op(pack, InsertPoint.before(op))
     return irt_nn.Conv2dOp(op.input, op.weight, op.bias, op.result.type, epilogue=list(op.epilogue),
                            body=op.detach_region(op.body), packed=pack.result, **op.geometry())
+
+
+def _groups_padded(op: irt_nn.Conv2dOp, rows: int) -> SSAValue:
+    """A grouped conv's weight as [groups * up(O/groups, rows), C/groups*kH*kW], each group's rows
+    followed by zero rows up to a multiple of `rows` (inserted before `op`), so that its panels
+    are its own: what the engine reads per group (RegNet's and ResNeXt's groups of 4, 8 or 16
+    channels at 6-row tiles were packed per group at every call)."""
+    o, cg, kh, kw = shape_of(op.weight)
+    g = op.group_count
+    m, k = o // g, cg * kh * kw
+    up = -(-m // rows) * rows
+    grouped = irt.ReshapeOp(op.weight, TensorType(f32, [g, m, k]))
+    zero = irt.ConstantOp.from_values([0.0], f32)
+    zeros = ExpandOp(zero.result, TensorType(f32, [g, up - m, k]))
+    padded = ConcatOp([grouped.result, zeros.result], 1, TensorType(f32, [g, up, k]))
+    flat = irt.ReshapeOp(padded.result, TensorType(f32, [g * up, k]))
+    for new in (grouped, zero, zeros, padded, flat):
+        Rewriter.insert_op(new, InsertPoint.before(op))
+    return flat.result
 
 
 @dataclass(frozen=True)

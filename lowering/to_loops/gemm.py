@@ -564,7 +564,7 @@ def lower_conv2d_gemm(fl: FunctionLowering, op: irt_nn.Conv2dOp) -> None:
     transformed = op.packed is not None and len(shape_of(op.packed)) == 4
     panel = shape_of(op.packed)[-1] if op.packed is not None and not transformed else None
     winograd = transformed and shape_of(op.packed)[-1] == PIXEL_PAIR_ROWS[width]
-    packed = winograd or (panel == rows and (groups == 1 or mg % rows == 0))
+    packed = winograd or panel == rows  # a group's rows in panels of their own (the verifier's shape)
     if winograd:
         r, os = winograd_tiles(op, PIXEL_PAIR_ROWS[width], fl.threads, fl.caches)
         layout, tiles = irl.GemmLayout.WINOGRAD, [r, 1, 1, os]

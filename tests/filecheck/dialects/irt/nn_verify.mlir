@@ -126,6 +126,16 @@ func.func @conv_packed_shape(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>, 
 
 // -----
 
+// 8 output channels per group in 6-row panels: 2 panels per group (zero rows after each
+// group's 8), not ceil(16/6) = 3 panels that straddle the groups.
+func.func @conv_packed_groups(%x: tensor<1x4x8x8xf32>, %w: tensor<16x2x3x3xf32>, %wp: tensor<3x18x6xf32>) -> tensor<1x16x8x8xf32> {
+  // expected-error @+1 {{irt.conv2d: packed weight 3x18x6 should be [2 * ceil(8/R), 18, R], the weight 16x2x3x3 in panels of R rows, each of its 2 groups' rows in panels of their own}}
+  %0 = irt.conv2d %x, %w packed(%wp : tensor<3x18x6xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 2 : (tensor<1x4x8x8xf32>, tensor<16x2x3x3xf32>) -> tensor<1x16x8x8xf32>
+  func.return %0 : tensor<1x16x8x8xf32>
+}
+
+// -----
+
 func.func @conv_winograd_packed_shape(%x: tensor<1x3x8x8xf32>, %w: tensor<16x3x3x3xf32>, %wp: tensor<16x2x3x6xf32>) -> tensor<1x16x8x8xf32> {
   // expected-error @+1 {{irt.conv2d: Winograd-packed weight 16x2x3x6 should be [16, ceil(16/R), 3, R] (irt.pack "winograd" of a 3x3 weight, groups 1), the weight is 16x3x3x3 in 1 group(s)}}
   %0 = irt.conv2d %x, %w packed(%wp : tensor<16x2x3x6xf32>) stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : (tensor<1x3x8x8xf32>, tensor<16x3x3x3xf32>) -> tensor<1x16x8x8xf32>

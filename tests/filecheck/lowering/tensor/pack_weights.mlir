@@ -78,14 +78,21 @@ func.func @conv_on_pixels(%x: tensor<1x32x4x4xf32>, %w: tensor<24x32x3x3xf32>) -
 
 // -----
 
-// Grouped convs are packed only when every group's output channels fill whole panels (12 per
-// group here); 8 per group would put two groups in one panel, and a depthwise conv (1 per
-// group) does not run on the GEMM engine at all.
+// A grouped conv's panels never straddle two groups: 12 output channels per group fill whole
+// 6-row panels; 8 per group are padded with zero rows to 12 first (reshape per group, concat
+// zeros, reshape back), so each group has two panels of its own; a depthwise conv (1 input
+// channel per group) does not run on the GEMM engine at all.
 
 // CHECK-LABEL: func.func @grouped
 // CHECK-NEXT:    %w12_packed = irt.pack %w12 "rows" 6 : (tensor<24x2x1x1xf32>) -> tensor<4x2x6xf32>
 // CHECK-NEXT:    %a = irt.conv2d %x, %w12 packed(%w12_packed : tensor<4x2x6xf32>) stride
-// CHECK-NEXT:    %b = irt.conv2d %x, %w8 stride
+// CHECK-NEXT:    %[[G:.*]] = irt.reshape %w8 : (tensor<16x2x1x1xf32>) -> tensor<2x8x2xf32>
+// CHECK-NEXT:    %[[Z:.*]] = irt.constant dense<0.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[ZS:.*]] = irt.expand %[[Z]] : (tensor<f32>) -> tensor<2x4x2xf32>
+// CHECK-NEXT:    %[[P:.*]] = irt.concat %[[G]], %[[ZS]] dim 1 : (tensor<2x8x2xf32>, tensor<2x4x2xf32>) -> tensor<2x12x2xf32>
+// CHECK-NEXT:    %[[F:.*]] = irt.reshape %[[P]] : (tensor<2x12x2xf32>) -> tensor<24x2xf32>
+// CHECK-NEXT:    %w8_packed = irt.pack %[[F]] "rows" 6 : (tensor<24x2xf32>) -> tensor<4x2x6xf32>
+// CHECK-NEXT:    %b = irt.conv2d %x, %w8 packed(%w8_packed : tensor<4x2x6xf32>) stride
 // CHECK-NEXT:    %c = irt.conv2d %x, %wd stride
 func.func @grouped(%x: tensor<1x4x5x5xf32>, %w12: tensor<24x2x1x1xf32>, %w8: tensor<16x2x1x1xf32>, %wd: tensor<4x1x3x3xf32>) -> (tensor<1x24x5x5xf32>, tensor<1x16x5x5xf32>, tensor<1x4x5x5xf32>) {
   %a = irt.conv2d %x, %w12 stride [1, 1] padding [0, 0] dilation [1, 1] groups 2 : (tensor<1x4x5x5xf32>, tensor<24x2x1x1xf32>) -> tensor<1x24x5x5xf32>

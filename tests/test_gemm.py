@@ -988,3 +988,19 @@ def test_grouped_convs_of_whole_channel_panels_take_the_pixels_layout(c, g, hw, 
     with torch.no_grad():
         torch.testing.assert_close(cm(x), m(x))
     assert "pixels_panels %" in cm.ir("loops") and f"groups {g}>" in cm.ir("loops")
+
+
+def test_grouped_convs_with_run_time_weights_take_their_layouts_per_group():
+    """Weights that are inputs (nothing packed at compile time): a grouped conv of whole 32-channel
+    groups on 7x7 in the pixels layout, each group's rows packed per call from its own offset, and
+    one of 8 a group (stride 2) in the direct layout; both against eager."""
+    cases = [((2, 128, 7, 7), (128, 32, 3, 3), 1, 4, "pixels"), ((1, 64, 9, 7), (64, 8, 3, 3), 2, 8, "direct")]
+    for xs, ws, s, g, layout in cases:
+        x, w = torch.randn(xs), torch.randn(ws) / ws[1] ** 0.5 / 3
+
+        def f(x, w, s=s, g=g):
+            return F.relu(F.conv2d(x, w, stride=s, padding=1, groups=g))
+
+        cm = irc.compile(f, (x, w), fallback=False)
+        assert f"irl.gemm {layout} %" in cm.ir("loops")
+        torch.testing.assert_close(cm(x, w), f(x, w))

@@ -123,6 +123,19 @@ def test_indexing_by_a_compile_time_mask(mask):
     check(lambda t: t[mask] + 1, x)
 
 
+def test_a_compile_time_uint8_index_is_a_mask_in_eager_and_left_to_it():
+    """torch reads a uint8 index tensor as a mask (deprecated): irc leaves it to eager, not to its
+    integer path (which made a 2x4 result a 3x4 product fail to verify)."""
+    x = torch.randn(3, 4)
+    mask = torch.tensor([1, 0, 1], dtype=torch.uint8)
+    with pytest.warns(UserWarning, match="uint8"):
+        expected = x[mask] * 2
+    with pytest.raises(irc.UnsupportedOpError, match="advanced indexing"):
+        irc.compile(lambda t: t[mask] * 2, (x,), fallback=False)
+    cm = irc.compile(lambda t: t[mask] * 2, (x,))
+    torch.testing.assert_close(cm(x), expected)
+
+
 def test_a_compile_time_table_read_at_run_time_indices():
     table = torch.randn(5, 3)
     cm = irc.compile(lambda i: table[i] * 2, (torch.tensor([4, 0, 4]),), fallback=False)

@@ -255,7 +255,9 @@ def _compile_time_rows(imp: ImportContext, x: SSAValue, index: Any) -> tuple[SSA
         index = torch.tensor(index)
     elif isinstance(index, list) and index and all(isinstance(i, bool) for i in index):
         index = torch.tensor(index)
-    if not isinstance(index, torch.Tensor) or index.is_floating_point() or index.is_complex():
+    # uint8 indexes as a mask in torch (deprecated): left to eager, as are float indices
+    if not isinstance(index, torch.Tensor) or index.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8,
+                                                                   torch.bool):
         return None
     shape = _shape(x)
     if index.dtype != torch.bool:  # in range: the model ran on the example inputs before its import

@@ -13,6 +13,7 @@ from irc_testing import check
 from torch import nn
 
 import irc
+from irc.errors import IrcError
 from irc.frontend.converters import FUNCTIONS
 from irc.frontend.fx_importer import import_fx
 
@@ -213,6 +214,9 @@ SHAPE_OPS = {
     "chunk": lambda x: x.chunk(4, 1)[-1] + x.chunk(4, 1)[0],
     "chunk uneven": lambda x: torch.chunk(x, 2, dim=2)[1],
     "unbind": lambda x: x.unbind(1)[3] * 2 + torch.unbind(x)[0][0],
+    "narrow": lambda x: x.narrow(1, 2, 3) * 2,
+    "torch.narrow negative dim and start": lambda x: torch.narrow(x, -1, -4, 2) + 1,
+    "narrow whole and empty": lambda x: torch.cat([x.narrow(0, 0, 3), x.narrow(0, 3, 0)]) * 2,
     "contiguous clone detach": lambda x: x.contiguous().clone().detach() * 2,
     "returns clone of input": lambda x: x.clone(),
     "to float32": lambda x: x.to(torch.float32).float().type(torch.float32).to("cpu").cpu() + 1,
@@ -443,3 +447,36 @@ def test_scalar_index_and_leading_none():
     check(lambda x: x[0] * 2 + x[-1], torch.randn(5))
     check(lambda x: x[..., None] + x[None], torch.randn(5))
     check(lambda x: x.split([2, 3], dim=-1)[1].squeeze(0), torch.randn(1, 5))
+
+
+def test_narrow_outside_the_dimension_raises_as_eager_does():
+    """torch raises where a narrow's box leaves its dimension (slicing would clamp): the compile
+    says so, quoting eager's error."""
+    x = torch.randn(3, 6, 5)
+    for f in (lambda x: x.narrow(1, 4, 3), lambda x: x.narrow(1, -7, 2), lambda x: x.narrow(2, 0, -1)):
+        with pytest.raises((RuntimeError, IndexError)):
+            f(x)
+        with pytest.raises(IrcError, match="eager PyTorch raises too"):
+            irc.compile(f, (x,))
+
+
+def test_narrow_to_a_symbolic_length():
+    """A buffer narrowed to the input's length (position ids), and the input narrowed by a
+    length computed from its size, at every length of the range with one build."""
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("table", torch.randn(40, 8))
+
+        def forward(self, x):
+            n = x.shape[1]
+            return x.narrow(1, 1, n - 1) * self.table.narrow(0, 0, n - 1) + torch.narrow(x, 1, 0, n - 1)
+
+    m = M()
+    cm = irc.compile(m, (torch.randn(2, 9, 8),), fallback=False,
+                     dynamic_shapes={"x": {1: torch.export.Dim("L", min=2, max=40)}})
+    for n in (3, 9, 17, 40):
+        x = torch.randn(2, n, 8)
+        torch.testing.assert_close(cm(x), m(x))
+    assert len(cm.versions) == 1

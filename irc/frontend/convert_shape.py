@@ -298,6 +298,20 @@ def _pieces(imp: ImportContext, x: SSAValue, dim: int, sizes: Sequence[int]) -> 
     return tuple(out)
 
 
+@accepts_ints
+def _narrow(imp: ImportContext, node: fx.Node, x: Any, dim: int, start: Any, length: Any):
+    """x.narrow(dim, start, length): the slice [start, start + length) of `dim` (a negative start
+    counts from the end). torch raises where the box leaves the dimension, which slicing would
+    clamp instead; the traced run on the example inputs has raised for that already, and a box on
+    a symbolic dimension is checked at every call (`_index_symbolic`)."""
+    shape = tuple(x.shape) if isinstance(x, torch.Tensor) else _shape(x)
+    dim %= len(shape)
+    n = shape[dim]
+    if isinstance(start, int) and start < 0:
+        start = start + n if isinstance(n, int) else n + start
+    return _getitem(imp, node, x, (slice(None),) * dim + (slice(start, start + length),))
+
+
 def _meta_sizes(x: SSAValue, dim: int, how: Callable[[torch.Tensor], Sequence[torch.Tensor]]) -> list[int]:
     """Piece sizes along `dim` exactly as torch computes them (on a shape-only tensor; the other
     dimensions do not matter, so symbolic ones stand in as 1)."""
@@ -616,6 +630,7 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.unflatten: folding(reshape, torch.unflatten),
     torch.split: folding(_split, torch.split),
     torch.chunk: folding(_chunk, torch.chunk),
+    torch.narrow: folding(_narrow, torch.narrow),
     torch.unbind: folding(_unbind, torch.unbind),
     torch.broadcast_to: folding(_expand, torch.broadcast_to),
     torch.clone: folding(identity, torch.clone),
@@ -646,6 +661,7 @@ METHODS: dict[str, Converter] = {
     "reshape_as": folding(reshape, method_call("reshape_as")),
     "split": folding(_split, method_call("split")),
     "chunk": folding(_chunk, method_call("chunk")),
+    "narrow": folding(_narrow, method_call("narrow")),
     "unbind": folding(_unbind, method_call("unbind")),
     "expand": folding(_expand, method_call("expand")),
     "expand_as": folding(_expand, method_call("expand_as")),

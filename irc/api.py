@@ -440,7 +440,10 @@ class CompiledModule:
         if v.graph is None or v is not self._first:
             raise IrcError("--profile needs a model compiled entirely to native code")
         opts = {**self._options, "dump_dir": None}
-        profiled = _native_version(self.graph_module, self._example_inputs, profile=True, **opts)
+        # built as `v` was (symbolic sizes if `v` has them): the profile's kernel indices are
+        # positions in that IR, which `fused` must be; a static build folds other ops
+        dynamic = getattr(self, "_dynamic", None) if self._example_sizes(v) is not None else None
+        profiled = _native_version(self.graph_module, self._example_inputs, profile=True, dynamic=dynamic, **opts)
         lib = load_library(profiled.library_path)
         for _ in range(3):
             profiled.forward(*self._example_inputs)
@@ -580,6 +583,7 @@ def compile(
 
     cm = CompiledModule(gm, build(gm, inputs, symbolic=True), build, max_versions, model=model, example_inputs=inputs)
     cm._options = options
+    cm._dynamic = dynamic
     cm.specialized = specialized
     return cm
 

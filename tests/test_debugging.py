@@ -96,3 +96,31 @@ def test_explain_profile_times_every_kernel_and_draws_the_roofline(tmp_path, mon
 def test_irc_explain_command(capsys):
     assert irc_main(["explain", "mlp-small"]) == 0
     assert "irt.linear + irt.relu -> one irt.contract" in capsys.readouterr().out
+
+
+class _Positions(nn.Module):
+    """A buffer sliced at the input's length (a language model's position ids): a kernel when the
+    length is symbolic, folded into a constant in a build for one length."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("pos", torch.arange(32))
+        self.emb = nn.Embedding(32, 16)
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x):
+        return torch.relu(self.lin(x + self.emb(self.pos.narrow(0, 0, x.shape[1]))))
+
+
+def test_explain_profile_of_symbolic_sizes_times_the_symbolic_kernels(monkeypatch):
+    """The profiled build is the symbolic one the report lists: a build for the example's sizes
+    alone folds the position slice and its embedding, and its kernel indices then named other
+    kernels of the list (times under the wrong rows, '?' for the rest)."""
+    monkeypatch.setenv("IRC_PEAK_GFLOPS", "100")
+    monkeypatch.setenv("IRC_BANDWIDTH_GBS", "20")
+    x = torch.randn(1, 20, 16)
+    cm = irc.compile(_Positions(), (x,), dynamic_shapes={"x": {1: torch.export.Dim("L", min=2, max=32)}})
+    report = cm.explain(profile=True, runs=5)
+    rows = [line for line in report.splitlines() if re.match(r"\s+\d+\s+irt\.", line)]
+    assert any("irt.slice" in r for r in rows) and any("irt.embedding" in r for r in rows), report
+    assert all(re.search(r"\d+\.\dus", r) for r in rows), report

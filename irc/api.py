@@ -288,6 +288,21 @@ class CompiledModule:
         check_inputs(inputs, names, self._input_dtypes or [torch.float32] * len(names), note=note)  # all but shapes
         shapes = tuple(tuple(x.shape) for x in inputs)
         with self._lock:
+            served = self.versions.get(shapes) is not None
+            symbolic = [v for v in self.versions.values() if v.forward is not self._forward and _symbolic(v)]
+        if not served:
+            # A version for symbolic sizes serves every shape its checks pass, which a shape
+            # compiled for since (one outside its ranges) must not take over from. Its checks
+            # run before anything native, and the rest of the inputs was checked above.
+            for v in symbolic:
+                try:
+                    out = v.forward(*inputs)
+                except InputError:
+                    continue
+                with self._lock:
+                    self._forward = v.forward
+                return out
+        with self._lock:
             version = self.versions.get(shapes)
             if version is None:
                 version = self._new_version(inputs, shapes)
@@ -457,6 +472,11 @@ class CompiledModule:
         name = self._first.graph.func_name if self._first.graph else "forward"
         extra = f", {len(self._first.eager_nodes)} eager node(s)" if self._first.eager_nodes else ""
         return f"CompiledModule({name}({shapes}), library={self.library_path}{extra})"
+
+
+def _symbolic(v: Version) -> bool:
+    """Whether `v` was compiled for symbolic sizes (a range of shapes)."""
+    return any(not isinstance(d, int) for shape in v.input_shapes for d in shape)
 
 
 def _fmt_shapes(shapes: Shapes) -> str:

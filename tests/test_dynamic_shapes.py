@@ -45,6 +45,21 @@ def test_one_build_serves_every_batch(fresh_cache):
     assert '#irt.dims<"s0">' in cm.ir("import") and "%s0: index" in cm.ir("loops")
 
 
+def test_a_shape_outside_the_ranges_does_not_take_over_from_the_symbolic_version(fresh_cache):
+    """After a call at a size the symbolic version does not serve (1, or past max), later sizes
+    inside its ranges run on it again: they were compiled one version each, until max_versions
+    sent them to eager."""
+    m = Elementwise()
+    b = Dim("batch", max=100)
+    cm = irc.compile(m, (torch.randn(3, 16), torch.randn(3, 16)), dynamic_shapes=[{0: b}, {0: b}], max_versions=3)
+    before = compiler_invocations()
+    for n in (1, 5, 101, 17, 1, 64, 2, 99, 101):
+        x, y = torch.randn(n, 16), torch.randn(n, 16)
+        torch.testing.assert_close(cm(x, y), m(x, y))
+    assert len(cm.versions) == 3  # the symbolic one, batch 1, batch 101
+    assert compiler_invocations() - before == 2
+
+
 def test_sizes_outside_the_range_get_their_own_version(fresh_cache):
     m = Elementwise()
     b = Dim("batch", max=100)

@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
-from irc_testing import check
+from irc_testing import check, kernel_code
 from torch import nn
 
 import irc
@@ -480,3 +480,44 @@ def test_narrow_to_a_symbolic_length():
         x = torch.randn(2, n, 8)
         torch.testing.assert_close(cm(x), m(x))
     assert len(cm.versions) == 1
+
+
+# Activations made of exp and log (`convert_math._softplus_of`, `_elu_of`): on a grid over their
+# whole range, with infinities, NaN, zeros of both signs, the threshold's neighbours, and values
+# whose results are tiny (softplus(-30) = 9.4e-14: log1p and expm1, not log(1 + u) and exp(x) - 1).
+EXP_ACTIVATIONS = {
+    "softplus": (lambda x: F.softplus(x), 5e-7),
+    "softplus beta threshold": (lambda x: F.softplus(x, beta=2.0, threshold=5.0), 5e-7),
+    "nn.Softplus": (nn.Softplus(0.5, 10.0), 5e-7),
+    "mish": (lambda x: F.mish(x), 1e-5),  # tanh near 0 of a sum; torch's own: 1.2e-5
+    "nn.Mish": (nn.Mish(), 1e-5),
+    "logsigmoid": (lambda x: F.logsigmoid(x), 5e-7),
+    "nn.LogSigmoid": (nn.LogSigmoid(), 5e-7),
+    "elu": (lambda x: F.elu(x), 5e-7),
+    "nn.ELU": (nn.ELU(0.3), 5e-7),
+    "selu": (lambda x: F.selu(x), 5e-7),
+    "nn.SELU": (nn.SELU(), 5e-7),
+    "celu": (lambda x: F.celu(x, 2.0), 5e-7),
+    "nn.CELU": (nn.CELU(0.5), 5e-7),
+    "clamp_min clamp_max": (lambda x: torch.stack([x.clamp_min(-0.5), torch.clamp_max(x, 0.25), x.clamp_max(1.0)]), 0.0),
+}
+
+
+@FUSE
+@pytest.mark.parametrize("name", sorted(EXP_ACTIVATIONS))
+def test_exp_log_activations_match_eager_and_float64(name, fuse):
+    f, bound = EXP_ACTIVATIONS[name]
+    x = torch.cat([
+        torch.linspace(-110, 110, 2001), torch.logspace(-30, 2, 200), -torch.logspace(-30, 2, 200),
+        torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), 5.0, 20.0, 20.0001, 19.9999, 2.5,
+                      2.5001, -87.3, -104.0, -1e-7, 1e-7, 0.4999, 0.5, -0.5, -0.5001, 1.0]),
+    ]).reshape(3, -1)  # rows of 807: not whole vectors
+    cm = irc.compile(f, (x,), fuse=fuse, fallback=False)
+    y = cm(x)
+    torch.testing.assert_close(y, f(x), equal_nan=True)
+    exact = f(x.double())
+    normal = torch.isfinite(exact) & (exact.abs() > torch.finfo(torch.float32).tiny)
+    err = ((y.double() - exact).abs() / exact.abs())[normal].max().item()
+    assert err <= bound, f"{name}: relative error {err:.3g} against float64 > {bound}"
+    if fuse and "elu" in name.lower():  # one exp and arithmetic: one kernel
+        assert len(re.findall(r"// kernel \d+", kernel_code(cm))) == 1

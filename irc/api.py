@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
+import types
 import weakref
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
@@ -500,11 +501,24 @@ def trace(model: Any, n_inputs: int | None = None) -> fx.GraphModule:
         from irc.frontend.aten import exported_program_module
 
         return exported_program_module(model)
+    if n_inputs is not None and not isinstance(model, (torch.nn.Module, types.FunctionType, types.MethodType)) \
+            and callable(model):
+        model = _positional(model, n_inputs)  # torch.relu, F.gelu: C functions symbolic_trace refuses
     concrete = _defaults_beyond(model, n_inputs) if n_inputs is not None else {}
     gm = symbolic_trace(model, concrete or None)
     if concrete:
         _drop_specialized_placeholders(gm, n_inputs)
     return gm
+
+
+def _positional(fn: Callable[..., Any], n: int) -> Callable[..., Any]:
+    """A Python function of `n` arguments calling `fn` on them."""
+    names = [f"x{i}" for i in range(n)]
+    scope: dict[str, Any] = {"fn": fn}
+    exec(f"def forward({', '.join(names)}):\n    return fn({', '.join(names)})", scope)  # noqa: S102
+    forward = scope["forward"]
+    forward.__name__ = getattr(fn, "__name__", "forward")
+    return forward
 
 
 def _drop_specialized_placeholders(gm: fx.GraphModule, n_inputs: int) -> None:

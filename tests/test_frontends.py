@@ -565,3 +565,20 @@ def test_recompile_failure_names_the_shapes():
     cm = irc.compile(fixed, (torch.randn(8),))
     with pytest.raises(irc.IrcError, match=r"new input shapes \(5\) failed \(compiled so far: \(8\)\)"):
         cm(torch.randn(5))
+
+
+def test_torch_functions_and_other_callables_compile_as_the_model():
+    """torch.relu, F.softplus (C functions torch.fx cannot trace themselves), functools.partial
+    and a callable object are called with the example inputs: irc traces that call."""
+    import functools
+
+    class Scaled:
+        def __call__(self, x, y):
+            return torch.tanh(x) * y
+
+    x, y = torch.randn(3, 5), torch.randn(3, 5)
+    cases = [(torch.relu, (x,)), (F.softplus, (x,)), (torch.add, (x, y)), (torch.matmul, (x, y.T)),
+             (functools.partial(F.leaky_relu, negative_slope=0.2), (x,)), (Scaled(), (x, y))]
+    for f, xs in cases:
+        cm = irc.compile(f, xs, fallback=False)
+        torch.testing.assert_close(cm(*xs), f(*xs))

@@ -1459,6 +1459,20 @@ template <> inline irc_vec irc_causal<irc_vec>(irc_vec x, int64_t row, int64_t j
   return lane + (int32_t)(j - row) > 0 ? irc_vsplat(-__builtin_inff()) : x;
 }
 
+// exp(x) for the x = s - max(s) <= 0 of a softmax (or NaN): irc_exp_normal, which is irc_exp bit
+// for bit where the result is a normal float, and 0 below that (x < -87.3, where irc_exp gives a
+// subnormal under 1.2e-38: a share of the row's sum float32 cannot hold). One multiply, two
+// integer min/max and a select shorter than irc_exp: BERT's 128-key rows (Zen 4, one thread)
+// 36 -> 27.5 us per 512 rows. -inf (a masked score) gives exactly 0, NaN stays NaN.
+static inline irc_vec irc_exp_nonpositive(irc_vec x) {
+#ifdef IRC_LIBM
+  return irc_exp(x);  // strict builds: libm's exp
+#else
+  const irc_vec p = irc_exp_normal(x);
+  return x < -87.3f ? irc_vec{} : p;
+#endif
+}
+
 // s[0, n) = exp(s - max(s)), in IRC_VL-float vectors; returns 1 / their sum (the caller scales;
 // 0 for an empty row). s[valid, n) is masked (-inf: a causal row's future): set to exactly 0
 // without its exp. A row masked whole is NaN, as torch's softmax is.
@@ -1478,7 +1492,7 @@ static inline float irc_softmax_row(float* s, int64_t n, int64_t valid) {
   irc_vec sv = irc_vec{};
   const irc_vec mm = irc_vsplat(mx);
   for (j = 0; j + IRC_VL <= n; j += IRC_VL) {
-    const irc_vec p = irc_exp(irc_vload(s + j) - mm);
+    const irc_vec p = irc_exp_nonpositive(irc_vload(s + j) - mm);
     irc_vstore(s + j, p);
     sv += p;
   }

@@ -91,6 +91,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     IntegerAttr,
     MemRefType,
+    UnitAttr,
     i1,
     i64,
 )
@@ -501,6 +502,7 @@ class AttentionOp(IntArrays, StaticShapeOp):
     and v's rows for Ev of 1-4 vectors, else one GEMM). `causal 1` also tells the engine that a
     block needs only the keys up to its last query. Scores never exist beyond one block per thread.
     `mask_strides` (batch, row, column) read the optional additive mask operand (0 broadcasts).
+    `safe`: a row whose scores are all -inf gives 0, not NaN (irt.attention's `safe`).
     Sizes and mask strides known only at
     call time are index operands (`sizes [%b, %s0, %s1, 64, 64]`), and `parallel 1 if %p`
     decides the threads at call time, as on `irl.gemm`.
@@ -522,30 +524,35 @@ class AttentionOp(IntArrays, StaticShapeOp):
     causal = prop_def(IntegerAttr[I64])
     mask_strides = prop_def(DenseArrayBase.constr(i64))
     parallel = prop_def(IntegerAttr[I64])
+    zero_masked_rows = opt_prop_def(UnitAttr)
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     custom_directives = (DynamicIndexList,)
     assembly_format = (
         "$q `,` $k `,` $v `->` $o (`mask` `(` $mask^ `:` type($mask) `)`)? "
         "`sizes` custom<DynamicIndexList>($dynamic_sizes, $sizes) `rows` $rows "
-        "`scale` $scale `causal` $causal `mask_strides` custom<DynamicIndexList>($dynamic_mask_strides, $mask_strides) "
+        "`scale` $scale `causal` $causal (`safe` $zero_masked_rows^)? "
+        "`mask_strides` custom<DynamicIndexList>($dynamic_mask_strides, $mask_strides) "
         "`parallel` $parallel (`if` $parallel_if^)? "
         "`:` type($q) `,` type($k) `,` type($v) `,` type($o) attr-dict"
     )
 
     def __init__(self, q, k, v, o, mask, *, sizes: Sequence[Index], rows: int, scale: float, causal: bool,
-                 mask_strides: Sequence[Index], parallel: bool | SSAValue):
+                 mask_strides: Sequence[Index], parallel: bool | SSAValue, safe: bool = False):
         (sizes_attr, dyn_sizes), (strides_attr, dyn_strides) = _mixed(sizes), _mixed(mask_strides)
         parallel_attr, parallel_if = _parallel(parallel)
+        properties = {
+            "sizes": sizes_attr,
+            "rows": IntegerAttr(rows, i64),
+            "scale": FloatAttr(scale, Float32Type()),
+            "causal": IntegerAttr(int(causal), i64),
+            "mask_strides": strides_attr,
+            "parallel": parallel_attr,
+        }
+        if safe:
+            properties["zero_masked_rows"] = UnitAttr()
         super().__init__(
             operands=[q, k, v, o, [mask] if mask is not None else [], dyn_sizes, dyn_strides, parallel_if],
-            properties={
-                "sizes": sizes_attr,
-                "rows": IntegerAttr(rows, i64),
-                "scale": FloatAttr(scale, Float32Type()),
-                "causal": IntegerAttr(int(causal), i64),
-                "mask_strides": strides_attr,
-                "parallel": parallel_attr,
-            },
+            properties=properties,
         )
 
     def verify_(self) -> None:

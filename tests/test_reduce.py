@@ -292,6 +292,40 @@ def test_sdpa_on_the_engine_at_every_vector_width(name, causal, width):
     torch.testing.assert_close(cm(q, k, v), fn(q, k, v))  # measured: max abs error <= 9.6e-7 over all cases
 
 
+@pytest.mark.parametrize("path", ["engine-8", "engine-16", "strict"])
+def test_attention_rows_far_below_their_maximum_or_masked_whole(path):
+    """Scores 80 to 110 below their row's maximum (the engine's exps near and under FLT_MIN: 0
+    below 1.2e-38 where torch has a subnormal), masked -inf scores (exactly 0), a row masked
+    whole (0 from F.scaled_dot_product_attention since torch 2.5, NaN from torch.softmax: one
+    `irt.attention` each, `safe` or not) and a NaN query (a NaN row either way); on the engine at
+    8 and 16 lanes and on the strict build's loop nest."""
+    from irc.frontend.convert_reduce import SDPA_ZERO_MASKED_ROWS
+    from irc.target import Target
+
+    host = Target.host()
+    width = int(path.split("-")[1]) if path.startswith("engine") else host.vector_width
+    if width > host.vector_width:
+        pytest.skip(f"the host's vectors hold {host.vector_width} floats")
+    target = host.replace(vector_width=width) if path.startswith("engine") else host.replace(strict=True)
+    q, k, v = torch.randn(1, 2, 70, 16), torch.randn(1, 2, 96, 16), torch.randn(1, 2, 96, 16)
+    mask = torch.zeros(70, 96)
+    mask[:, ::3] = -torch.linspace(80, 110, 32)  # every third key far below the others
+    mask[:, 5] = float("-inf")
+    mask[7] = float("-inf")  # a row masked whole
+    sdpa = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m)  # noqa: E731
+    softmax = lambda q, k, v, m: torch.softmax(q @ k.transpose(-1, -2) / 4.0 + m, -1) @ v  # noqa: E731
+    for fn, zero in ((sdpa, SDPA_ZERO_MASKED_ROWS), (softmax, False)):
+        cm = irc.compile(fn, (q, k, v, mask), target=target, fallback=False)
+        assert ("irl.attention" in cm.ir("loops")) == path.startswith("engine")
+        assert ("safe" in cm.ir("fused")) == zero
+        x = q.clone()
+        x[0, 1, 9, 3] = float("nan")
+        expected, got = fn(x, k, v, mask), cm(x, k, v, mask)
+        torch.testing.assert_close(got, expected, equal_nan=True)
+        assert (got[0, :, 7] == 0).all() if zero else got[0, :, 7].isnan().all()
+        assert got[0, 1, 9].isnan().all() and not got[0, 0, 9].isnan().any()
+
+
 @FUSE
 @pytest.mark.parametrize("mask_shape", [(5, 7), (1, 2, 5, 7), (2, 1, 7)], ids=lambda s: "x".join(map(str, s)))
 def test_sdpa_float_mask(mask_shape, fuse):
@@ -313,7 +347,7 @@ class MaskedAttention(nn.Module):
 def test_sdpa_constant_causal_bool_mask_becomes_causal():
     q, k, v = torch.randn(1, 2, 6, 5), torch.randn(1, 2, 8, 5), torch.randn(1, 2, 8, 5)
     cm = check(MaskedAttention(torch.ones(6, 8, dtype=torch.bool).tril()), q, k, v)
-    assert re.search(r"irt\.attention .* causal :", cm.ir("import")) and " mask " not in cm.ir("import")
+    assert re.search(r"irt\.attention .* causal (safe )?:", cm.ir("import")) and " mask " not in cm.ir("import")
 
 
 def test_sdpa_constant_bool_mask_is_folded_to_an_additive_constant():

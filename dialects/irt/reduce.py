@@ -381,7 +381,9 @@ class AttentionOp(StaticShapeOp):
     softmax(q @ k^T * scale + mask [causal: -inf above the diagonal]) @ v, one fused op.
 
     q [..., Lq, E], k [..., Lk, E], v [..., Lk, Ev], optional additive float mask broadcasting to
-    [..., Lq, Lk]; `causal` lets query i attend keys j <= i (top-left aligned, as torch).
+    [..., Lq, Lk]; `causal` lets query i attend keys j <= i (top-left aligned, as torch). A row
+    whose scores are all -inf (masked whole) is NaN, as torch.softmax gives; with `safe` it is 0,
+    as F.scaled_dot_product_attention gives from torch 2.5 on (its `_safe_softmax`).
 
         %o = irt.attention %q, %k, %v mask %m scale 0.125 : (tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<16x16xf32>) -> tensor<1x4x16x8xf32>
     """
@@ -394,11 +396,12 @@ class AttentionOp(StaticShapeOp):
     mask = opt_operand_def(TensorType)
     scale = prop_def(FloatAttr[Float64Type])
     is_causal = opt_prop_def(UnitAttr)
+    zero_masked_rows = opt_prop_def(UnitAttr)
     result = result_def(TensorType)
     traits = traits_def(Pure())
     assembly_format = (
-        "$q `,` $k `,` $v (`mask` $mask^)? `scale` $scale (`causal` $is_causal^)? attr-dict `:` "
-        "functional-type(operands, results)"
+        "$q `,` $k `,` $v (`mask` $mask^)? `scale` $scale (`causal` $is_causal^)? (`safe` $zero_masked_rows^)? "
+        "attr-dict `:` functional-type(operands, results)"
     )
 
     def __init__(
@@ -410,10 +413,13 @@ class AttentionOp(StaticShapeOp):
         scale: float,
         causal: bool,
         result_type: Attribute,
+        safe: bool = False,
     ):
         props: dict[str, Attribute] = {"scale": FloatAttr(scale, f64)}
         if causal:
             props["is_causal"] = UnitAttr()
+        if safe:
+            props["zero_masked_rows"] = UnitAttr()
         super().__init__(operands=[q, k, v, mask], result_types=[result_type], properties=props)
 
     @property
@@ -423,6 +429,11 @@ class AttentionOp(StaticShapeOp):
     @property
     def causal(self) -> bool:
         return self.is_causal is not None
+
+    @property
+    def safe(self) -> bool:
+        """A row masked whole gives 0 (else NaN)."""
+        return self.zero_masked_rows is not None
 
     def verify_(self) -> None:
         for what, val in (("q", self.q), ("k", self.k), ("v", self.v), ("the result", self.result)):

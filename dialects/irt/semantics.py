@@ -153,7 +153,10 @@ def _attention(op: irt_reduce.AttentionOp, inputs: list[Tensor]) -> Tensor:
         lq, lk = scores.shape[-2:]
         allowed = torch.ones(lq, lk, dtype=torch.bool).tril()
         scores = scores.masked_fill(~allowed, float("-inf"))
-    return torch.matmul(torch.softmax(scores, dim=-1), v)
+    p = torch.softmax(scores, dim=-1)
+    if op.safe:  # a row masked whole: 0, not NaN
+        p = p.masked_fill((scores == float("-inf")).all(dim=-1, keepdim=True), 0.0)
+    return torch.matmul(p, v)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -324,6 +324,12 @@ def _attention_mask(
                       "or compile-time bool masks")
 
 
+SDPA_ZERO_MASKED_ROWS = hasattr(torch.ops.aten, "_safe_softmax")
+"""Whether this torch's F.scaled_dot_product_attention gives 0 for a query row whose every key
+is masked (since torch 2.5: `_safe_softmax`), where torch.softmax, nn.MultiheadAttention's
+inference path and torch 2.4 give NaN: irc's attention from it follows (`irt.attention safe`)."""
+
+
 @accepts_ints
 def _sdpa(
     imp: ImportContext, node: fx.Node, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
@@ -340,7 +346,8 @@ def _sdpa(
     lk = irt.shape_of(k)[-2]
     mask, causal = _attention_mask(imp, attn_mask, lq, lk, true_means_masked=False)
     s = 1.0 / math.sqrt(e) if scale is None and e else 1.0 if scale is None else float(scale)  # E = 0: scores are 0
-    return imp.insert(AttentionOp(q, k, v, mask, s, bool(is_causal) or causal, imp.result_type(node)))
+    return imp.insert(AttentionOp(q, k, v, mask, s, bool(is_causal) or causal, imp.result_type(node),
+                                  safe=SDPA_ZERO_MASKED_ROWS))
 
 
 def _repeat_heads(imp: ImportContext, x: SSAValue, heads: int) -> SSAValue:

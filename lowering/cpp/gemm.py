@@ -283,6 +283,7 @@ def emit_attention(em, op: irl.AttentionOp) -> None:
     if isinstance(value_width, int):
         nv = value_width // em.vector_width if value_width % em.vector_width == 0 and value_width <= 4 * em.vector_width else 0
     em.line(f"irc_attention<{nv}>({batch}, {lq}, {lk}, {e}, {ev}, {em.n(op.q)}, {em.n(op.k)}, {em.n(op.v)}, {em.n(op.o)}, "
-            f"irc_score, {op.rows.value.data}, {'true' if op.causal.value.data else 'false'}, {_parallel(em, op)});")
+            f"irc_score, {op.rows.value.data}, {'true' if op.causal.value.data else 'false'}, {_parallel(em, op)}"
+            f"{', true' if op.zero_masked_rows is not None else ''});")
     em.depth -= 1
     em.line("}")

@@ -702,6 +702,7 @@ def lower_attention_gemm(fl: FunctionLowering, op: irt_reduce.AttentionOp) -> No
         mask,
         sizes=[ix.dim(d) for d in (batch, lq, lk, e, ev)], rows=rows, scale=op.scale_value, causal=op.causal,
         mask_strides=[ix.dim(s) for s in mask_strides], parallel=parallel_if(ix, dim(2 * batch * lq * lk * (e + ev))),
+        safe=op.safe,
     )
     ix.erase_unused()
     _emit(fl, op, attention)

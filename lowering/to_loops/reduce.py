@@ -467,6 +467,9 @@ def lower_attention(fl: FunctionLowering, op: AttentionOp) -> None:
         if lk == 0:  # no keys: eager's softmax(empty) @ v sums nothing, the zeros stored above
             return
         inv = _bin(b, arith.DivfOp, fconst(b, 1.0), denom)
+        if op.safe:  # a row masked whole sums no exp (denom 0): 0, not 0 * inf; NaN stays NaN
+            some = b.insert(arith.CmpfOp(denom, fconst(b, 0.0), "ogt")).result
+            inv = b.insert(arith.SelectOp(some, inv, fconst(b, 0.0))).result
         if not isinstance(lk, int):  # no keys at call time: keep those zeros (not 0 * 1/0)
             keys = b.insert(arith.CmpiOp(fl.index(lk), fl.index(0), "sgt")).result
             inv = b.insert(arith.SelectOp(keys, inv, fconst(b, 0.0))).result

@@ -1475,8 +1475,9 @@ static inline irc_vec irc_exp_nonpositive(irc_vec x) {
 
 // s[0, n) = exp(s - max(s)), in IRC_VL-float vectors; returns 1 / their sum (the caller scales;
 // 0 for an empty row). s[valid, n) is masked (-inf: a causal row's future): set to exactly 0
-// without its exp. A row masked whole is NaN, as torch's softmax is.
-static inline float irc_softmax_row(float* s, int64_t n, int64_t valid) {
+// without its exp. A row masked whole is NaN, as torch's softmax is; with `safe` it is 0 (its
+// max is -inf: zeros, and 0 returned), as torch's scaled_dot_product_attention gives.
+static inline float irc_softmax_row(float* s, int64_t n, int64_t valid, bool safe = false) {
   for (int64_t j = valid; j < n; ++j) s[j] = 0.0f;
   n = valid;
   irc_vec mv = irc_vsplat(-__builtin_inff()), mw = mv;  // two chains: a max is ~7 cycles deep
@@ -1489,6 +1490,10 @@ static inline float irc_softmax_row(float* s, int64_t n, int64_t valid) {
   for (; j + IRC_VL <= n; j += IRC_VL) mv = irc_maxf(irc_vload(s + j), mv);
   float mx = irc_fold(mv, [](auto a, auto b) { const auto m = a > b ? a : b; return a != a ? a : m; });  // irc_maxf
   for (; j < n; ++j) mx = irc_maxf(s[j], mx);
+  if (safe && mx == -__builtin_inff()) {
+    for (j = 0; j < n; ++j) s[j] = 0.0f;
+    return 0.0f;
+  }
   irc_vec sv = irc_vec{};
   const irc_vec mm = irc_vsplat(mx);
   for (j = 0; j + IRC_VL <= n; j += IRC_VL) {
@@ -1557,7 +1562,8 @@ static inline int irc_pv_vectors(int64_t ev) { return ev % IRC_VL == 0 && ev <= 
 
 template <int NV, class Score>
 static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int64_t ev, const float* q, const float* k,
-                          const float* v, float* o, const Score& score, int64_t rows, bool causal, bool parallel) {
+                          const float* v, float* o, const Score& score, int64_t rows, bool causal, bool parallel,
+                          bool safe = false) {
   const int64_t blocks = (lq + rows - 1) / rows;
   const int nv = NV >= 0 ? NV : irc_pv_vectors(ev);  // 0: P v on the engine
 #pragma omp parallel if (parallel)
@@ -1585,7 +1591,7 @@ static void irc_attention(int64_t batch, int64_t lq, int64_t lk, int64_t e, int6
       const irc_prepacked<IRC_NR> kpanels{kp, e};
       const auto epi = [&](auto acc, int64_t i, int64_t j) { return score(acc, b, q0 + i, j); };
       irc_gemm_task(e, qa, kpanels, s, n, epi, 0, m, 0, n, rows, irc_k_step(e));
-      for (int64_t i = 0; i < m; ++i) inv[i] = irc_softmax_row(s + i * n, n, causal && q0 + i + 1 < n ? q0 + i + 1 : n);
+      for (int64_t i = 0; i < m; ++i) inv[i] = irc_softmax_row(s + i * n, n, causal && q0 + i + 1 < n ? q0 + i + 1 : n, safe);
       const float* vb = v + b * lk * ev;
       float* ob = o + (b * lq + q0) * ev;
       switch (nv) {

@@ -42,11 +42,14 @@ func.func @normalizations(%x: tensor<3x4x5xf32>, %w: tensor<5xf32>, %b: tensor<5
 // CHECK-NEXT:    %o = irt.batch_matmul matmul %s, %v : (tensor<2x4x16x32xf32>, tensor<2x4x32x6xf32>) -> tensor<2x4x16x6xf32>
 // CHECK-NEXT:    %a = irt.attention %q, %k, %v scale 1.250000e-01 : (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x6xf32>) -> tensor<2x4x16x6xf32>
 // CHECK-NEXT:    %am = irt.attention %q, %k, %v mask %m scale 3.750000e-01 causal : (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x6xf32>, tensor<16x32xf32>) -> tensor<2x4x16x6xf32>
-// CHECK-NEXT:    func.return %o, %a, %am
-func.func @attention(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x32x8xf32>, %v: tensor<2x4x32x6xf32>, %m: tensor<16x32xf32>) -> (tensor<2x4x16x6xf32>, tensor<2x4x16x6xf32>, tensor<2x4x16x6xf32>) {
+// CHECK-NEXT:    %as = irt.attention %q, %k, %v mask %m scale 3.750000e-01 safe : (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x6xf32>, tensor<16x32xf32>) -> tensor<2x4x16x6xf32>
+// CHECK-NEXT:    func.return %o, %a, %am, %as
+func.func @attention(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x32x8xf32>, %v: tensor<2x4x32x6xf32>, %m: tensor<16x32xf32>) -> (tensor<2x4x16x6xf32>, tensor<2x4x16x6xf32>, tensor<2x4x16x6xf32>, tensor<2x4x16x6xf32>) {
   %s = irt.batch_matmul linear %q, %k : (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>) -> tensor<2x4x16x32xf32>
   %o = irt.batch_matmul matmul %s, %v : (tensor<2x4x16x32xf32>, tensor<2x4x32x6xf32>) -> tensor<2x4x16x6xf32>
   %a = irt.attention %q, %k, %v scale 0.125 : (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x6xf32>) -> tensor<2x4x16x6xf32>
   %am = irt.attention %q, %k, %v mask %m scale 0.375 causal : (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x6xf32>, tensor<16x32xf32>) -> tensor<2x4x16x6xf32>
-  func.return %o, %a, %am : tensor<2x4x16x6xf32>, tensor<2x4x16x6xf32>, tensor<2x4x16x6xf32>
+  // a row masked whole gives 0, not NaN (F.scaled_dot_product_attention's)
+  %as = irt.attention %q, %k, %v mask %m scale 0.375 safe : (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x32x6xf32>, tensor<16x32xf32>) -> tensor<2x4x16x6xf32>
+  func.return %o, %a, %am, %as : tensor<2x4x16x6xf32>, tensor<2x4x16x6xf32>, tensor<2x4x16x6xf32>, tensor<2x4x16x6xf32>
 }

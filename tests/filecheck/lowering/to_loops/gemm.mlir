@@ -191,6 +191,19 @@ func.func @attention(%q: tensor<1x4x16x8xf32>, %k: tensor<1x4x16x8xf32>, %v: ten
 
 // -----
 
+// `safe` (F.scaled_dot_product_attention's: a row masked whole gives 0, not NaN) reaches the
+// engine's call.
+// CHECK-LABEL: func.func @attention_safe
+// CHECK:         irl.attention %q, %k, %v -> %out0 mask(%m : memref<16x16xf32>) sizes [4, 16, 16, 8, 8] rows 16 scale 1.250000e-01 causal 0 safe mask_strides [0, 16, 1] parallel 0
+// CPP-LABEL:   extern "C" void attention_safe(
+// CPP:           irc_attention<1>(4, 16, 16, 8, 8, q, k, v, out0, irc_score, 16, false, false, true);
+func.func @attention_safe(%q: tensor<1x4x16x8xf32>, %k: tensor<1x4x16x8xf32>, %v: tensor<1x4x16x8xf32>, %m: tensor<16x16xf32>) -> tensor<1x4x16x8xf32> {
+  %o = irt.attention %q, %k, %v mask %m scale 0.125 safe : (tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<1x4x16x8xf32>, tensor<16x16xf32>) -> tensor<1x4x16x8xf32>
+  func.return %o : tensor<1x4x16x8xf32>
+}
+
+// -----
+
 // A language model's padding mask, one per batch shared by its heads ([B, 1, Lq, Lk] over B x H):
 // not affine in the flattened (batch, head) index, so it is first broadcast to the scores' shape
 // in a buffer of its own, then read densely; the engine still runs (the scalar nest it would fall

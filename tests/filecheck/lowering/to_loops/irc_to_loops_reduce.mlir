@@ -190,3 +190,21 @@ func.func @attention(%q: tensor<2x5x3xf32>, %k: tensor<2x7x3xf32>, %v: tensor<2x
   %o = irt.attention %q, %k, %v scale 0.5 causal : (tensor<2x5x3xf32>, tensor<2x7x3xf32>, tensor<2x7x4xf32>) -> tensor<2x5x4xf32>
   func.return %o : tensor<2x5x4xf32>
 }
+
+// -----
+
+// `safe` (F.scaled_dot_product_attention's): a row masked whole sums no exp, and its 1 / l is
+// taken as 0 where l is not > 0, so the row is 0 (not 0 * inf = NaN; a NaN l stays NaN).
+// CHECK-LABEL: func.func @attention_safe
+// CHECK:           %[[INV:.*]] = arith.divf %{{.*}}, %[[L:.*]] : f32
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[SOME:.*]] = arith.cmpf ogt, %[[L]], %[[Z]] : f32
+// CHECK-NEXT:      %[[Z2:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[SAFE:.*]] = arith.select %[[SOME]], %[[INV]], %[[Z2]] : f32
+// CHECK-NEXT:      scf.for %e_3 = %c0 to %c4 step %c1 {
+// CHECK:             arith.mulf %{{.*}}, %[[SAFE]] : f32
+// CHECK:         }) {irc.kernel = "irt.attention -> 2x5x4"}
+func.func @attention_safe(%q: tensor<2x5x3xf32>, %k: tensor<2x7x3xf32>, %v: tensor<2x7x4xf32>, %m: tensor<5x7xf32>) -> tensor<2x5x4xf32> {
+  %o = irt.attention %q, %k, %v mask %m scale 0.5 safe : (tensor<2x5x3xf32>, tensor<2x7x3xf32>, tensor<2x7x4xf32>, tensor<5x7xf32>) -> tensor<2x5x4xf32>
+  func.return %o : tensor<2x5x4xf32>
+}

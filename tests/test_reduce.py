@@ -687,3 +687,32 @@ def test_reference_evaluator_matches_torch():
     for op, inputs, expected in cases:
         op.verify()
         torch.testing.assert_close(evaluate(op, inputs), expected, msg=op.name)
+
+
+@pytest.mark.parametrize("need_weights", [False, True])
+@pytest.mark.parametrize("grad", [False, True])
+def test_multihead_attention_row_masked_whole_through_torch_compile(need_weights, grad):
+    """A query row whose keys are all masked (an additive float mask, -inf): the graph Dynamo
+    traces computes F.multi_head_attention_forward, by F.scaled_dot_product_attention without
+    the weights (0 on torch >= 2.5) and by softmax with them (NaN); irc gives what that graph
+    gives (Dynamo's eager backend), whatever nn.MultiheadAttention's own fast path would."""
+    torch.manual_seed(0)
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.MultiheadAttention(8, 2, batch_first=True)
+
+        def forward(self, x, mask):
+            return self.a(x, x, x, attn_mask=mask, need_weights=need_weights)[0]
+
+    m = M().eval()
+    x, mask = torch.randn(2, 4, 8), torch.zeros(4, 4)
+    mask[2] = float("-inf")
+    with torch.set_grad_enabled(grad):
+        torch._dynamo.reset()
+        expected = torch.compile(m, backend="eager")(x, mask)
+        torch._dynamo.reset()
+        got = torch.compile(m, backend="irc", options={"fallback": False})(x, mask)
+    torch.testing.assert_close(got, expected, equal_nan=True)
+    assert got[:, [0, 1, 3]].isfinite().all()

@@ -450,6 +450,7 @@ def attention_block(
     batch_first: bool,
     attn_mask: Any,
     causal: bool,
+    safe: bool = False,
 ) -> SSAValue:
     """Multi-head attention from its projections: q/k/v linears, split heads ([N, H, L, D]),
     irt.attention (scale 1/sqrt(D)), merge heads, output linear. Inputs are [N, L, E]
@@ -469,7 +470,8 @@ def attention_block(
     if mask is not None and len(irt.shape_of(mask)) == 3:  # [N * H, L, S] -> [N, H, L, S]
         mask = _reshape(imp, mask, (*irt.shape_of(q)[:-2], lq, lk))
     out_shape = (*irt.shape_of(q)[:-1], d)
-    o = imp.insert(AttentionOp(q, k, v, mask, 1.0 / math.sqrt(d), causal or mask_causal, tensor_type(out_shape)))
+    o = imp.insert(AttentionOp(q, k, v, mask, 1.0 / math.sqrt(d), causal or mask_causal, tensor_type(out_shape),
+                               safe=safe))
     perm = _heads_perm(len(irt.shape_of(qkv[0])), batch_first)
     inverse = [perm.index(i) for i in range(len(perm))]
     o = _permute(imp, o, inverse)
@@ -643,8 +645,10 @@ def _mha_forward(
     biases = [None] * 3 if in_proj_bias is None else [_param_rows(imp, in_proj_bias, slice(i * e, (i + 1) * e))
                                                        for i in range(3)]
     qkv = (imp.tensor(query), imp.tensor(key), imp.tensor(value))
+    # without the weights torch computes it with F.scaled_dot_product_attention (a row masked
+    # whole: 0), with them by softmax (NaN)
     out = attention_block(imp, qkv, weights, biases, (out_proj_weight, out_proj_bias), int(num_heads), False,
-                          attn_mask, causal)
+                          attn_mask, causal, safe=SDPA_ZERO_MASKED_ROWS and not need_weights)
     return out, NotComputed("the attention weights")
 
 

@@ -735,3 +735,29 @@ def test_convnext_matches_eager(fuse):
     if fuse:
         padded_planes = re.findall(r"%padded\S* = memref.reinterpret_cast", cm.ir("loops"))
         assert len(padded_planes) == 4  # the four 7x7 depthwise convs: the row-wise nest
+
+
+CONV1D = {  # (module, input shape): conv1d as a conv2d of height 1
+    "3 taps": (lambda: nn.Conv1d(6, 8, 3), (2, 6, 20)),
+    "stride 2, padding 2": (lambda: nn.Conv1d(6, 8, 5, stride=2, padding=2), (2, 6, 21)),
+    "depthwise causal pad (Mamba)": (lambda: nn.Conv1d(6, 6, 4, padding=3, groups=6), (1, 6, 33)),
+    "same, dilated, groups": (lambda: nn.Conv1d(6, 12, 3, padding="same", dilation=2, groups=3), (2, 6, 17)),
+    "valid, no bias, unbatched": (lambda: nn.Conv1d(6, 8, 3, padding="valid", bias=False), (6, 19)),
+    "1 tap": (lambda: nn.Conv1d(64, 40, 1), (1, 64, 50)),
+    "with batch norm and relu": (lambda: nn.Sequential(nn.Conv1d(16, 32, 3, padding=1), nn.BatchNorm1d(32), nn.ReLU(),
+                                                       nn.Conv1d(32, 8, 5, stride=3)), (2, 16, 40)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONV1D))
+def test_conv1d_matches_eager(name):
+    make, shape = CONV1D[name]
+    m = make().eval()
+    if isinstance(m, nn.Sequential):
+        randomize_batch_norms(m)
+    check(m, torch.randn(shape))
+
+
+def test_functional_conv1d_on_run_time_weights():
+    f = lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, groups=2)  # noqa: E731
+    check(f, torch.randn(2, 4, 15), torch.randn(6, 2, 3), torch.randn(6))

@@ -94,6 +94,46 @@ def _conv2d_module(imp: ImportContext, node: fx.Node, mod: nn.Conv2d, x) -> SSAV
     return _conv2d(imp, node, x, imp.param(mod.weight), bias, mod.stride, mod.padding, mod.dilation, mod.groups)
 
 
+def _single(value, what: str) -> int:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (tuple, list)) and len(value) == 1 and isinstance(value[0], int):
+        return int(value[0])
+    raise Unsupported(f"{what}={value!r}: irc takes an int (or a tuple of one) for conv1d")
+
+
+def _conv1d(imp: ImportContext, node: fx.Node, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> SSAValue:
+    """conv1d as a conv2d of height 1: [N, C, L] -> [N, C, 1, L] (unbatched [C, L] gets N = 1),
+    the weight [O, C/g, K] -> [O, C/g, 1, K] (a parameter's reshape: folded at compile time)."""
+    x, weight = _tensor_arg(imp, x, "the input"), _tensor_arg(imp, weight, "the weight")
+    if bias is not None:
+        bias = _tensor_arg(imp, bias, "the bias")
+    shape, wshape, out = irt.shape_of(x), irt.shape_of(weight), dims_of(imp.result_type(node))
+    if len(shape) not in (2, 3) or len(wshape) != 3:
+        raise Unsupported(f"conv1d of an input {list(shape)} with a weight {list(wshape)}: irc takes N x C x L or C x L")
+    stride, dilation = _single(stride, "stride"), _single(dilation, "dilation")
+    pad = _conv_padding(padding if isinstance(padding, str) else (0, _single(padding, "padding")),
+                        (wshape[0], wshape[1], 1, wshape[2]), (1, dilation), (1, stride))
+    if not isinstance(groups, int):
+        raise Unsupported(f"groups={groups!r}")
+    if 0 in wshape[1:]:
+        raise Unsupported(f"conv1d with an empty weight {list(wshape)} (zero input channels or kernel size)")
+    n, c, length = (1, *shape) if len(shape) == 2 else shape
+    x4 = imp.insert(irt.ReshapeOp(x, tensor_type((n, c, 1, length))))
+    w4 = imp.insert(irt.ReshapeOp(weight, tensor_type((wshape[0], wshape[1], 1, wshape[2]))))
+    out4 = (n, out[-2], 1, out[-1])
+    y = imp.insert(irt_nn.Conv2dOp(x4, w4, bias, tensor_type(out4), stride=(1, stride), padding=pad, dilation=(1, dilation),
+                                   groups=groups))
+    return imp.insert(irt.ReshapeOp(y, tensor_type(out)))
+
+
+def _conv1d_module(imp: ImportContext, node: fx.Node, mod: nn.Conv1d, x) -> SSAValue:
+    if mod.padding_mode != "zeros":
+        raise Unsupported(f"padding_mode={mod.padding_mode!r}; irc pads with zeros only")
+    bias = imp.param(mod.bias) if mod.bias is not None else None
+    return _conv1d(imp, node, x, imp.param(mod.weight), bias, mod.stride, mod.padding, mod.dilation, mod.groups)
+
+
 # ---------------------------------------------------------------------------------------------
 # Batch norm (inference)
 # ---------------------------------------------------------------------------------------------
@@ -188,6 +228,8 @@ def _adaptive_avg_pool2d(imp: ImportContext, node: fx.Node, x, output_size) -> S
 
 
 FUNCTIONS: dict[Any, Converter] = {
+    F.conv1d: _conv1d,
+    torch.conv1d: _conv1d,
     F.conv2d: _conv2d,
     torch.conv2d: _conv2d,
     F.batch_norm: _batch_norm,
@@ -200,6 +242,7 @@ FUNCTIONS: dict[Any, Converter] = {
 }
 
 MODULES: dict[type, Converter] = {
+    nn.Conv1d: _conv1d_module,
     nn.Conv2d: _conv2d_module,
     nn.BatchNorm1d: _batch_norm_module,
     nn.BatchNorm2d: _batch_norm_module,

@@ -716,3 +716,20 @@ def test_multihead_attention_row_masked_whole_through_torch_compile(need_weights
         got = torch.compile(m, backend="irc", options={"fallback": False})(x, mask)
     torch.testing.assert_close(got, expected, equal_nan=True)
     assert got[:, [0, 1, 3]].isfinite().all()
+
+
+@pytest.mark.parametrize("case", ["last dim", "two dims eps", "no weight", "functional run-time weight"])
+def test_rms_norm_matches_eager(case):
+    """nn.RMSNorm / F.rms_norm: x * rsqrt(mean(x^2) + eps) * weight (eps None: float32's
+    machine epsilon), over the trailing normalized dims."""
+    x = torch.randn(3, 4, 16) * 3
+    if case == "functional run-time weight":
+        f = lambda x, w: F.rms_norm(x, (16,), w)  # noqa: E731
+        check(f, x, torch.randn(16))
+        return
+    m = {"last dim": nn.RMSNorm(16), "two dims eps": nn.RMSNorm([4, 16], eps=1e-3),
+         "no weight": nn.RMSNorm(16, elementwise_affine=False)}[case]
+    if m.weight is not None:
+        with torch.no_grad():
+            m.weight.normal_()
+    check(m, x)

@@ -30,7 +30,7 @@ from torch import fx, nn
 from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt
-from irc.dialects.irt.math import WhereOp
+from irc.dialects.irt.math import RsqrtOp, WhereOp
 from irc.dialects.irt.reduce import (
     AttentionOp,
     BatchMatmulOp,
@@ -41,7 +41,7 @@ from irc.dialects.irt.reduce import (
 )
 from irc.dialects.irt.shape import ExpandOp
 from irc.dialects.symbolic import dims_of
-from irc.frontend.convert_base import Converter, ImportContext, Unsupported, accepts_ints, dtype_of, tensor_type
+from irc.frontend.convert_base import Converter, ImportContext, Unsupported, accepts_ints, dtype_of, like, tensor_type
 
 # ---------------------------------------------------------------------------------------------
 # Reductions
@@ -121,6 +121,27 @@ def _layer_norm(imp: ImportContext, node: fx.Node, x, normalized_shape, weight=N
     w = imp.tensor(weight) if weight is not None else None
     b = imp.tensor(bias) if bias is not None else None
     return imp.insert(LayerNormOp(x, w, b, len(norm), float(eps)))
+
+
+def _rms_norm(imp: ImportContext, node: fx.Node, x, normalized_shape, weight=None, eps=None) -> SSAValue:
+    """F.rms_norm / nn.RMSNorm as torch computes it: x * rsqrt(mean(x^2 over the normalized
+    dims) + eps) * weight, eps defaulting to float32's machine epsilon; irt ops the fusion puts
+    in a reduction and an elementwise kernel, as a hand-written RMSNorm (Llama's)."""
+    x = imp.tensor(x)
+    shape = irt.shape_of(x)
+    norm = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if not norm or len(norm) > len(shape) or tuple(shape[len(shape) - len(norm) :]) != norm:
+        raise Unsupported(f"normalized_shape {list(norm)} is not the trailing shape of the input {list(shape)}")
+    eps = torch.finfo(torch.float32).eps if eps is None else float(eps)
+    dims = list(range(len(shape) - len(norm), len(shape)))
+    kept = [1 if d in dims else n for d, n in enumerate(shape)]
+    mean = imp.insert(ReduceOp("mean", imp.insert(irt.MulOp(x, x, x.type)), dims, True, like(x, kept)))
+    y = imp.insert(irt.MulOp(x, imp.insert(RsqrtOp(imp.insert(irt.AddOp(mean, imp.tensor(eps), mean.type)))), x.type))
+    return y if weight is None else imp.insert(irt.MulOp(y, imp.tensor(weight), x.type))
+
+
+def _rms_norm_module(imp: ImportContext, node: fx.Node, mod: nn.Module, x) -> SSAValue:
+    return _rms_norm(imp, node, x, mod.normalized_shape, _module_tensor(imp, mod, "weight"), mod.eps)
 
 
 def _layer_norm_module(imp: ImportContext, node: fx.Node, mod: nn.LayerNorm, x) -> SSAValue:
@@ -666,6 +687,7 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.log_softmax: _softmax(LogSoftmaxOp),
     F.log_softmax: _softmax(LogSoftmaxOp),
     F.layer_norm: _layer_norm,
+    **({F.rms_norm: _rms_norm} if hasattr(F, "rms_norm") else {}),  # torch >= 2.4
     torch.matmul: _matmul,
     torch.mm: _matmul_2d,
     operator.matmul: _matmul,
@@ -692,6 +714,7 @@ MODULES: dict[type, Converter] = {
     nn.Softmax: lambda imp, node, mod, x: _softmax(SoftmaxOp)(imp, node, x, mod.dim),
     nn.LogSoftmax: lambda imp, node, mod, x: _softmax(LogSoftmaxOp)(imp, node, x, mod.dim),
     nn.LayerNorm: _layer_norm_module,
+    **({nn.RMSNorm: _rms_norm_module} if hasattr(nn, "RMSNorm") else {}),
     nn.MultiheadAttention: _mha_module,
     nn.TransformerEncoderLayer: _encoder_layer,
 }

@@ -761,3 +761,28 @@ def test_conv1d_matches_eager(name):
 def test_functional_conv1d_on_run_time_weights():
     f = lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1, groups=2)  # noqa: E731
     check(f, torch.randn(2, 4, 15), torch.randn(6, 2, 3), torch.randn(6))
+
+
+GROUP_NORMS = {  # (module, input shape)
+    "4 groups of 4 channels, 2-D": (lambda: nn.GroupNorm(4, 16), (2, 16, 5, 7)),
+    "one group (layer norm over C x L)": (lambda: nn.GroupNorm(1, 8), (3, 8, 10)),
+    "a group per channel, no affine": (lambda: nn.GroupNorm(8, 8, affine=False), (2, 8, 4, 4)),
+    "no spatial dims, eps": (lambda: nn.GroupNorm(2, 6, eps=1e-3), (2, 6)),
+    "after a conv, before SiLU (diffusion)": (lambda: nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.GroupNorm(8, 32),
+                                                                    nn.SiLU()), (2, 3, 9, 9)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROUP_NORMS))
+def test_group_norm_matches_eager(name):
+    make, shape = GROUP_NORMS[name]
+    m = make().eval()
+    with torch.no_grad():
+        for p in m.parameters():
+            p.normal_()
+    check(m, torch.randn(shape) * 2 + 1)
+
+
+def test_functional_group_norm_on_run_time_affine():
+    f = lambda x, w, b: F.group_norm(x, 3, w, b)  # noqa: E731
+    check(f, torch.randn(2, 6, 5), torch.randn(6), torch.randn(6))

@@ -16,6 +16,7 @@ from torch import fx, nn
 from xdsl.ir import SSAValue
 
 from irc.dialects.irt import core as irt, nn as irt_nn
+from irc.dialects.irt.reduce import LayerNormOp
 from irc.dialects.symbolic import dims_of
 from irc.frontend.convert_base import Converter, ImportContext, Unsupported, tensor_type
 
@@ -181,6 +182,37 @@ def _batch_norm_module(imp: ImportContext, node: fx.Node, mod: nn.modules.batchn
     return _batch_norm(imp, node, x, mean, var, weight, bias, False, mod.momentum, mod.eps)
 
 
+def _group_norm(imp: ImportContext, node: fx.Node, x, num_groups, weight=None, bias=None, eps=1e-5) -> SSAValue:
+    """F.group_norm: the [N, G, C/G * spatial] view of x normalized over its last dim (an
+    irt.layer_norm without affine: mean and biased variance, as torch), then the per-channel
+    weight and bias."""
+    x = _tensor_arg(imp, x, "the input")
+    shape = irt.shape_of(x)
+    if len(shape) < 2 or not all(isinstance(d, int) for d in shape[1:]):
+        raise Unsupported(f"group_norm of an input {list(shape)}: irc takes N x C x ... with static C and spatial sizes")
+    c, groups = shape[1], int(num_groups)
+    if groups < 1 or c % groups:
+        raise Unsupported(f"group_norm of {c} channels in {groups} groups (eager raises too)")
+    size = c // groups
+    for d in shape[2:]:
+        size *= d
+    x3 = imp.insert(irt.ReshapeOp(x, tensor_type((shape[0], groups, size))))
+    y3 = imp.insert(LayerNormOp(x3, None, None, 1, float(eps)))
+    y = imp.insert(irt.ReshapeOp(y3, x.type))
+    rank = len(shape)
+    if weight is not None:
+        y = imp.insert(irt.MulOp(y, _per_channel(imp, weight, rank, c, "weight", 1.0), x.type))
+    if bias is not None:
+        y = imp.insert(irt.AddOp(y, _per_channel(imp, bias, rank, c, "bias", 0.0), x.type))
+    return y
+
+
+def _group_norm_module(imp: ImportContext, node: fx.Node, mod: nn.GroupNorm, x) -> SSAValue:
+    weight = imp.param(mod.weight) if mod.weight is not None else None
+    bias = imp.param(mod.bias) if mod.bias is not None else None
+    return _group_norm(imp, node, x, mod.num_groups, weight, bias, mod.eps)
+
+
 # ---------------------------------------------------------------------------------------------
 # Pooling
 # ---------------------------------------------------------------------------------------------
@@ -233,6 +265,7 @@ FUNCTIONS: dict[Any, Converter] = {
     F.conv2d: _conv2d,
     torch.conv2d: _conv2d,
     F.batch_norm: _batch_norm,
+    F.group_norm: _group_norm,
     F.max_pool2d: _max_pool2d,
     torch.max_pool2d: _max_pool2d,
     torch._C._nn.avg_pool2d: _avg_pool2d,  # F.avg_pool2d is this builtin
@@ -246,6 +279,7 @@ MODULES: dict[type, Converter] = {
     nn.Conv2d: _conv2d_module,
     nn.BatchNorm1d: _batch_norm_module,
     nn.BatchNorm2d: _batch_norm_module,
+    nn.GroupNorm: _group_norm_module,
     nn.MaxPool2d: lambda imp, node, mod, x: _max_pool2d(
         imp, node, x, mod.kernel_size, mod.stride, mod.padding, mod.dilation, mod.ceil_mode, mod.return_indices
     ),

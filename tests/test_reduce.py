@@ -733,3 +733,34 @@ def test_rms_norm_matches_eager(case):
         with torch.no_grad():
             m.weight.normal_()
     check(m, x)
+
+
+VAR_LOGSUMEXP = {
+    "var": lambda x: x.var(-1),
+    "var dims keepdim": lambda x: torch.var(x, (0, 2), keepdim=True),
+    "var unbiased=False": lambda x: x.var(1, unbiased=False),
+    "var correction=0": lambda x: torch.var(x, dim=1, correction=0),
+    "var all": lambda x: x.var(),
+    "std": lambda x: x.std(-1),
+    "std all keepdim": lambda x: torch.std(x, None, keepdim=True),
+    "var of one element (NaN)": lambda x: x[:, :1].var(1),
+    "logsumexp": lambda x: torch.logsumexp(x, -1),
+    "logsumexp dims keepdim": lambda x: x.logsumexp((0, 1), keepdim=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VAR_LOGSUMEXP))
+def test_var_std_and_logsumexp_match_eager(name):
+    """Including rows holding -inf (logsumexp: -inf for a row of them) and +inf (+inf)."""
+    f = VAR_LOGSUMEXP[name]
+    x = torch.randn(3, 5, 7) * 4
+    inputs = [x]
+    if "logsumexp" in name:
+        y = x.clone()
+        y[0, 1] = float("-inf")
+        y[1, 2, 3] = float("inf")
+        y[2, 0, :3] = float("-inf")
+        inputs.append(y)
+    for t in inputs:
+        cm = irc.compile(f, (t,), fallback=False)
+        torch.testing.assert_close(cm(t), f(t), equal_nan=True)

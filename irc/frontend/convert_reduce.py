@@ -27,10 +27,11 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import fx, nn
-from xdsl.ir import SSAValue
+from xdsl.ir import Attribute, SSAValue
 
 from irc.dialects.irt import core as irt
-from irc.dialects.irt.math import RsqrtOp, WhereOp
+from irc.dialects.irt.logic import CmpOp
+from irc.dialects.irt.math import AbsOp, ExpOp, LogOp, RsqrtOp, SqrtOp, WhereOp
 from irc.dialects.irt.reduce import (
     AttentionOp,
     BatchMatmulOp,
@@ -92,6 +93,55 @@ def _max_full(imp: ImportContext, node: fx.Node, x, *args, **kwargs) -> SSAValue
     if not args and not kwargs:
         return _reduce("max")(imp, node, x)
     raise Unsupported("max with a dim or a second tensor; use torch.amax / torch.maximum")
+
+
+def _kept(x: SSAValue, dims: Sequence[int]) -> Attribute:
+    """x's type with `dims` reduced to size 1 (keepdim)."""
+    return like(x, [1 if d in dims else n for d, n in enumerate(irt.shape_of(x))])
+
+
+def _var(imp: ImportContext, node: fx.Node, x, dim=None, unbiased=None, keepdim=False, *, correction=None,
+         std: bool = False) -> SSAValue:
+    """var/std over `dim`: the sum of squared deviations from the mean over N - correction
+    (correction 1 unless given; `unbiased=False` is 0), as torch (0/0 = NaN for one element)."""
+    x = imp.tensor(x)
+    shape = irt.shape_of(x)
+    if isinstance(dim, bool):  # the old var(x, unbiased) form
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    dims = _dims(dim, len(shape))
+    count = 1
+    for d in dims:
+        if not isinstance(shape[d], int):
+            raise Unsupported(f"var/std over a dimension of symbolic size {shape[d]}")
+        count *= shape[d]
+    kept = _kept(x, dims)
+    mean = imp.insert(ReduceOp("mean", x, dims, True, kept))
+    dev = imp.insert(irt.SubOp(x, mean, x.type))
+    squares = imp.insert(ReduceOp("sum", imp.insert(irt.MulOp(dev, dev, x.type)), dims, True, kept))
+    v = imp.insert(irt.DivOp(squares, imp.tensor(float(max(count - float(correction), 0.0))), kept))
+    if std:
+        v = imp.insert(SqrtOp(v))
+    return v if keepdim else imp.insert(irt.ReshapeOp(v, imp.result_type(node)))
+
+
+def _std(imp: ImportContext, node: fx.Node, x, dim=None, unbiased=None, keepdim=False, *, correction=None) -> SSAValue:
+    return _var(imp, node, x, dim, unbiased, keepdim, correction=correction, std=True)
+
+
+def _logsumexp(imp: ImportContext, node: fx.Node, x, dim, keepdim=False) -> SSAValue:
+    """log(sum(exp(x - m))) + m over `dim`, m the maximum, taken as 0 where it is infinite (as
+    torch: a row of -inf gives -inf, one holding +inf gives +inf)."""
+    x = imp.tensor(x)
+    dims = _dims(dim, len(irt.shape_of(x)))
+    kept = _kept(x, dims)
+    m = imp.insert(ReduceOp("max", x, dims, True, kept))
+    infinite = imp.insert(CmpOp("eq", imp.insert(AbsOp(m)), imp.tensor(float("inf")), tensor_type(irt.shape_of(m), torch.bool)))
+    m = imp.insert(WhereOp(infinite, imp.tensor(0.0), m, kept))
+    sums = imp.insert(ReduceOp("sum", imp.insert(ExpOp(imp.insert(irt.SubOp(x, m, x.type)))), dims, True, kept))
+    r = imp.insert(irt.AddOp(imp.insert(LogOp(sums)), m, kept))
+    return r if keepdim else imp.insert(irt.ReshapeOp(r, imp.result_type(node)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -682,6 +732,9 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.mean: _reduce("mean"),
     torch.amax: _amax,
     torch.max: _max_full,
+    torch.var: _var,
+    torch.std: _std,
+    torch.logsumexp: _logsumexp,
     torch.softmax: _softmax(SoftmaxOp),
     F.softmax: _softmax(SoftmaxOp),
     torch.log_softmax: _softmax(LogSoftmaxOp),
@@ -704,6 +757,9 @@ METHODS: dict[str, Converter] = {
     "mean": _reduce("mean"),
     "amax": _amax,
     "max": _max_full,
+    "var": _var,
+    "std": _std,
+    "logsumexp": _logsumexp,
     "softmax": _softmax(SoftmaxOp),
     "log_softmax": _softmax(LogSoftmaxOp),
     "matmul": _matmul,

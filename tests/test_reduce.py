@@ -746,11 +746,18 @@ VAR_LOGSUMEXP = {
     "var of one element (NaN)": lambda x: x[:, :1].var(1),
     "logsumexp": lambda x: torch.logsumexp(x, -1),
     "logsumexp dims keepdim": lambda x: x.logsumexp((0, 1), keepdim=True),
+    "normalize": lambda x: F.normalize(x, dim=-1),
+    "normalize p=1, dim 1": lambda x: F.normalize(x, p=1.0, dim=1),
+    "normalize a zero vector (eps)": lambda x: F.normalize(x * (x[:, :, :1] > 0), dim=2),
+    "vector_norm": lambda x: torch.linalg.vector_norm(x, dim=-1),
+    "vector_norm all": lambda x: torch.linalg.vector_norm(x),
+    "vector_norm inf dims keepdim": lambda x: torch.linalg.vector_norm(x, float("inf"), (0, 2), keepdim=True),
+    "vector_norm 1": lambda x: torch.linalg.vector_norm(x, 1, 1),
 }
 
 
 @pytest.mark.parametrize("name", sorted(VAR_LOGSUMEXP))
-def test_var_std_and_logsumexp_match_eager(name):
+def test_var_std_logsumexp_and_norms_match_eager(name):
     """Including rows holding -inf (logsumexp: -inf for a row of them) and +inf (+inf)."""
     f = VAR_LOGSUMEXP[name]
     x = torch.randn(3, 5, 7) * 4

@@ -31,7 +31,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from irc.dialects.irt import core as irt
 from irc.dialects.irt.logic import CmpOp
-from irc.dialects.irt.math import AbsOp, ExpOp, LogOp, RsqrtOp, SqrtOp, WhereOp
+from irc.dialects.irt.math import AbsOp, ClampOp, ExpOp, LogOp, RsqrtOp, SqrtOp, WhereOp
 from irc.dialects.irt.reduce import (
     AttentionOp,
     BatchMatmulOp,
@@ -128,6 +128,39 @@ def _var(imp: ImportContext, node: fx.Node, x, dim=None, unbiased=None, keepdim=
 
 def _std(imp: ImportContext, node: fx.Node, x, dim=None, unbiased=None, keepdim=False, *, correction=None) -> SSAValue:
     return _var(imp, node, x, dim, unbiased, keepdim, correction=correction, std=True)
+
+
+def _norm_of(imp: ImportContext, x: SSAValue, ord: Any, dims: list[int], keep: Attribute) -> SSAValue:
+    """The vector ord-norm of x over `dims`, keepdim: 2 (sqrt of the sum of squares), 1 (the
+    sum of |x|) or inf (the max of |x|)."""
+    if ord == 2:
+        return imp.insert(SqrtOp(imp.insert(ReduceOp("sum", imp.insert(irt.MulOp(x, x, x.type)), dims, True, keep))))
+    if ord == 1:
+        return imp.insert(ReduceOp("sum", imp.insert(AbsOp(x)), dims, True, keep))
+    if ord == float("inf"):
+        return imp.insert(ReduceOp("max", imp.insert(AbsOp(x)), dims, True, keep))
+    raise Unsupported(f"a vector norm of order {ord!r}; irc computes orders 2, 1 and inf")
+
+
+def _vector_norm(imp: ImportContext, node: fx.Node, x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None) -> SSAValue:
+    _check_dtype(dtype)
+    if out is not None:
+        raise Unsupported("out= is not supported")
+    x = imp.tensor(x)
+    dims = _dims(dim, len(irt.shape_of(x)))
+    r = _norm_of(imp, x, ord, dims, _kept(x, dims))
+    return r if keepdim else imp.insert(irt.ReshapeOp(r, imp.result_type(node)))
+
+
+def _normalize(imp: ImportContext, node: fx.Node, x, p=2.0, dim=1, eps=1e-12, out=None) -> SSAValue:
+    """F.normalize: x / max(||x||_p over dim, eps)."""
+    if out is not None:
+        raise Unsupported("out= is not supported")
+    x = imp.tensor(x)
+    dims = _dims(dim, len(irt.shape_of(x)))
+    norm = _norm_of(imp, x, p, dims, _kept(x, dims))
+    norm = imp.insert(ClampOp(norm, float(eps), None))
+    return imp.insert(irt.DivOp(x, norm, x.type))
 
 
 def _logsumexp(imp: ImportContext, node: fx.Node, x, dim, keepdim=False) -> SSAValue:
@@ -735,6 +768,8 @@ FUNCTIONS: dict[Any, Converter] = {
     torch.var: _var,
     torch.std: _std,
     torch.logsumexp: _logsumexp,
+    torch.linalg.vector_norm: _vector_norm,
+    F.normalize: _normalize,
     torch.softmax: _softmax(SoftmaxOp),
     F.softmax: _softmax(SoftmaxOp),
     torch.log_softmax: _softmax(LogSoftmaxOp),

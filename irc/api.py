@@ -501,9 +501,11 @@ def trace(model: Any, n_inputs: int | None = None) -> fx.GraphModule:
         from irc.frontend.aten import exported_program_module
 
         return exported_program_module(model)
-    if n_inputs is not None and not isinstance(model, (torch.nn.Module, types.FunctionType, types.MethodType)) \
-            and callable(model):
-        model = _positional(model, n_inputs)  # torch.relu, F.gelu: C functions symbolic_trace refuses
+    if isinstance(model, types.MethodType) and isinstance(model.__self__, torch.nn.Module) \
+            and model.__func__ is type(model.__self__).forward:
+        model = model.__self__  # model.forward: the module, its weights watched as the module's
+    elif n_inputs is not None and not isinstance(model, (torch.nn.Module, types.FunctionType)) and callable(model):
+        model = _positional(model, n_inputs)  # torch.relu, a partial, a bound method: symbolic_trace refuses them
     concrete = _defaults_beyond(model, n_inputs) if n_inputs is not None else {}
     gm = symbolic_trace(model, concrete or None)
     if concrete:

@@ -569,7 +569,8 @@ def test_recompile_failure_names_the_shapes():
 
 def test_torch_functions_and_other_callables_compile_as_the_model():
     """torch.relu, F.softplus (C functions torch.fx cannot trace themselves), functools.partial
-    and a callable object are called with the example inputs: irc traces that call."""
+    and a callable object are called with the example inputs: irc traces that call; a module's
+    bound forward compiles the module."""
     import functools
 
     class Scaled:
@@ -577,8 +578,14 @@ def test_torch_functions_and_other_callables_compile_as_the_model():
             return torch.tanh(x) * y
 
     x, y = torch.randn(3, 5), torch.randn(3, 5)
+    lin = nn.Linear(5, 2)
     cases = [(torch.relu, (x,)), (F.softplus, (x,)), (torch.add, (x, y)), (torch.matmul, (x, y.T)),
-             (functools.partial(F.leaky_relu, negative_slope=0.2), (x,)), (Scaled(), (x, y))]
+             (functools.partial(F.leaky_relu, negative_slope=0.2), (x,)), (Scaled(), (x, y)), (lin.forward, (x,))]
     for f, xs in cases:
         cm = irc.compile(f, xs, fallback=False)
         torch.testing.assert_close(cm(*xs), f(*xs))
+    # a module's bound forward is the module: its weights are watched, an update is seen
+    cm = irc.compile(lin.forward, (x,))
+    with torch.no_grad():
+        lin.weight.mul_(2)
+    torch.testing.assert_close(cm(x), lin(x))

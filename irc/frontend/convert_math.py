@@ -117,7 +117,7 @@ def _select(imp: ImportContext, cond: SSAValue, a: Any, b: Any, like: SSAValue) 
 
 def _expm1(imp: ImportContext, x: SSAValue) -> SSAValue:
     """exp(x) - 1: for |x| < 1/2, where the subtraction would cancel, x + x^2 (1/2! + x/3! + ...
-    + x^7/9!), whose next term is below 3e-10 of the result; elsewhere exp(x) - 1 itself (-1,
+    + x^7/9!), whose next term is below 7e-10 of the result; elsewhere exp(x) - 1 itself (-1,
     inf at the ends). Arithmetic besides the one exp, so the activation stays one kernel."""
     poly = imp.tensor(1.0 / math.factorial(9))
     for k in range(8, 1, -1):
@@ -128,11 +128,14 @@ def _expm1(imp: ImportContext, x: SSAValue) -> SSAValue:
 
 
 def _log1p(imp: ImportContext, u: SSAValue) -> SSAValue:
-    """log(1 + u) for u >= 0: log(w) u / (w - 1) with w = 1 + u (Goldberg: the rounding error of
-    1 + u divides out); u where w rounds to 1."""
+    """log(1 + u) for u >= 0: below 1, log(w) u / (w - 1) with w = 1 + u (Goldberg: the rounding
+    error of 1 + u divides out), u where w rounds to 1; from 1 on log(w) itself, which loses
+    nothing there (and the quotient would overflow)."""
     w = _op(imp, irt.AddOp, u, 1.0)
-    r = imp.insert(irt.DivOp(imp.insert(irt.MulOp(imp.insert(m.LogOp(w)), u, u.type)), _op(imp, irt.SubOp, w, 1.0), u.type))
-    return _select(imp, _cmp(imp, "eq", w, 1.0), u, r, u)
+    log_w = imp.insert(m.LogOp(w))
+    r = imp.insert(irt.DivOp(imp.insert(irt.MulOp(log_w, u, u.type)), _op(imp, irt.SubOp, w, 1.0), u.type))
+    r = _select(imp, _cmp(imp, "eq", w, 1.0), u, r, u)
+    return _select(imp, _cmp(imp, "lt", u, 1.0), r, log_w, u)
 
 
 def _softplus_of(imp: ImportContext, x: SSAValue, beta: Any = 1.0, threshold: Any = 20.0) -> SSAValue:

@@ -771,3 +771,30 @@ def test_var_std_logsumexp_and_norms_match_eager(name):
     for t in inputs:
         cm = irc.compile(f, (t,), fallback=False)
         torch.testing.assert_close(cm(t), f(t), equal_nan=True)
+
+
+BADDBMM_OUTER = {  # (function, input shapes)
+    "baddbmm": (lambda i, a, b: torch.baddbmm(i, a, b), ((4, 5, 6), (4, 5, 8), (4, 8, 6))),
+    "baddbmm beta alpha": (lambda i, a, b: torch.baddbmm(i, a, b, beta=0.5, alpha=0.125), ((4, 5, 6), (4, 5, 8), (4, 8, 6))),
+    "baddbmm broadcast bias (BLOOM's alibi)": (lambda i, a, b: torch.baddbmm(i, a, b, beta=1.0, alpha=0.3),
+                                               ((1, 1, 6), (4, 5, 8), (4, 8, 6))),
+    "baddbmm method": (lambda i, a, b: i.baddbmm(a, b, alpha=0.5), ((4, 5, 6), (4, 5, 8), (4, 8, 6))),
+    "outer": (lambda a, b: torch.outer(a, b) + 1, ((7,), (5,))),
+    "ger method": (lambda a, b: a.outer(b) * 2, ((3,), (9,))),
+    "outer of integer positions (RoPE)": (lambda a, b: torch.outer(torch.arange(6), b).cos() + a[:, None], ((6,), (4,))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BADDBMM_OUTER))
+def test_baddbmm_and_outer_match_eager(name):
+    f, shapes = BADDBMM_OUTER[name]
+    check(f, *(torch.randn(s) for s in shapes))
+
+
+def test_baddbmm_with_beta_zero_does_not_read_the_bias():
+    """torch: with beta 0 the bias's NaN and inf do not reach the result."""
+    bias = torch.randn(2, 3, 4)
+    bias[0, 0, 0], bias[1, 2, 3] = float("nan"), float("inf")
+    f = lambda i, a, b: torch.baddbmm(i, a, b, beta=0, alpha=2.0)  # noqa: E731
+    cm = check(f, bias, torch.randn(2, 3, 5), torch.randn(2, 5, 4))
+    assert cm(bias, torch.randn(2, 3, 5), torch.randn(2, 5, 4)).isfinite().all()

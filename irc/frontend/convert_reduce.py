@@ -42,7 +42,16 @@ from irc.dialects.irt.reduce import (
 )
 from irc.dialects.irt.shape import ExpandOp
 from irc.dialects.symbolic import dims_of
-from irc.frontend.convert_base import Converter, ImportContext, Unsupported, accepts_ints, dtype_of, like, tensor_type
+from irc.frontend.convert_base import (
+    Converter,
+    ImportContext,
+    Unsupported,
+    accepts_ints,
+    dtype_of,
+    dtype_of_type,
+    like,
+    tensor_type,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Reductions
@@ -285,6 +294,44 @@ def _addmm(imp: ImportContext, node: fx.Node, bias, a, b, *, beta=1, alpha=1, ou
     t = imp.result_type(node)
     m = imp.insert(irt.MatmulOp(a, b, tensor_type((irt.shape_of(a)[0], irt.shape_of(b)[1]))))
     return imp.insert(irt.AddOp(imp.tensor(bias), m, t))
+
+
+def _baddbmm(imp: ImportContext, node: fx.Node, bias, a, b, *, beta=1, alpha=1, out=None) -> SSAValue:
+    """beta bias + alpha (a @ b) for 3-D a and b (BLOOM's and GPT-J's attention scores): a batched
+    matmul, then the scalings and the add, which fusion puts in its epilogue. With beta 0 the bias
+    is not read, so its NaN and inf do not reach the result, as torch documents."""
+    if out is not None:
+        raise Unsupported("out= is not supported")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (beta, alpha)):
+        raise Unsupported("baddbmm's beta and alpha must be Python numbers known at compile time")
+    a, b = imp.tensor(a), imp.tensor(b)
+    if len(irt.shape_of(a)) != 3 or len(irt.shape_of(b)) != 3:
+        raise Unsupported(f"baddbmm needs two 3-D tensors, got {irt.shape_of(a)} and {irt.shape_of(b)}")
+    t = imp.result_type(node)
+    prod = _batch_matmul(imp, a, b, dims_of(t))
+    if alpha != 1:
+        prod = imp.insert(irt.MulOp(prod, imp.tensor(float(alpha)), t))
+    if beta == 0:
+        return prod
+    bias = imp.tensor(bias)
+    if beta != 1:
+        bias = imp.insert(irt.MulOp(bias, imp.tensor(float(beta)), bias.type))
+    return imp.insert(irt.AddOp(bias, prod, t))
+
+
+@accepts_ints
+def _outer(imp: ImportContext, node: fx.Node, a, b) -> SSAValue:
+    """a[:, None] * b[None, :] (RoPE's positions times inverse frequencies), in the result's dtype."""
+    t = imp.result_type(node)
+    dtype = dtype_of_type(t)
+    if dtype == torch.bool:
+        raise Unsupported("outer of bool tensors")
+    a, b = imp.tensor(a, dtype), imp.tensor(b, dtype)
+    if len(irt.shape_of(a)) != 1 or len(irt.shape_of(b)) != 1:
+        raise Unsupported(f"outer needs two 1-D tensors, got {irt.shape_of(a)} and {irt.shape_of(b)}")
+    col = imp.insert(irt.ReshapeOp(a, like(a, (irt.shape_of(a)[0], 1))))
+    row = imp.insert(irt.ReshapeOp(b, like(b, (1, irt.shape_of(b)[0]))))
+    return imp.insert(irt.MulOp(col, row, t))
 
 
 def _einsum_terms(equation: str, ranks: Sequence[int]) -> tuple[list[str], str]:
@@ -781,6 +828,9 @@ FUNCTIONS: dict[Any, Converter] = {
     operator.matmul: _matmul,
     torch.bmm: _bmm,
     torch.addmm: _addmm,
+    torch.baddbmm: _baddbmm,
+    torch.outer: _outer,
+    torch.ger: _outer,
     torch.einsum: _einsum,
     F.scaled_dot_product_attention: _sdpa,
     torch._transformer_encoder_layer_fwd: _encoder_layer_fwd,
@@ -799,6 +849,8 @@ METHODS: dict[str, Converter] = {
     "log_softmax": _softmax(LogSoftmaxOp),
     "matmul": _matmul,
     "bmm": _bmm,
+    "baddbmm": _baddbmm,
+    "outer": _outer,
 }
 
 MODULES: dict[type, Converter] = {

@@ -69,6 +69,12 @@ def _conv_padding(padding, weight_shape: Sequence[int], dilation: tuple[int, int
 
 
 def _conv2d(imp: ImportContext, node: fx.Node, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> SSAValue:
+    return _nchw(imp, node, x, lambda x4, out: _conv2d_op(imp, x4, weight, bias, stride, padding, dilation, groups, out))
+
+
+def _conv2d_op(imp: ImportContext, x4: SSAValue, weight, bias, stride, padding, dilation, groups,
+               out: tuple[int, ...]) -> SSAValue:
+    """One irt.conv2d of the 4-D input x4 into an `out`-shaped result, torch's arguments checked."""
     weight = _tensor_arg(imp, weight, "the weight")
     if bias is not None:
         bias = _tensor_arg(imp, bias, "the bias")
@@ -78,14 +84,8 @@ def _conv2d(imp: ImportContext, node: fx.Node, x, weight, bias=None, stride=1, p
         raise Unsupported(f"groups={groups!r}")
     if 0 in irt.shape_of(weight)[1:]:  # eager then returns [N, 0, OH, OW], not the bias-filled [N, O, OH, OW]
         raise Unsupported(f"conv2d with an empty weight {irt.shape_of(weight)} (zero input channels or kernel size)")
-
-    def build(x4: SSAValue, out: tuple[int, ...]) -> SSAValue:
-        op = irt_nn.Conv2dOp(
-            x4, weight, bias, tensor_type(out), stride=stride, padding=pad, dilation=dilation, groups=groups
-        )
-        return imp.insert(op)
-
-    return _nchw(imp, node, x, build)
+    op = irt_nn.Conv2dOp(x4, weight, bias, tensor_type(out), stride=stride, padding=pad, dilation=dilation, groups=groups)
+    return imp.insert(op)
 
 
 def _conv2d_module(imp: ImportContext, node: fx.Node, mod: nn.Conv2d, x) -> SSAValue:
@@ -107,24 +107,15 @@ def _conv1d(imp: ImportContext, node: fx.Node, x, weight, bias=None, stride=1, p
     """conv1d as a conv2d of height 1: [N, C, L] -> [N, C, 1, L] (unbatched [C, L] gets N = 1),
     the weight [O, C/g, K] -> [O, C/g, 1, K] (a parameter's reshape: folded at compile time)."""
     x, weight = _tensor_arg(imp, x, "the input"), _tensor_arg(imp, weight, "the weight")
-    if bias is not None:
-        bias = _tensor_arg(imp, bias, "the bias")
     shape, wshape, out = irt.shape_of(x), irt.shape_of(weight), dims_of(imp.result_type(node))
     if len(shape) not in (2, 3) or len(wshape) != 3:
         raise Unsupported(f"conv1d of an input {list(shape)} with a weight {list(wshape)}: irc takes N x C x L or C x L")
-    stride, dilation = _single(stride, "stride"), _single(dilation, "dilation")
-    pad = _conv_padding(padding if isinstance(padding, str) else (0, _single(padding, "padding")),
-                        (wshape[0], wshape[1], 1, wshape[2]), (1, dilation), (1, stride))
-    if not isinstance(groups, int):
-        raise Unsupported(f"groups={groups!r}")
-    if 0 in wshape[1:]:
-        raise Unsupported(f"conv1d with an empty weight {list(wshape)} (zero input channels or kernel size)")
     n, c, length = (1, *shape) if len(shape) == 2 else shape
     x4 = imp.insert(irt.ReshapeOp(x, tensor_type((n, c, 1, length))))
     w4 = imp.insert(irt.ReshapeOp(weight, tensor_type((wshape[0], wshape[1], 1, wshape[2]))))
-    out4 = (n, out[-2], 1, out[-1])
-    y = imp.insert(irt_nn.Conv2dOp(x4, w4, bias, tensor_type(out4), stride=(1, stride), padding=pad, dilation=(1, dilation),
-                                   groups=groups))
+    pad = padding if isinstance(padding, str) else (0, _single(padding, "padding"))
+    y = _conv2d_op(imp, x4, w4, bias, (1, _single(stride, "stride")), pad, (1, _single(dilation, "dilation")), groups,
+                   (n, out[-2], 1, out[-1]))
     return imp.insert(irt.ReshapeOp(y, tensor_type(out)))
 
 
